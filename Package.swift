@@ -1,0 +1,106 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "pushgate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pushgate", targets: ["pushgate"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // Typed values, the reason table, header and payload validation. No NIO.
+        .target(name: "PushModel"),
+        // ES256 provider tokens, the key registry and the per-connection token state. No NIO.
+        .target(
+            name: "ProviderAuth",
+            dependencies: [
+                "PushModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The HTTP/2 front door: listeners, the frame-level request handler, limits.
+        .target(
+            name: "ProviderAPI",
+            dependencies: [
+                "PushModel", "ProviderAuth",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // An HTTP/2 client of the provider API (pushgate send, tests, and the load generator).
+        .target(
+            name: "ProviderClient",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // Configuration (file, environment, flags) and composition of the services.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "PushModel", "ProviderAuth", "ProviderAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .executableTarget(
+            name: "pushgate",
+            dependencies: [
+                "Gateway", "PushModel", "ProviderAuth", "ProviderAPI", "ProviderClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
+        .testTarget(
+            name: "ProviderAuthTests",
+            dependencies: ["ProviderAuth", "PushModel", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "ProviderAPITests",
+            dependencies: [
+                "ProviderAPI", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "PushModel", "ProviderAuth"]),
+    ]
+)

@@ -1,0 +1,127 @@
+/// Every configuration key, once: its name, default and meaning. The file, the environment
+/// (`PUSHGATE_` + the name in upper case with `.` as `_`) and the `--set name=value` flag all address
+/// these names; `pushgate config` prints this table and Config/pushgate.yaml mirrors it.
+public struct ConfigKey: Sendable, Hashable {
+    public let name: String
+    public let defaultValue: String
+    public let doc: String
+
+    public var environmentVariable: String {
+        "PUSHGATE_" + name.uppercased().replacingOccurrences(of: ".", with: "_")
+    }
+}
+
+public enum ConfigKeys {
+    public static let all: [ConfigKey] = [
+        .init(
+            name: "environment", defaultValue: "development",
+            doc:
+                "APNs environment this gateway plays: development or production. Keys and certificates limited to the other one are refused."
+        ),
+        .init(
+            name: "data_dir", defaultValue: "./data",
+            doc: "Directory for the gateway's files: development TLS certificates, registered keys and device tokens."),
+        .init(
+            name: "log.level", defaultValue: "info",
+            doc: "Log level: trace, debug, info, notice, warning, error, critical."),
+        .init(name: "event_loops", defaultValue: "0", doc: "Event-loop threads for network I/O; 0 means one per core."),
+        .init(
+            name: "shutdown.grace_seconds", defaultValue: "10",
+            doc: "On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed."),
+
+        .init(
+            name: "provider.tls.enabled", defaultValue: "true",
+            doc: "Serve the provider API over TLS (HTTP/2, ALPN h2; clients offering no ALPN get HTTP/2 too)."),
+        .init(name: "provider.tls.host", defaultValue: "127.0.0.1", doc: "Address the TLS provider listener binds to."),
+        .init(
+            name: "provider.tls.port", defaultValue: "2197",
+            doc: "Port of the TLS provider listener (APNs uses 443 and 2197)."),
+        .init(
+            name: "provider.tls.certificate", defaultValue: "",
+            doc:
+                "PEM certificate chain of the TLS listener. Empty: a development certificate is created in data_dir/tls on first start."
+        ),
+        .init(name: "provider.tls.private_key", defaultValue: "", doc: "PEM private key of provider.tls.certificate."),
+        .init(
+            name: "provider.tls.client_ca", defaultValue: "",
+            doc:
+                "PEM CA that signs provider client certificates (certificate-based auth). Empty: the development CA in data_dir/tls."
+        ),
+        .init(
+            name: "provider.h2c.enabled", defaultValue: "true",
+            doc: "Serve the provider API as cleartext HTTP/2 with prior knowledge (h2c), for local use and load tests."),
+        .init(name: "provider.h2c.host", defaultValue: "127.0.0.1", doc: "Address the h2c provider listener binds to."),
+        .init(name: "provider.h2c.port", defaultValue: "2198", doc: "Port of the h2c provider listener."),
+
+        .init(
+            name: "provider.device_token.min_length", defaultValue: "64",
+            doc: "Shortest accepted device token, in hex characters."),
+        .init(
+            name: "provider.device_token.max_length", defaultValue: "64",
+            doc: "Longest accepted device token, in hex characters (APNs tokens are 64)."),
+        .init(
+            name: "provider.rate.device_token.burst", defaultValue: "200",
+            doc: "Requests one device token may receive in a burst before 429 TooManyRequests."),
+        .init(
+            name: "provider.rate.device_token.per_second", defaultValue: "20",
+            doc: "Sustained requests per second per device token; 0 disables the limit."),
+        .init(
+            name: "provider.rate.team.burst", defaultValue: "100000",
+            doc: "Requests one team may send in a burst before 429 TooManyRequests."),
+        .init(
+            name: "provider.rate.team.per_second", defaultValue: "50000",
+            doc: "Sustained requests per second per team; 0 disables the limit."),
+
+        .init(
+            name: "provider.auth.keys_file", defaultValue: "",
+            doc:
+                "YAML file of registered provider keys (team, key id, public key, topics, environment). Empty: data_dir/provider-keys.yaml. Reloaded when it changes."
+        ),
+        .init(
+            name: "provider.auth.certificates_file", defaultValue: "",
+            doc:
+                "YAML file of registered provider client certificates (SHA-256, team, topics, environment). Empty: data_dir/provider-certificates.yaml."
+        ),
+        .init(
+            name: "provider.auth.token_lifetime_seconds", defaultValue: "3600",
+            doc: "A provider token is valid this long after its iat (APNs: one hour)."),
+        .init(
+            name: "provider.auth.future_skew_seconds", defaultValue: "60",
+            doc: "How far in the future a token's iat may be (clock skew) before it is InvalidProviderToken."),
+        .init(
+            name: "provider.auth.token_update_burst", defaultValue: "2",
+            doc: "Token changes a connection may make in a burst before 429 TooManyProviderTokenUpdates."),
+        .init(
+            name: "provider.auth.token_update_interval_seconds", defaultValue: "1200",
+            doc:
+                "One more token change per connection is allowed per this interval (APNs: refresh at most every 20 minutes)."
+        ),
+
+        .init(
+            name: "provider.http2.max_concurrent_streams", defaultValue: "1000",
+            doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers."),
+        .init(
+            name: "provider.http2.max_header_list_size", defaultValue: "8192",
+            doc: "SETTINGS_MAX_HEADER_LIST_SIZE in bytes."),
+        .init(
+            name: "provider.http2.max_frame_size", defaultValue: "16384",
+            doc: "SETTINGS_MAX_FRAME_SIZE in bytes (16384 to 16777215)."),
+        .init(
+            name: "provider.http2.idle_timeout_seconds", defaultValue: "3600",
+            doc: "A connection without requests this long gets GOAWAY {\"reason\":\"IdleTimeout\"}; 0 disables."),
+        .init(
+            name: "provider.http2.connection_window_bytes", defaultValue: "1048576",
+            doc: "Receive window kept open per provider connection."),
+
+        .init(
+            name: "devices.tokens_file", defaultValue: "",
+            doc:
+                "YAML file of device tokens registered by `pushgate tokens`. Empty: data_dir/device-tokens.yaml. Reloaded when it changes."
+        ),
+        .init(
+            name: "devices.reload_seconds", defaultValue: "1",
+            doc: "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading."),
+    ]
+
+    public static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+}

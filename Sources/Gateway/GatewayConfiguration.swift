@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+import ProviderAPI
+import PushModel
+
+/// The gateway's configuration in typed values, validated at start.
+public struct GatewayConfiguration: Sendable {
+    public struct Listener: Sendable, Equatable {
+        public var enabled: Bool
+        public var host: String
+        public var port: Int
+    }
+
+    public struct TLSFiles: Sendable, Equatable {
+        /// Empty paths: use (and create if needed) the development certificate in data_dir/tls.
+        public var certificate: String
+        public var privateKey: String
+        public var clientCA: String
+
+        public init(certificate: String, privateKey: String, clientCA: String) {
+            self.certificate = certificate
+            self.privateKey = privateKey
+            self.clientCA = clientCA
+        }
+    }
+
+    public var dataDirectory: String
+    public var logLevel: Logger.Level
+    public var eventLoops: Int
+    public var shutdownGraceSeconds: Int64
+    public var provider: ProviderSettings
+    public var tlsListener: Listener
+    public var h2cListener: Listener
+    public var tls: TLSFiles
+    public var keysFile: String
+    public var certificatesFile: String
+    public var tokensFile: String
+    public var reloadSeconds: Int64
+
+    public init(_ raw: RawConfiguration) throws {
+        var reader = ConfigReader(raw: raw)
+        dataDirectory = try reader.string("data_dir", nonEmpty: true)
+        logLevel = try reader.parse(
+            "log.level", expected: "one of trace, debug, info, notice, warning, error, critical"
+        ) {
+            Logger.Level(rawValue: $0)
+        }
+        eventLoops = try reader.int("event_loops", in: 0...256)
+        shutdownGraceSeconds = Int64(try reader.int("shutdown.grace_seconds", in: 0...3600))
+
+        var provider = ProviderSettings()
+        provider.environment = try reader.parse("environment", expected: "development or production") {
+            PushEnvironment(rawValue: $0)
+        }
+        let minLength = try reader.int("provider.device_token.min_length", in: 2...1024)
+        let maxLength = try reader.int("provider.device_token.max_length", in: 2...1024)
+        guard minLength <= maxLength else {
+            throw ConfigError(
+                key: "provider.device_token.min_length", source: raw.value("provider.device_token.min_length").source,
+                message: "must not exceed provider.device_token.max_length (\(maxLength))")
+        }
+        provider.deviceTokenLengths = minLength...maxLength
+        provider.perDeviceTokenRate = RateLimit(
+            burst: try reader.int("provider.rate.device_token.burst", in: 0...Int(Int32.max)),
+            perSecond: try reader.double("provider.rate.device_token.per_second", in: 0...1e9))
+        provider.perTeamRate = RateLimit(
+            burst: try reader.int("provider.rate.team.burst", in: 0...Int(Int32.max)),
+            perSecond: try reader.double("provider.rate.team.per_second", in: 0...1e9))
+        provider.auth.tokenLifetimeSeconds = Int64(
+            try reader.int("provider.auth.token_lifetime_seconds", in: 1...(365 * 86400)))
+        provider.auth.allowedFutureSkewSeconds = Int64(
+            try reader.int("provider.auth.future_skew_seconds", in: 0...86400))
+        provider.auth.tokenUpdateBurst = try reader.int("provider.auth.token_update_burst", in: 0...1_000_000)
+        provider.auth.tokenUpdateIntervalSeconds = Int64(
+            try reader.int("provider.auth.token_update_interval_seconds", in: 1...(365 * 86400)))
+        provider.http2.maxConcurrentStreams = try reader.int("provider.http2.max_concurrent_streams", in: 1...1_000_000)
+        provider.http2.maxHeaderListSize = try reader.int("provider.http2.max_header_list_size", in: 1024...(1 << 24))
+        provider.http2.maxFrameSize = try reader.int("provider.http2.max_frame_size", in: 16384...16_777_215)
+        provider.http2.idleTimeoutSeconds = Int64(
+            try reader.int("provider.http2.idle_timeout_seconds", in: 0...(30 * 86400)))
+        provider.http2.connectionWindowSize = try reader.int(
+            "provider.http2.connection_window_bytes", in: 65535...Int(Int32.max))
+        self.provider = provider
+
+        tlsListener = Listener(
+            enabled: try reader.bool("provider.tls.enabled"),
+            host: try reader.string("provider.tls.host", nonEmpty: true),
+            port: try reader.int("provider.tls.port", in: 0...65535))
+        h2cListener = Listener(
+            enabled: try reader.bool("provider.h2c.enabled"),
+            host: try reader.string("provider.h2c.host", nonEmpty: true),
+            port: try reader.int("provider.h2c.port", in: 0...65535))
+        tls = TLSFiles(
+            certificate: try reader.string("provider.tls.certificate"),
+            privateKey: try reader.string("provider.tls.private_key"),
+            clientCA: try reader.string("provider.tls.client_ca"))
+        if tls.certificate.isEmpty != tls.privateKey.isEmpty {
+            let key = tls.certificate.isEmpty ? "provider.tls.certificate" : "provider.tls.private_key"
+            throw ConfigError(
+                key: key, source: nil,
+                message: "provider.tls.certificate and provider.tls.private_key must be set together")
+        }
+        let dataDirectory = self.dataDirectory
+        func inData(_ key: String, _ file: String) throws -> String {
+            let value = try reader.string(key)
+            return value.isEmpty ? (dataDirectory as NSString).appendingPathComponent(file) : value
+        }
+        keysFile = try inData("provider.auth.keys_file", "provider-keys.yaml")
+        certificatesFile = try inData("provider.auth.certificates_file", "provider-certificates.yaml")
+        tokensFile = try inData("devices.tokens_file", "device-tokens.yaml")
+        reloadSeconds = Int64(try reader.int("devices.reload_seconds", in: 0...86400))
+        readKeys = reader.read
+    }
+
+    /// The keys this configuration read (a test checks that it reads every key in the table).
+    public private(set) var readKeys: Set<String> = []
+
+    public static func defaults() -> GatewayConfiguration {
+        // The defaults are valid by construction; a failure here is a mistake in ConfigKeys.
+        try! GatewayConfiguration(RawConfiguration())
+    }
+}
+
+/// Typed reads from a `RawConfiguration`, with errors that name the key and where its value came from.
+struct ConfigReader {
+    let raw: RawConfiguration
+    var read: Set<String> = []
+
+    init(raw: RawConfiguration) { self.raw = raw }
+
+    mutating func parse<T>(_ key: String, expected: String, _ transform: (String) -> T?) throws -> T {
+        read.insert(key)
+        let (text, source) = raw.value(key)
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let value = transform(trimmed) else {
+            throw ConfigError(key: key, source: source, message: "expected \(expected), got '\(text)'")
+        }
+        return value
+    }
+
+    mutating func string(_ key: String, nonEmpty: Bool = false) throws -> String {
+        try parse(key, expected: "a non-empty value") { nonEmpty && $0.isEmpty ? nil : $0 }
+    }
+
+    mutating func int(_ key: String, in range: ClosedRange<Int>) throws -> Int {
+        try parse(key, expected: "a whole number from \(range.lowerBound) to \(range.upperBound)") { text in
+            Int(text).flatMap { range.contains($0) ? $0 : nil }
+        }
+    }
+
+    mutating func double(_ key: String, in range: ClosedRange<Double>) throws -> Double {
+        try parse(key, expected: "a number from \(range.lowerBound) to \(range.upperBound)") { text in
+            Double(text).flatMap { $0.isFinite && range.contains($0) ? $0 : nil }
+        }
+    }
+
+    mutating func bool(_ key: String) throws -> Bool {
+        try parse(key, expected: "true or false") { text in
+            switch text.lowercased() {
+            case "true", "yes", "on", "1": return true
+            case "false", "no", "off", "0": return false
+            default: return nil
+            }
+        }
+    }
+}

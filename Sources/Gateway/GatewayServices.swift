@@ -1,0 +1,149 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ProviderAPI
+import ProviderAuth
+import PushModel
+import ServiceLifecycle
+
+/// The gateway assembled from its configuration: the provider API's listeners and the registry reloader,
+/// as services to run in one `ServiceGroup` (in dependency order).
+public struct GatewayServices: Sendable {
+    public let configuration: GatewayConfiguration
+    public let context: ProviderContext
+    public let directory: InMemoryDeviceDirectory
+    public let intake: CountingIntake
+    public let provider: ProviderServer
+    public let reloader: RegistryReloader
+
+    public var services: [any Service] { [provider, reloader] }
+
+    public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) throws {
+        self.configuration = configuration
+        let settings = configuration.provider
+        let keys = try RegistryFiles.loadKeys(configuration.keysFile)
+        let grants = try RegistryFiles.loadCertificates(configuration.certificatesFile)
+        directory = InMemoryDeviceDirectory(
+            try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
+        intake = CountingIntake()
+        context = ProviderContext(
+            settings: settings, keys: keys, directory: directory, intake: intake, certificateGrants: grants)
+
+        var listeners: [ProviderListener] = []
+        if configuration.tlsListener.enabled {
+            let tls = try Self.tlsContext(configuration, logger: logger)
+            listeners.append(
+                ProviderListener(
+                    host: configuration.tlsListener.host, port: configuration.tlsListener.port, security: .tls(tls)))
+        }
+        if configuration.h2cListener.enabled {
+            listeners.append(
+                ProviderListener(
+                    host: configuration.h2cListener.host, port: configuration.h2cListener.port, security: .cleartext))
+        }
+        provider = ProviderServer(
+            context: context, listeners: listeners, group: group, logger: logger,
+            gracePeriod: .seconds(configuration.shutdownGraceSeconds))
+        reloader = RegistryReloader(
+            configuration: configuration, context: context, directory: directory, logger: logger)
+        logger.info(
+            "registries loaded",
+            metadata: [
+                "keys": "\(keys.keys.count)", "certificates": "\(grants.byFingerprint.count)",
+                "device_tokens": "\(directory.snapshot.count)", "environment": "\(settings.environment.rawValue)",
+            ])
+    }
+
+    /// The TLS listener's context: the configured certificate, or the development one (created if
+    /// missing); ALPN h2; client certificates requested (optional) and checked against the client CA.
+    public static func tlsContext(_ configuration: GatewayConfiguration, logger: Logger) throws -> NIOSSLContext {
+        var certificatePath = configuration.tls.certificate
+        var keyPath = configuration.tls.privateKey
+        var clientCAPath = configuration.tls.clientCA
+        let development = DevelopmentCertificates(dataDirectory: configuration.dataDirectory)
+        if certificatePath.isEmpty {
+            if try development.ensure() {
+                logger.notice(
+                    "created a development TLS certificate", metadata: ["ca": "\(development.caCertificatePath)"])
+            }
+            certificatePath = development.serverCertificatePath
+            keyPath = development.serverKeyPath
+        }
+        if clientCAPath.isEmpty, FileManager.default.fileExists(atPath: development.caCertificatePath) {
+            clientCAPath = development.caCertificatePath
+        }
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
+        } catch {
+            throw ConfigError(
+                key: "provider.tls.certificate", source: nil,
+                message: "cannot read a PEM certificate from \(certificatePath): \(error)")
+        }
+        do {
+            key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+        } catch {
+            throw ConfigError(
+                key: "provider.tls.private_key", source: nil,
+                message: "cannot read a PEM private key from \(keyPath): \(error)")
+        }
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if !clientCAPath.isEmpty {
+            do {
+                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCAPath))
+            } catch {
+                throw ConfigError(
+                    key: "provider.tls.client_ca", source: nil,
+                    message: "cannot read PEM certificates from \(clientCAPath): \(error)")
+            }
+            tls.certificateVerification = .optionalVerification
+        }
+        return try NIOSSLContext(configuration: tls)
+    }
+}
+
+/// Reloads the keys, certificates and device-token files when they change, so the `pushgate keys`,
+/// `certs` and `tokens` commands take effect on a running gateway.
+public struct RegistryReloader: Service {
+    let configuration: GatewayConfiguration
+    let context: ProviderContext
+    let directory: InMemoryDeviceDirectory
+    let logger: Logger
+
+    public func run() async throws {
+        guard configuration.reloadSeconds > 0 else {
+            try? await gracefulShutdown()
+            return
+        }
+        var seen = stamps()
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: .seconds(configuration.reloadSeconds))
+            let now = stamps()
+            guard now != seen else { continue }
+            seen = now
+            do {
+                context.replaceKeys(try RegistryFiles.loadKeys(configuration.keysFile))
+                context.replaceCertificateGrants(try RegistryFiles.loadCertificates(configuration.certificatesFile))
+                directory.replaceAll(
+                    try RegistryFiles.loadTokens(
+                        configuration.tokensFile, lengths: configuration.provider.deviceTokenLengths))
+                logger.info("registries reloaded", metadata: ["device_tokens": "\(directory.snapshot.count)"])
+            } catch {
+                // Keep serving with what was loaded before; say what is wrong with the file.
+                logger.error("registry file not reloaded", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func stamps() -> [Date?] {
+        [configuration.keysFile, configuration.certificatesFile, configuration.tokensFile].map {
+            (try? FileManager.default.attributesOfItem(atPath: $0))?[.modificationDate] as? Date
+        }
+    }
+}

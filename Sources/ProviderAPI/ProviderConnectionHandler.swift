@@ -1,0 +1,357 @@
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOSSL
+import PushModel
+
+/// The provider API on one HTTP/2 connection, at frame level: no child channel or task per stream,
+/// which is what keeps the request path fast (see docs/provider-api.md).
+///
+/// Per stream: HEADERS → the head is decided at once; DATA is collected only for accepted heads (at most
+/// the largest payload a push type allows); END_STREAM → the body is decided and the notification handed
+/// to the intake; the response is one HEADERS frame (200) or HEADERS + one JSON DATA frame (error).
+/// A problem with one stream is answered on that stream only.
+final class ProviderConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private enum Phase {
+        case collecting(PushRequestDecider.AcceptedHead, body: [UInt8])
+        /// Rejected on its head; body bytes are read and dropped until the stream ends.
+        case rejected(Rejection)
+        /// Handed to the intake; waiting for its answer.
+        case submitted
+    }
+
+    private struct StreamState {
+        var responseID: String
+        var phase: Phase
+    }
+
+    private let providerContext: ProviderContext
+    private let logger: Logger
+    private var decider: PushRequestDecider?
+    private var streams: [HTTP2StreamID: StreamState] = [:]
+    private var lastStreamID: HTTP2StreamID = .rootStream
+    private var needsFlush = false
+    private var draining = false
+    private var windowOpened = false
+    private var lastActivity = NIODeadline.uptimeNanoseconds(0)
+    private var idleCheck: Scheduled<Void>?
+
+    init(context: ProviderContext, logger: Logger) {
+        self.providerContext = context
+        self.logger = logger
+    }
+
+    // MARK: Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { scheduleIdleCheck(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        scheduleIdleCheck(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        idleCheck?.cancel()
+        streams.removeAll()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream,
+            let inbound = window.inboundWindowSize
+        {
+            replenishConnectionWindow(context: context, current: inbound)
+        } else if event is ProviderDrainEvent {
+            beginDraining(context: context, reason: .shutdown)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: Frames
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if !windowOpened { openConnectionWindow(context: context) }
+        switch frame.payload {
+        case .headers(let headers):
+            if streams[frame.streamID] == nil {
+                startStream(frame.streamID, headers: headers.headers, endStream: headers.endStream, context: context)
+            } else if headers.endStream {
+                // Trailers end the request.
+                finishStream(frame.streamID, context: context)
+            }
+        case .data(let data):
+            receiveData(frame.streamID, data: data, context: context)
+        case .rstStream:
+            streams.removeValue(forKey: frame.streamID)
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A stream-level HTTP/2 error concerns that stream only; NIOHTTP2Handler has already reset it.
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            streams.removeValue(forKey: streamError.streamID)
+            return
+        }
+        logger.debug("provider connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private func startStream(
+        _ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext
+    ) {
+        lastActivity = context.eventLoop.now
+        if id > lastStreamID { lastStreamID = id }
+        var head = RequestHead()
+        var sentID: String?
+        for (name, value, _) in headers {
+            if name.utf8.first == UInt8(ascii: ":") {
+                if name == ":method" { head.method = value } else if name == ":path" { head.path = value }
+            } else if let known = HeaderName(wireName: name) {
+                head.set(known, value)
+                if known == .apnsID { sentID = value }
+            }
+        }
+        // The id is echoed exactly as sent, on errors too; a generated one is lower case.
+        let responseID = sentID.flatMap { APNsID(header: $0) }?.value ?? APNsID.generate().value
+
+        if draining || providerContext.isDraining {
+            streams[id] = StreamState(responseID: responseID, phase: .rejected(Rejection(.shutdown)))
+        } else {
+            if decider == nil {
+                decider = PushRequestDecider(context: providerContext, identity: identity(context: context))
+            }
+            switch decider!.decideHead(head, now: providerContext.clock()) {
+            case .success(let accepted):
+                streams[id] = StreamState(responseID: responseID, phase: .collecting(accepted, body: []))
+            case .failure(let rejection):
+                streams[id] = StreamState(responseID: responseID, phase: .rejected(rejection))
+            }
+        }
+        if endStream { finishStream(id, context: context) }
+    }
+
+    private func receiveData(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
+        guard var state = streams[id] else { return }
+        if case .collecting(let head, var body) = state.phase, case .byteBuffer(let buffer) = data.data {
+            if body.count + buffer.readableBytes > PushType.largestPayloadSize {
+                // Answer now: the client may still be sending, and its stream window will not be reopened.
+                streams.removeValue(forKey: id)
+                respond(
+                    id, responseID: state.responseID, result: .rejected(Rejection(.payloadTooLarge)), context: context)
+                if !data.endStream {
+                    // Flush first: a reset drops the stream's frames still buffered in the HTTP/2 handler.
+                    flushIfNeeded(context: context)
+                    context.writeAndFlush(
+                        wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+                }
+                return
+            }
+            state.phase = .submitted  // release the array's storage so the append below does not copy
+            streams[id] = state
+            body.append(contentsOf: buffer.readableBytesView)
+            state.phase = .collecting(head, body: body)
+            streams[id] = state
+        }
+        if data.endStream { finishStream(id, context: context) }
+    }
+
+    private func finishStream(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard var state = streams[id] else { return }
+        switch state.phase {
+        case .rejected(let rejection):
+            streams.removeValue(forKey: id)
+            respond(id, responseID: state.responseID, result: .rejected(rejection), context: context)
+        case .submitted:
+            return
+        case .collecting(let head, let body):
+            let now = providerContext.clock()
+            let notification: PushNotification
+            switch decider!.decideBody(head, body: body, id: APNsID(header: state.responseID)!, now: now) {
+            case .success(let value): notification = value
+            case .failure(let rejection):
+                streams.removeValue(forKey: id)
+                respond(id, responseID: state.responseID, result: .rejected(rejection), context: context)
+                return
+            }
+            switch providerContext.intake.submit(notification, on: context.eventLoop) {
+            case .now(let result):
+                streams.removeValue(forKey: id)
+                respond(id, responseID: state.responseID, result: result, context: context)
+            case .later(let future):
+                state.phase = .submitted
+                streams[id] = state
+                let responseID = state.responseID
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                future.hop(to: context.eventLoop).whenComplete { outcome in
+                    let (handler, context) = bound.value
+                    handler.intakeAnswered(id, responseID: responseID, outcome: outcome, context: context)
+                }
+            }
+        }
+    }
+
+    private func intakeAnswered(
+        _ id: HTTP2StreamID, responseID: String, outcome: Result<IntakeResult, any Error>,
+        context: ChannelHandlerContext
+    ) {
+        // A stream the client reset meanwhile gets no answer.
+        guard streams.removeValue(forKey: id) != nil else { return }
+        let result: IntakeResult
+        switch outcome {
+        case .success(let value): result = value
+        case .failure: result = .rejected(Rejection(.internalServerError))
+        }
+        respond(id, responseID: responseID, result: result, context: context)
+        flushIfNeeded(context: context)
+    }
+
+    // MARK: Responses
+
+    private func respond(_ id: HTTP2StreamID, responseID: String, result: IntakeResult, context: ChannelHandlerContext)
+    {
+        switch result {
+        case .accepted:
+            let headers: HPACKHeaders = [":status": "200", "apns-id": responseID]
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
+                promise: nil)
+        case .rejected(let rejection):
+            let headers: HPACKHeaders = [
+                ":status": ErrorBodies.statusText[rejection.reason]!, "apns-id": responseID,
+                "content-type": "application/json",
+            ]
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
+            let body = ErrorBodies.body(for: rejection, allocator: context.channel.allocator)
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
+                promise: nil)
+        }
+        scheduleFlush(context: context)
+        if draining, streams.isEmpty { context.close(promise: nil) }
+    }
+
+    /// Responses are flushed once per read batch (in `channelReadComplete`). HTTP/2 can also deliver frames
+    /// outside a read batch (re-entrantly, or from buffered frames), so a flush is also queued on the event
+    /// loop: whichever comes first flushes, the other finds nothing to do.
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard !needsFlush else { return }
+        needsFlush = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = bound.value
+            handler.flushIfNeeded(context: context)
+        }
+    }
+
+    private func flushIfNeeded(context: ChannelHandlerContext) {
+        guard needsFlush else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    // MARK: Identity
+
+    private func identity(context: ChannelHandlerContext) -> ConnectionIdentity {
+        guard let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
+            let certificate = tls.peerCertificate
+        else { return .token }
+        guard let der = try? certificate.toDERBytes() else { return .unknownCertificate }
+        let fingerprint = CertificateFingerprint.sha256Hex(der)
+        if let grant = providerContext.certificateGrants.byFingerprint[fingerprint] { return .certificate(grant) }
+        return .unknownCertificate
+    }
+
+    // MARK: Flow control
+
+    /// Frame-level handling means nobody else reopens the connection's receive window.
+    private func openConnectionWindow(context: ChannelHandlerContext) {
+        windowOpened = true
+        let increment = providerContext.settings.http2.connectionWindowSize - 65_535
+        guard increment > 0 else { return }
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil)
+        scheduleFlush(context: context)
+    }
+
+    private func replenishConnectionWindow(context: ChannelHandlerContext, current: Int) {
+        let target = max(65_535, providerContext.settings.http2.connectionWindowSize)
+        guard windowOpened, current < target / 2 else { return }
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: target - current))),
+            promise: nil)
+        scheduleFlush(context: context)
+    }
+
+    // MARK: Idle timeout and draining
+
+    private func scheduleIdleCheck(context: ChannelHandlerContext) {
+        let seconds = providerContext.settings.http2.idleTimeoutSeconds
+        guard seconds > 0, idleCheck == nil else { return }
+        lastActivity = context.eventLoop.now
+        armIdleCheck(after: .seconds(seconds), context: context)
+    }
+
+    private func armIdleCheck(after delay: TimeAmount, context: ChannelHandlerContext) {
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        idleCheck = context.eventLoop.scheduleTask(in: delay) {
+            let (handler, context) = bound.value
+            let timeout = TimeAmount.seconds(handler.providerContext.settings.http2.idleTimeoutSeconds)
+            let idleFor = context.eventLoop.now - handler.lastActivity
+            if handler.streams.isEmpty, idleFor >= timeout {
+                handler.beginDraining(context: context, reason: .idleTimeout)
+            } else {
+                handler.armIdleCheck(after: max(timeout - idleFor, .milliseconds(10)), context: context)
+            }
+        }
+    }
+
+    private func beginDraining(context: ChannelHandlerContext, reason: RejectionReason) {
+        guard !draining else { return }
+        draining = true
+        idleCheck?.cancel()
+        var debugData = context.channel.allocator.buffer(capacity: 32)
+        debugData.writeString(Rejection(reason).body)
+        context.writeAndFlush(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData))),
+            promise: nil)
+        if streams.isEmpty { context.close(promise: nil) }
+    }
+}
+
+/// Sent down a provider connection's pipeline to begin a graceful shutdown of that connection.
+struct ProviderDrainEvent: Sendable {}
+
+/// The error bodies, built once per reason; a 410 carries its timestamp and is built per response.
+enum ErrorBodies {
+    static let statusText: [RejectionReason: String] = Dictionary(
+        uniqueKeysWithValues: RejectionReason.allCases.map { ($0, String($0.status)) })
+
+    private static let bodies: [RejectionReason: ByteBuffer] = Dictionary(
+        uniqueKeysWithValues: RejectionReason.allCases.map { ($0, ByteBuffer(string: Rejection($0).body)) })
+
+    static func body(for rejection: Rejection, allocator: ByteBufferAllocator) -> ByteBuffer {
+        if rejection.timestampMilliseconds != nil { return allocator.buffer(string: rejection.body) }
+        return bodies[rejection.reason]!
+    }
+}

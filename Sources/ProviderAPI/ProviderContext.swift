@@ -1,0 +1,70 @@
+import ProviderAuth
+import PushModel
+import Synchronization
+
+/// What every provider connection shares: settings, keys, the device directory, the limiters and the intake.
+public final class ProviderContext: Sendable {
+    public let settings: ProviderSettings
+    public let directory: any DeviceDirectory
+    public let intake: any NotificationIntake
+    let tokenLimiter: RequestRateLimiter<DeviceToken>
+    let teamLimiter: RequestRateLimiter<String>
+    let clock: @Sendable () -> UnixTime
+    private let keyRegistry: Mutex<KeyRegistry>
+    private let grants: Mutex<CertificateGrants>
+    private let drainingFlag = Atomic<Bool>(false)
+
+    public init(
+        settings: ProviderSettings, keys: KeyRegistry, directory: any DeviceDirectory, intake: any NotificationIntake,
+        certificateGrants: CertificateGrants = CertificateGrants(),
+        clock: @escaping @Sendable () -> UnixTime = UnixTime.now
+    ) {
+        self.settings = settings
+        self.directory = directory
+        self.intake = intake
+        self.grants = Mutex(certificateGrants)
+        self.keyRegistry = Mutex(keys)
+        self.tokenLimiter = RequestRateLimiter(limit: settings.perDeviceTokenRate)
+        self.teamLimiter = RequestRateLimiter(limit: settings.perTeamRate, shardCount: 4)
+        self.clock = clock
+    }
+
+    /// The registered keys. Read only when a connection meets a token it has not verified yet.
+    public var keys: KeyRegistry { keyRegistry.withLock { $0 } }
+
+    /// Replaces the registered keys (e.g. after `pushgate keys generate`); open connections keep the
+    /// tokens they already verified until those expire.
+    public func replaceKeys(_ keys: KeyRegistry) { keyRegistry.withLock { $0 = keys } }
+
+    /// The registered client certificates. Read once per TLS connection that presents one.
+    public var certificateGrants: CertificateGrants { grants.withLock { $0 } }
+    public func replaceCertificateGrants(_ value: CertificateGrants) { grants.withLock { $0 = value } }
+
+    /// While draining, new streams are answered 503 Shutdown.
+    public var isDraining: Bool { drainingFlag.load(ordering: .relaxed) }
+    func startDraining() { drainingFlag.store(true, ordering: .relaxed) }
+
+    var authPolicy: ConnectionAuthentication.Policy {
+        ConnectionAuthentication.Policy(
+            verifier: ProviderTokenVerifier(
+                lifetimeSeconds: settings.auth.tokenLifetimeSeconds,
+                allowedFutureSkewSeconds: settings.auth.allowedFutureSkewSeconds),
+            updateBurst: settings.auth.tokenUpdateBurst,
+            updateIntervalMilliseconds: settings.auth.tokenUpdateIntervalSeconds * 1000)
+    }
+}
+
+extension UnixTime {
+    /// The system's wall clock. Only the I/O shell calls this; policy receives the value.
+    @Sendable public static func now() -> UnixTime {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return UnixTime(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

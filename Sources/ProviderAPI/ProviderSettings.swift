@@ -1,0 +1,55 @@
+import PushModel
+
+/// Settings of the provider API, in typed values. `Gateway` fills them from the configuration.
+public struct ProviderSettings: Sendable {
+    /// The environment this gateway plays: keys and certificates limited to the other one are refused.
+    public var environment: PushEnvironment = .development
+    /// Accepted device token lengths in hex characters (APNs: 64).
+    public var deviceTokenLengths: ClosedRange<Int> = 64...64
+    public var perDeviceTokenRate: RateLimit = RateLimit(burst: 200, perSecond: 20)
+    public var perTeamRate: RateLimit = RateLimit(burst: 100_000, perSecond: 50_000)
+    public var auth = AuthSettings()
+    public var http2 = HTTP2Limits()
+
+    public init() {}
+}
+
+/// A request rate limit: a burst, then a sustained rate. `perSecond == 0` disables the limit.
+public struct RateLimit: Sendable, Equatable {
+    public var burst: Int
+    public var perSecond: Double
+
+    public init(burst: Int, perSecond: Double) {
+        self.burst = burst
+        self.perSecond = perSecond
+    }
+
+    public static let unlimited = RateLimit(burst: 0, perSecond: 0)
+    public var isEnabled: Bool { perSecond > 0 && burst > 0 }
+    var refillIntervalMilliseconds: Int64 { Int64((1000 / perSecond).rounded(.up)) }
+}
+
+public struct AuthSettings: Sendable {
+    public var tokenLifetimeSeconds: Int64 = 3600
+    public var allowedFutureSkewSeconds: Int64 = 60
+    public var tokenUpdateBurst: Int = 2
+    public var tokenUpdateIntervalSeconds: Int64 = 20 * 60
+
+    public init() {}
+}
+
+/// HTTP/2 limits of a provider connection.
+public struct HTTP2Limits: Sendable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers.
+    public var maxConcurrentStreams: Int = 1000
+    /// SETTINGS_MAX_HEADER_LIST_SIZE.
+    public var maxHeaderListSize: Int = 8192
+    /// SETTINGS_MAX_FRAME_SIZE (16384 to 16777215).
+    public var maxFrameSize: Int = 16384
+    /// A connection with no open stream for this long is closed with GOAWAY `{"reason":"IdleTimeout"}`; 0 disables.
+    public var idleTimeoutSeconds: Int64 = 3600
+    /// The connection-level receive window the gateway keeps open.
+    public var connectionWindowSize: Int = 1 << 20
+
+    public init() {}
+}

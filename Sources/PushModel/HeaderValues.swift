@@ -1,0 +1,161 @@
+/// `apns-priority`: 10 (immediate, the default), 5 (considering power), 1 (power first, never wakes the device).
+public enum Priority: Int, Sendable, Codable, Comparable {
+    case low = 1
+    case conservePower = 5
+    case immediate = 10
+
+    public init?(header: String) {
+        guard let value = Int(header), let priority = Priority(rawValue: value) else { return nil }
+        self = priority
+    }
+
+    public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// `apns-expiration`, parsed: absent means the default storage; `0` one attempt and never stored;
+/// otherwise store and retry until this UNIX time (seconds).
+public enum Expiration: Equatable, Sendable, Codable {
+    case storeByDefault
+    case immediateOnly
+    case at(unixSeconds: Int64)
+
+    public init?(header: String) {
+        guard let value = Int64(header), value >= 0 else { return nil }
+        self = value == 0 ? .immediateOnly : .at(unixSeconds: value)
+    }
+
+    /// Whether a notification with this expiration may still be delivered at `now`.
+    public func isLive(at now: UnixTime) -> Bool {
+        switch self {
+        case .storeByDefault, .immediateOnly: return true
+        case .at(let seconds): return now.milliseconds <= seconds * 1000
+        }
+    }
+}
+
+/// `apns-collapse-id`: at most 64 bytes.
+public struct CollapseID: Hashable, Sendable, Codable {
+    public static let maximumBytes = 64
+    public let value: String
+
+    public init?(header: String) {
+        guard !header.isEmpty, header.utf8.count <= Self.maximumBytes else { return nil }
+        value = header
+    }
+}
+
+/// `apns-id`: a canonical UUID (8-4-4-4-12 hex). Kept exactly as the client sent it, since clients
+/// match responses by the exact string; a generated one is lower case.
+public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let value: String
+
+    public init?(header: String) {
+        guard Self.isCanonicalUUID(header.utf8) else { return nil }
+        value = header
+    }
+
+    /// A new random id, lower case.
+    public static func generate<R: RandomNumberGenerator>(using generator: inout R) -> APNsID {
+        let hex = Array("0123456789abcdef".utf8)
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<16 { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (i, byte) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0x0F)])
+        }
+        return APNsID(trusted: String(decoding: out, as: UTF8.self))
+    }
+
+    public static func generate() -> APNsID {
+        var generator = SystemRandomNumberGenerator()
+        return generate(using: &generator)
+    }
+
+    private init(trusted value: String) { self.value = value }
+
+    public var description: String { value }
+
+    static func isCanonicalUUID(_ utf8: String.UTF8View) -> Bool {
+        guard utf8.count == 36 else { return false }
+        for (i, c) in utf8.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return false }
+            } else {
+                guard c.isHexDigit else { return false }
+            }
+        }
+        return true
+    }
+}
+
+/// The device token from `/3/device/<token>`: hex, normalised to lower case. APNs tokens are 32 bytes
+/// (64 hex characters); the accepted length range is configurable for fleets with longer tokens.
+public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let hex: String
+
+    public init?(_ text: Substring, lengths: ClosedRange<Int> = 64...64) {
+        let utf8 = text.utf8
+        guard lengths.contains(utf8.count), utf8.count % 2 == 0, utf8.allSatisfy({ $0.isHexDigit }) else { return nil }
+        hex = text.lowercased()
+    }
+
+    public init?(_ text: String, lengths: ClosedRange<Int> = 64...64) {
+        self.init(Substring(text), lengths: lengths)
+    }
+
+    public var description: String { hex }
+}
+
+/// `apns-topic`: a bundle id, possibly with a push type's suffix.
+public struct Topic: Hashable, Sendable, Codable, CustomStringConvertible {
+    public static let maximumBytes = 255
+    public let value: String
+
+    /// A topic is printable ASCII without spaces, 1 to 255 bytes.
+    public init?(_ text: String) {
+        let utf8 = text.utf8
+        guard !utf8.isEmpty, utf8.count <= Self.maximumBytes,
+            utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return nil }
+        value = text
+    }
+
+    /// The bundle id this topic addresses for `pushType`, or `nil` when the topic lacks the suffix the
+    /// push type requires.
+    public func bundleID(for pushType: PushType) -> String? {
+        guard let suffix = pushType.topicSuffix else { return value }
+        guard value.hasSuffix(suffix), value.utf8.count > suffix.utf8.count else { return nil }
+        return String(value.dropLast(suffix.count))
+    }
+
+    public var description: String { value }
+}
+
+/// Wall-clock time as milliseconds since the UNIX epoch. Policy code receives it as an argument.
+public struct UnixTime: Comparable, Hashable, Sendable, Codable {
+    public var milliseconds: Int64
+
+    public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+    public init(seconds: Int64) { self.milliseconds = seconds * 1000 }
+
+    public var seconds: Int64 { milliseconds / 1000 }
+
+    public static func < (lhs: UnixTime, rhs: UnixTime) -> Bool { lhs.milliseconds < rhs.milliseconds }
+
+    public func adding(seconds: Int64) -> UnixTime { UnixTime(milliseconds: milliseconds + seconds * 1000) }
+    public func adding(milliseconds ms: Int64) -> UnixTime { UnixTime(milliseconds: milliseconds + ms) }
+}
+
+extension UInt8 {
+    @usableFromInline
+    var isHexDigit: Bool {
+        (self >= UInt8(ascii: "0") && self <= UInt8(ascii: "9"))
+            || (self >= UInt8(ascii: "a") && self <= UInt8(ascii: "f"))
+            || (self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F"))
+    }
+}

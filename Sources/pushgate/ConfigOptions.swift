@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import Gateway
+
+/// The options every command that reads the configuration shares.
+struct ConfigOptions: ParsableArguments {
+    @Option(name: .long, help: "YAML configuration file (default: $PUSHGATE_CONFIG, else the embedded defaults).")
+    var config: String?
+
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp("Override a configuration key; repeatable.", valueName: "key=value"))
+    var overrides: [String] = []
+
+    func load() throws -> GatewayConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let raw = try RawConfiguration.load(
+            path: config ?? environment["PUSHGATE_CONFIG"], environment: environment, flags: overrides)
+        return try GatewayConfiguration(raw)
+    }
+
+    func loadRaw() throws -> RawConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        return try RawConfiguration.load(
+            path: config ?? environment["PUSHGATE_CONFIG"], environment: environment, flags: overrides)
+    }
+}
+
+/// Exits with a message naming the problem (a configuration key, a file, a flag) instead of a trace.
+func failing<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as ConfigError {
+        throw ValidationError(error.description)
+    } catch let error as RegistryFileError {
+        throw ValidationError(error.description)
+    }
+}

@@ -1,0 +1,13 @@
+import ArgumentParser
+
+@main
+struct Pushgate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pushgate",
+        abstract: "An APNs-compatible push gateway that models how iOS throttles silent pushes.",
+        subcommands: [
+            ServeCommand.self, SendCommand.self, KeysCommand.self, TokensCommand.self, CertsCommand.self,
+            ConfigCommand.self,
+        ],
+        defaultSubcommand: ServeCommand.self)
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import Gateway
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the gateway: the provider API over TLS and h2c.")
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let configuration = try failing { try options.load() }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = configuration.logLevel
+            return handler
+        }
+        let logger = Logger(label: "pushgate")
+        let threads = configuration.eventLoops == 0 ? System.coreCount : configuration.eventLoops
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let gateway = try failing { try GatewayServices(configuration: configuration, group: group, logger: logger) }
+        let services = ServiceGroup(
+            configuration: .init(
+                services: gateway.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        try await services.run()
+        try await group.shutdownGracefully()
+    }
+}

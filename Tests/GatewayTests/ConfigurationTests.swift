@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+@testable import Gateway
+
+@Suite struct ConfigurationTests {
+    @Test func defaultsAreValidAndEveryKeyIsRead() throws {
+        let configuration = try GatewayConfiguration(RawConfiguration())
+        #expect(configuration.readKeys == Set(ConfigKeys.all.map(\.name)))
+        #expect(configuration.tlsListener.port == 2197)
+        #expect(configuration.h2cListener.port == 2198)
+        #expect(configuration.provider.environment == .development)
+        #expect(configuration.keysFile == "./data/provider-keys.yaml")
+    }
+
+    @Test func keyNamesAndVariablesAreUnique() {
+        #expect(Set(ConfigKeys.all.map(\.name)).count == ConfigKeys.all.count)
+        #expect(Set(ConfigKeys.all.map(\.environmentVariable)).count == ConfigKeys.all.count)
+    }
+
+    /// Each key arrives through each path: file, environment, flag — the later one winning.
+    @Test(arguments: ConfigKeys.all.map(\.name))
+    func everyKeyArrivesThroughEveryPath(_ name: String) throws {
+        let key = try #require(ConfigKeys.byName[name])
+        let parts = name.split(separator: ".")
+        var yaml = ""
+        for (depth, part) in parts.enumerated() {
+            yaml +=
+                String(repeating: "  ", count: depth) + part + ":"
+                + (depth == parts.count - 1 ? " \"file-value\"\n" : "\n")
+        }
+        let fromFile = try RawConfiguration(fileYAML: yaml, filePath: "test.yaml")
+        #expect(fromFile.value(name).value == "file-value")
+        #expect(fromFile.value(name).source == .file("test.yaml"))
+        let fromEnvironment = try RawConfiguration(fileYAML: yaml, environment: [key.environmentVariable: "env-value"])
+        #expect(fromEnvironment.value(name).value == "env-value")
+        let fromFlag = try RawConfiguration(
+            fileYAML: yaml, environment: [key.environmentVariable: "env-value"], flags: ["\(name)=flag-value"])
+        #expect(fromFlag.value(name).value == "flag-value")
+        #expect(fromFlag.value(name).source == .flag)
+    }
+
+    @Test func badValuesNameTheKeyAndTheSource() {
+        #expect(
+            throws: ConfigError(
+                key: "provider.tls.port", source: .flag, message: "expected a whole number from 0 to 65535, got '70000'"
+            )
+        ) {
+            try GatewayConfiguration(RawConfiguration(flags: ["provider.tls.port=70000"]))
+        }
+        #expect(
+            throws: ConfigError(
+                key: "environment", source: .environment("PUSHGATE_ENVIRONMENT"),
+                message: "expected development or production, got 'staging'")
+        ) {
+            try GatewayConfiguration(RawConfiguration(environment: ["PUSHGATE_ENVIRONMENT": "staging"]))
+        }
+        #expect(
+            throws: ConfigError(
+                key: "provider.h2c.enabled", source: .file("x.yaml"), message: "expected true or false, got 'maybe'")
+        ) {
+            try GatewayConfiguration(
+                RawConfiguration(fileYAML: "provider:\n  h2c:\n    enabled: maybe\n", filePath: "x.yaml"))
+        }
+    }
+
+    @Test func unknownKeysAreRefusedWherever() {
+        #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider:\n  tsl:\n    port: 1\n") }
+        #expect(throws: ConfigError.self) { try RawConfiguration(environment: ["PUSHGATE_PROVIDER_TSL_PORT": "1"]) }
+        #expect(throws: ConfigError.self) { try RawConfiguration(flags: ["provider.tsl.port=1"]) }
+        #expect(throws: ConfigError.self) { try RawConfiguration(flags: ["provider.tls.port"]) }
+        #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "- a\n- b\n") }
+        #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider: [\n") }
+        // Variables that are not keys are left alone.
+        #expect(throws: Never.self) {
+            try RawConfiguration(environment: ["PUSHGATE_CONFIG": "x.yaml", "HOME": "/root"])
+        }
+    }
+
+    @Test func crossKeyRules() {
+        #expect(throws: ConfigError.self) {
+            try GatewayConfiguration(RawConfiguration(flags: ["provider.device_token.min_length=80"]))
+        }
+        #expect(throws: ConfigError.self) {
+            try GatewayConfiguration(RawConfiguration(flags: ["provider.tls.certificate=/x.pem"]))
+        }
+    }
+
+    /// Config/pushgate.yaml documents every key at its default: it is the rendered table.
+    @Test func shippedFileIsTheRenderedTable() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let shipped = try String(contentsOf: root.appendingPathComponent("Config/pushgate.yaml"), encoding: .utf8)
+        #expect(
+            shipped == ConfigDocument.yaml(), "regenerate with: swift run pushgate config --yaml > Config/pushgate.yaml"
+        )
+        let raw = try RawConfiguration(fileYAML: shipped)
+        for key in ConfigKeys.all { #expect(raw.value(key.name).value == key.defaultValue) }
+    }
+}

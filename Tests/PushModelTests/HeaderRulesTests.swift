@@ -1,0 +1,113 @@
+import Testing
+
+@testable import PushModel
+
+@Suite struct HeaderRulesTests {
+    func head(_ build: (inout RequestHead) -> Void) -> RequestHead {
+        var head = RequestHead()
+        head.method = "POST"
+        head.path = "/3/device/" + String(repeating: "a", count: 64)
+        head.topic = "com.example.app"
+        build(&head)
+        return head
+    }
+
+    @Test func parsesTypedValues() throws {
+        let parsed = try head {
+            $0.set(.apnsID, "123E4567-E89B-12D3-A456-426614174000")
+            $0.set(.apnsPushType, "voip")
+            $0.set(.apnsPriority, "5")
+            $0.set(.apnsExpiration, "1800000000")
+            $0.set(.apnsCollapseID, "c")
+        }.parse().get()
+        #expect(parsed.apnsID?.value == "123E4567-E89B-12D3-A456-426614174000")
+        #expect(parsed.pushType == .voip)
+        #expect(parsed.priority == .conservePower)
+        #expect(parsed.expiration == .at(unixSeconds: 1_800_000_000))
+        #expect(parsed.collapseID?.value == "c")
+        #expect(parsed.deviceToken.hex == String(repeating: "a", count: 64))
+    }
+
+    @Test func duplicateHeadersAreNamed() {
+        let parsed = head {
+            $0.set(.apnsTopic, "a")
+            $0.set(.apnsTopic, "b")
+        }
+        #expect(parsed.duplicated == .apnsTopic)
+        #expect(parsed.parse().failureReason == .duplicateHeaders)
+    }
+
+    @Test func tokenCaseIsNormalised() throws {
+        let upper = try head { $0.path = "/3/device/" + String(repeating: "AB", count: 32) }.parse().get()
+        #expect(upper.deviceToken.hex == String(repeating: "ab", count: 32))
+        #expect(
+            head { $0.path = "/3/device/" + String(repeating: "a", count: 63) }.parse().failureReason == .badDeviceToken
+        )
+        #expect(
+            head { $0.path = "/3/device/" + String(repeating: "a", count: 66) }.parse(tokenLengths: 64...200)
+                .failureReason == nil)
+    }
+
+    @Test func headerNamesRoundTrip() {
+        for name in HeaderName.allCases { #expect(HeaderName(wireName: name.rawValue) == name) }
+        #expect(HeaderName(wireName: "apns-unknown") == nil)
+        #expect(HeaderName(wireName: "APNS-ID") == nil)
+    }
+
+    @Test func pushTypeInferenceAndTopics() {
+        let silent = PayloadSummary.silent
+        #expect(PushType.infer(topic: Topic("com.a.voip")!, payload: silent) == .voip)
+        #expect(PushType.infer(topic: Topic("com.a.voip-ptt")!, payload: silent) == .pushtotalk)
+        #expect(PushType.infer(topic: Topic("com.a.push-type.liveactivity")!, payload: silent) == .liveactivity)
+        #expect(PushType.infer(topic: Topic("com.a")!, payload: silent) == .background)
+        #expect(PushType.infer(topic: Topic("com.a")!, payload: PayloadSummary()) == .alert)
+        #expect(Topic("com.a.complication")!.bundleID(for: .complication) == "com.a")
+        #expect(Topic("com.a")!.bundleID(for: .complication) == nil)
+        #expect(Topic(".voip")!.bundleID(for: .voip) == nil)
+        #expect(PushType.allCases.count == 11)
+    }
+
+    @Test func classification() {
+        #expect(NotificationClass.classify(pushType: .alert, payload: .silent) == .silent)
+        #expect(NotificationClass.classify(pushType: .background, payload: .silent) == .silent)
+        var alerting = PayloadSummary()
+        alerting.hasBadge = true
+        #expect(NotificationClass.classify(pushType: .alert, payload: alerting) == .alerting)
+        #expect(NotificationClass.classify(pushType: .voip, payload: alerting) == .other)
+        #expect(NotificationClass.classify(pushType: .alert, payload: PayloadSummary()) == .other)
+    }
+
+    @Test func generatedIDsAreCanonicalLowerCase() {
+        for _ in 0..<100 {
+            let id = APNsID.generate()
+            #expect(APNsID(header: id.value) != nil)
+            #expect(id.value == id.value.lowercased())
+        }
+    }
+
+    @Test func tokenBucket() {
+        let start = UnixTime(seconds: 100)
+        var bucket = TokenBucket(capacity: 2, refillIntervalMilliseconds: 1000, now: start)
+        let taken = [
+            bucket.take(now: start), bucket.take(now: start), bucket.take(now: start),
+            bucket.take(now: start.adding(milliseconds: 999)), bucket.take(now: start.adding(milliseconds: 1000)),
+        ]
+        #expect(taken == [true, true, false, false, true])
+        #expect(bucket.isFull(at: start.adding(seconds: 10)))
+    }
+}
+
+extension PayloadSummary {
+    static var silent: PayloadSummary {
+        var summary = PayloadSummary()
+        summary.contentAvailable = true
+        return summary
+    }
+}
+
+extension Result where Failure == Rejection {
+    var failureReason: RejectionReason? {
+        if case .failure(let rejection) = self { return rejection.reason }
+        return nil
+    }
+}
