@@ -66,10 +66,10 @@ public enum ConfigKeys {
             name: "provider.rate.device_token.per_second", defaultValue: "20",
             doc: "Sustained requests per second per device token; 0 disables the limit."),
         .init(
-            name: "provider.rate.team.burst", defaultValue: "100000",
+            name: "provider.rate.team.burst", defaultValue: "400000",
             doc: "Requests one team may send in a burst before 429 TooManyRequests."),
         .init(
-            name: "provider.rate.team.per_second", defaultValue: "50000",
+            name: "provider.rate.team.per_second", defaultValue: "200000",
             doc: "Sustained requests per second per team; 0 disables the limit."),
 
         .init(

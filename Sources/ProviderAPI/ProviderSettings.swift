@@ -7,7 +7,7 @@ public struct ProviderSettings: Sendable {
     /// Accepted device token lengths in hex characters (APNs: 64).
     public var deviceTokenLengths: ClosedRange<Int> = 64...64
     public var perDeviceTokenRate: RateLimit = RateLimit(burst: 200, perSecond: 20)
-    public var perTeamRate: RateLimit = RateLimit(burst: 100_000, perSecond: 50_000)
+    public var perTeamRate: RateLimit = RateLimit(burst: 400_000, perSecond: 200_000)
     public var auth = AuthSettings()
     public var http2 = HTTP2Limits()
 

@@ -96,5 +96,9 @@ import Testing
         )
         let raw = try RawConfiguration(fileYAML: shipped)
         for key in ConfigKeys.all { #expect(raw.value(key.name).value == key.defaultValue) }
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(
+            readme.contains(ConfigDocument.markdown()),
+            "regenerate the README's table with: swift run pushgate config --markdown")
     }
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run.
+#
+# Each server is pinned to core 0 with one event loop; h2load runs on core 1. The request is the same
+# shape for both: POST /3/device/<token> with a ~100-byte silent payload and the APNs headers; Pushgate
+# gets a valid provider token and checks everything, nghttpd just answers 200.
+#
+# Usage: Benchmarks/provider-api.sh [seconds per run, default 8]
+# Needs: nghttp2-client (h2load), nghttp2-server (nghttpd), taskset, python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${1:-8}
+WARMUP=2
+TOKENS=1000
+PG_PORT=22198
+NG_PORT=22199
+SHAPES=("-c 16 -m 32" "-c 8 -m 100")
+
+for tool in h2load nghttpd taskset python3; do
+  command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client nghttp2-server util-linux python3)"; exit 1; }
+done
+
+swift build -c release --product pushgate >&2
+PG="$(swift build -c release --show-bin-path)/pushgate"
+WORK=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+# Pushgate: a key, $TOKENS device tokens, limits off (this measures the request path, not the limiters).
+SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.enabled=false
+  --set provider.h2c.port=$PG_PORT --set provider.rate.device_token.per_second=0
+  --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0)
+(cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${SETTINGS[@]}" >/dev/null)
+"$PG" tokens register --topic com.example.app --count $TOKENS "${SETTINGS[@]}" > "$WORK/tokens.txt"
+JWT=$("$PG" keys token --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+printf '{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refresh","since":1800000000}}' > "$WORK/body.json"
+BODY_BYTES=$(wc -c < "$WORK/body.json")
+
+# nghttpd: a docroot with a file per token path, so every POST is answered 200.
+mkdir -p "$WORK/docroot/3/device"
+while read -r token; do : > "$WORK/docroot/3/device/$token"; done < "$WORK/tokens.txt"
+
+sed "s#^#http://127.0.0.1:$PG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-uris.txt"
+sed "s#^#http://127.0.0.1:$NG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-uris.txt"
+
+taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/pushgate.log" &
+PG_PID=$!
+taskset -c 0 nghttpd --no-tls -d "$WORK/docroot" -n 1 $NG_PORT 2> "$WORK/nghttpd.log" &
+for _ in $(seq 1 50); do
+  (exec 3<>/dev/tcp/127.0.0.1/$PG_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$NG_PORT) 2>/dev/null && break
+  sleep 0.2
+done
+
+HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
+
+run() { # name uris shape -> "req/s p50 p99 ok total"
+  local name=$1 uris=$2 shape=$3 log="$WORK/$1.log"
+  rm -f "$log"
+  # shellcheck disable=SC2086
+  taskset -c 1 h2load $shape -D $DURATION --warm-up-time $WARMUP -d "$WORK/body.json" "${HEADERS[@]}" \
+    -i "$uris" --log-file "$log" > "$WORK/$name.out" 2>&1 || true
+  python3 - "$log" "$WORK/$name.out" <<'PY'
+import re, sys
+lat = []; ok = 0
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) >= 3:
+        lat.append(int(parts[2]))
+        ok += parts[1] == "200"
+lat.sort()
+out = open(sys.argv[2]).read()
+rps = re.search(r"finished in .*?, ([\d.]+) req/s", out)
+def pct(p): return lat[min(len(lat) - 1, int(len(lat) * p))] / 1000 if lat else float("nan")
+print(f"{float(rps.group(1)) if rps else 0:.0f} {pct(0.50):.2f} {pct(0.99):.2f} {ok} {len(lat)}")
+PY
+}
+
+echo
+echo "Provider API vs nghttpd — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m)"
+echo "POST /3/device/<one of $TOKENS tokens>, ${BODY_BYTES}-byte silent payload, ${DURATION}s after ${WARMUP}s warm-up; servers on core 0, h2load on core 1"
+echo
+echo "| shape | server | requests/s | p50 ms | p99 ms | 200s / answered |"
+echo "|---|---|---|---|---|---|"
+for shape in "${SHAPES[@]}"; do
+  read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$(run nghttpd "$WORK/ng-uris.txt" "$shape")"
+  read -r pg_rps pg_p50 pg_p99 pg_ok pg_n <<< "$(run pushgate "$WORK/pg-uris.txt" "$shape")"
+  echo "| \`$shape\` | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
+  echo "| \`$shape\` | pushgate | $pg_rps | $pg_p50 | $pg_p99 | $pg_ok / $pg_n |"
+  python3 -c "print('| \`$shape\` | **ratio** | **%.2f ×** | | | |' % ($pg_rps / max(1, $ng_rps)))"
+done
+RSS=$(awk '/VmHWM/ {print $2}' /proc/$PG_PID/status 2>/dev/null || echo '?')
+echo
+echo "Pushgate peak RSS: ${RSS} kB"

@@ -1,0 +1,69 @@
+import Foundation
+import ProviderClient
+import PushModel
+import Testing
+
+@testable import ProviderAPI
+
+/// Certificate-based provider authentication over real TLS with client certificates.
+@Suite struct CertificateAuthTests {
+    struct Issued {
+        var certificate: String
+        var key: String
+        var sha256: String
+    }
+
+    func issue(_ gateway: TestGateway, _ name: String) throws -> Issued {
+        let issued = try gateway.certificates.issueClientCertificate(commonName: name)
+        let certificate = gateway.directory + "/\(name).pem"
+        let key = gateway.directory + "/\(name)-key.pem"
+        try issued.certificate.write(toFile: certificate, atomically: true, encoding: .utf8)
+        try issued.privateKey.write(toFile: key, atomically: true, encoding: .utf8)
+        return Issued(certificate: certificate, key: key, sha256: issued.sha256)
+    }
+
+    @Test func registeredCertificatePushesToItsTopics() async throws {
+        try await TestGateway.with { gateway in
+            let good = try issue(gateway, "good")
+            let production = try issue(gateway, "production")
+            let unknown = try issue(gateway, "unknown")
+            gateway.server.context.replaceCertificateGrants(
+                CertificateGrants([
+                    good.sha256: CertificateGrant(teamID: Fixture.team, topics: [Fixture.bundle]),
+                    production.sha256: CertificateGrant(topics: [Fixture.bundle], environment: .production),
+                ]))
+            let path = "/3/device/\(Fixture.token.hex)"
+
+            let client = try await gateway.client(.tls, clientCertificate: (good.certificate, good.key))
+            // The topic may be omitted: the certificate has one.
+            #expect(try await client.post(path: path, headers: [], body: alertPayload).status == 200)
+            #expect(
+                try await client.post(path: path, headers: [("apns-topic", Fixture.bundle)], body: alertPayload).status
+                    == 200)
+            let other = try await client.post(
+                path: "/3/device/\(Fixture.otherAppToken.hex)", headers: [("apns-topic", Fixture.otherBundle)],
+                body: alertPayload)
+            #expect(other.reason == "TopicDisallowed")
+            let location = try await client.post(
+                path: path,
+                headers: [("apns-topic", Fixture.bundle + ".location-query"), ("apns-push-type", "location")],
+                body: alertPayload)
+            #expect(location.reason == "InvalidPushType")
+            #expect(gateway.intake.notifications.map(\.teamID) == [Fixture.team, Fixture.team])
+            await client.close()
+
+            let wrongEnvironment = try await gateway.client(
+                .tls, clientCertificate: (production.certificate, production.key))
+            #expect(
+                try await wrongEnvironment.post(path: path, headers: [], body: alertPayload).reason
+                    == "BadCertificateEnvironment")
+            await wrongEnvironment.close()
+
+            let stranger = try await gateway.client(.tls, clientCertificate: (unknown.certificate, unknown.key))
+            let refused = try await stranger.post(path: path, headers: gateway.headers(), body: alertPayload)
+            #expect(refused.status == 403)
+            #expect(refused.reason == "BadCertificate")
+            await stranger.close()
+        }
+    }
+}
