@@ -17,16 +17,25 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTP2Frame
 
     private enum Phase {
-        case collecting(PushRequestDecider.AcceptedHead, body: [UInt8])
+        /// The head was accepted; the body is being collected.
+        case collecting(PushRequestDecider.AcceptedHead)
         /// Rejected on its head; body bytes are read and dropped until the stream ends.
         case rejected(Rejection)
         /// Handed to the intake; waiting for its answer.
         case submitted
     }
 
-    private struct StreamState {
-        var responseID: String
+    /// A class, so that the dictionary holds one reference per stream and collecting the body mutates
+    /// it in place instead of copying the state in and out.
+    private final class StreamState {
+        let responseID: APNsID
         var phase: Phase
+        var body: [UInt8] = []
+
+        init(responseID: APNsID, phase: Phase) {
+            self.responseID = responseID
+            self.phase = phase
+        }
     }
 
     private let providerContext: ProviderContext
@@ -39,6 +48,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     private var windowOpened = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var idleCheck: Scheduled<Void>?
+    private var random = FastRandom()
 
     init(context: ProviderContext, logger: Logger) {
         self.providerContext = context
@@ -126,7 +136,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             }
         }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
-        let responseID = sentID.flatMap { APNsID(header: $0) }?.value ?? APNsID.generate().value
+        let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(using: &random)
 
         if draining || providerContext.isDraining {
             streams[id] = StreamState(responseID: responseID, phase: .rejected(Rejection(.shutdown)))
@@ -136,7 +146,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             }
             switch decider!.decideHead(head, now: providerContext.clock()) {
             case .success(let accepted):
-                streams[id] = StreamState(responseID: responseID, phase: .collecting(accepted, body: []))
+                streams[id] = StreamState(responseID: responseID, phase: .collecting(accepted))
             case .failure(let rejection):
                 streams[id] = StreamState(responseID: responseID, phase: .rejected(rejection))
             }
@@ -145,9 +155,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     }
 
     private func receiveData(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
-        guard var state = streams[id] else { return }
-        if case .collecting(let head, var body) = state.phase, case .byteBuffer(let buffer) = data.data {
-            if body.count + buffer.readableBytes > PushType.largestPayloadSize {
+        guard let state = streams[id] else { return }
+        if case .collecting = state.phase, case .byteBuffer(let buffer) = data.data {
+            if state.body.count + buffer.readableBytes > PushType.largestPayloadSize {
                 // Answer now: the client may still be sending, and its stream window will not be reopened.
                 streams.removeValue(forKey: id)
                 respond(
@@ -160,27 +170,23 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                 }
                 return
             }
-            state.phase = .submitted  // release the array's storage so the append below does not copy
-            streams[id] = state
-            body.append(contentsOf: buffer.readableBytesView)
-            state.phase = .collecting(head, body: body)
-            streams[id] = state
+            state.body.append(contentsOf: buffer.readableBytesView)
         }
         if data.endStream { finishStream(id, context: context) }
     }
 
     private func finishStream(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard var state = streams[id] else { return }
+        guard let state = streams[id] else { return }
         switch state.phase {
         case .rejected(let rejection):
             streams.removeValue(forKey: id)
             respond(id, responseID: state.responseID, result: .rejected(rejection), context: context)
         case .submitted:
             return
-        case .collecting(let head, let body):
+        case .collecting(let head):
             let now = providerContext.clock()
             let notification: PushNotification
-            switch decider!.decideBody(head, body: body, id: APNsID(header: state.responseID)!, now: now) {
+            switch decider!.decideBody(head, body: state.body, id: state.responseID, now: now) {
             case .success(let value): notification = value
             case .failure(let rejection):
                 streams.removeValue(forKey: id)
@@ -193,7 +199,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                 respond(id, responseID: state.responseID, result: result, context: context)
             case .later(let future):
                 state.phase = .submitted
-                streams[id] = state
+                state.body = []
                 let responseID = state.responseID
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 future.hop(to: context.eventLoop).whenComplete { outcome in
@@ -205,7 +211,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     }
 
     private func intakeAnswered(
-        _ id: HTTP2StreamID, responseID: String, outcome: Result<IntakeResult, any Error>,
+        _ id: HTTP2StreamID, responseID: APNsID, outcome: Result<IntakeResult, any Error>,
         context: ChannelHandlerContext
     ) {
         // A stream the client reset meanwhile gets no answer.
@@ -221,17 +227,21 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
 
     // MARK: Responses
 
-    private func respond(_ id: HTTP2StreamID, responseID: String, result: IntakeResult, context: ChannelHandlerContext)
+    private func respond(_ id: HTTP2StreamID, responseID: APNsID, result: IntakeResult, context: ChannelHandlerContext)
     {
         switch result {
         case .accepted:
-            let headers: HPACKHeaders = [":status": "200", "apns-id": responseID]
+            var headers = HPACKHeaders()
+            headers.reserveCapacity(2)
+            headers.add(name: ":status", value: "200")
+            // Unique per response: indexing it would only churn the client's HPACK table.
+            headers.add(name: "apns-id", value: responseID.value, indexing: .nonIndexable)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
                 promise: nil)
         case .rejected(let rejection):
             let headers: HPACKHeaders = [
-                ":status": ErrorBodies.statusText[rejection.reason]!, "apns-id": responseID,
+                ":status": ErrorBodies.statusText[rejection.reason]!, "apns-id": responseID.value,
                 "content-type": "application/json",
             ]
             context.write(

@@ -140,6 +140,10 @@ public final class ProviderServer: Service, Sendable {
         ]
         // Clients send bodies without content-length; the frame-level handler checks sizes itself.
         connection.contentLengthValidation = .disabled
+        // NIO's header-block validation cost ~15% of the request path (measured with perf). The handler
+        // reads only the pseudo-headers and APNs headers it knows, compares names exactly (lower case, as
+        // HTTP/2 requires), and ignores everything else, so a malformed header cannot reach a decision.
+        connection.headerBlockValidation = .disabled
         return NIOHTTP2Handler(mode: .server, connectionConfiguration: connection)
     }
 }

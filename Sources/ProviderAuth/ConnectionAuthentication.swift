@@ -29,7 +29,9 @@ public struct ConnectionAuthentication: Sendable {
     }
 
     private struct Accepted: Sendable {
-        var jwt: Substring
+        /// The `authorization` header as received: HPACK hands repeated headers out of its table, so the
+        /// next request's value usually shares this storage and compares in constant time.
+        var header: String
         var token: VerifiedToken
     }
 
@@ -46,14 +48,17 @@ public struct ConnectionAuthentication: Sendable {
     public mutating func authenticate(
         authorization: String?, keys: @autoclosure () -> KeyRegistry, now: UnixTime
     ) -> Result<VerifiedToken, Rejection> {
+        // Hot path: the same header as the last request.
+        if let authorization {
+            if let current, current.header == authorization { return checked(current.token, now: now) }
+            if let previous, previous.header == authorization { return checked(previous.token, now: now) }
+        }
         let jwt: Substring
         switch ProviderTokenVerifier.jwt(fromAuthorization: authorization) {
         case .success(let value): jwt = value
         case .failure(let rejection): return .failure(rejection)
         }
-        // Hot path: the same token as the last request.
-        if let current, current.jwt == jwt { return checked(current.token, now: now) }
-        if let previous, previous.jwt == jwt { return checked(previous.token, now: now) }
+        let header = authorization!
 
         let token: VerifiedToken
         switch policy.verifier.verify(jwt, keys: keys()) {
@@ -65,7 +70,7 @@ public struct ConnectionAuthentication: Sendable {
         // ECDSA signatures differ each time a token is signed: the same claims signed again are the same
         // token, not an update.
         if let current, current.token.keyID == token.keyID, current.token.issuedAt == token.issuedAt {
-            self.current = Accepted(jwt: Substring(String(jwt)), token: token)
+            self.current = Accepted(header: header, token: token)
             return .success(token)
         }
         if current != nil {
@@ -78,7 +83,7 @@ public struct ConnectionAuthentication: Sendable {
         }
         teamID = token.teamID
         previous = current
-        current = Accepted(jwt: Substring(String(jwt)), token: token)
+        current = Accepted(header: header, token: token)
         return .success(token)
     }
 

@@ -54,23 +54,32 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         value = header
     }
 
-    /// A new random id, lower case.
+    /// A new random (version 4) id, lower case.
     public static func generate<R: RandomNumberGenerator>(using generator: inout R) -> APNsID {
-        let hex = Array("0123456789abcdef".utf8)
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<16 { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40  // version 4
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 4122 variant
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (i, byte) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0x0F)])
+        let high = generator.next()
+        let low = generator.next()
+        let text = String(unsafeUninitializedCapacity: 36) { buffer in
+            let hex: StaticString = "0123456789abcdef"
+            var out = 0
+            for index in 0..<16 {
+                var byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (UInt64(index % 8) * 8))
+                if index == 6 { byte = (byte & 0x0F) | 0x40 }  // version 4
+                if index == 8 { byte = (byte & 0x3F) | 0x80 }  // RFC 4122 variant
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                buffer[out] = hex.utf8Start[Int(byte >> 4)]
+                buffer[out + 1] = hex.utf8Start[Int(byte & 0x0F)]
+                out += 2
+            }
+            return out
         }
-        return APNsID(trusted: String(decoding: out, as: UTF8.self))
+        return APNsID(trusted: text)
     }
 
+    /// A new id from the system's random source (one syscall per id). The provider hot path uses a
+    /// per-connection `FastRandom` instead.
     public static func generate() -> APNsID {
         var generator = SystemRandomNumberGenerator()
         return generate(using: &generator)
@@ -82,14 +91,19 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
 
     static func isCanonicalUUID(_ utf8: String.UTF8View) -> Bool {
         guard utf8.count == 36 else { return false }
-        for (i, c) in utf8.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard c == UInt8(ascii: "-") else { return false }
-            } else {
-                guard c.isHexDigit else { return false }
+        func check(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            for index in 0..<36 {
+                let byte = bytes[index]
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard byte == UInt8(ascii: "-") else { return false }
+                } else {
+                    guard byte.isHexDigit else { return false }
+                }
             }
+            return true
         }
-        return true
+        if let result = utf8.withContiguousStorageIfAvailable(check) { return result }
+        return check(Array(utf8).withUnsafeBufferPointer { $0 })
     }
 }
 
@@ -100,8 +114,23 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
 
     public init?(_ text: Substring, lengths: ClosedRange<Int> = 64...64) {
         let utf8 = text.utf8
-        guard lengths.contains(utf8.count), utf8.count % 2 == 0, utf8.allSatisfy({ $0.isHexDigit }) else { return nil }
-        hex = text.lowercased()
+        guard lengths.contains(utf8.count), utf8.count % 2 == 0 else { return nil }
+        // One pass over contiguous bytes (this runs for every request): hex check and lower-casing.
+        func lowerHex(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+            var hasUpperCase = false
+            for byte in bytes {
+                guard byte.isHexDigit else { return nil }
+                if byte < UInt8(ascii: "a"), byte > UInt8(ascii: "9") { hasUpperCase = true }
+            }
+            guard hasUpperCase else { return String(decoding: bytes, as: UTF8.self) }
+            return String(unsafeUninitializedCapacity: bytes.count) { out in
+                for (index, byte) in bytes.enumerated() { out[index] = byte > UInt8(ascii: "9") ? byte | 0x20 : byte }
+                return bytes.count
+            }
+        }
+        guard let hex = utf8.withContiguousStorageIfAvailable(lowerHex) ?? Array(utf8).withUnsafeBufferPointer(lowerHex)
+        else { return nil }
+        self.hex = hex
     }
 
     public init?(_ text: String, lengths: ClosedRange<Int> = 64...64) {
