@@ -73,14 +73,20 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let window = event as? NIOHTTP2WindowUpdatedEvent, window.streamID == .rootStream,
-            let inbound = window.inboundWindowSize
-        {
-            replenishConnectionWindow(context: context, current: inbound)
-        } else if event is ProviderDrainEvent {
+        switch event {
+        case let window as NIOHTTP2WindowUpdatedEvent:
+            if window.streamID == .rootStream, let inbound = window.inboundWindowSize {
+                replenishConnectionWindow(context: context, current: inbound)
+            }
+        case is StreamClosedEvent, is NIOHTTP2StreamCreatedEvent:
+            // Per-stream bookkeeping events, several per request: this handler ends the pipeline, so
+            // they stop here rather than travel to its tail.
+            break
+        case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
+        default:
+            context.fireUserInboundEventTriggered(event)
         }
-        context.fireUserInboundEventTriggered(event)
     }
 
     // MARK: Frames
@@ -229,6 +235,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
 
     private func respond(_ id: HTTP2StreamID, responseID: APNsID, result: IntakeResult, context: ChannelHandlerContext)
     {
+        // The last answer of a draining connection closes it once written (a close would drop it unflushed).
+        let closesConnection = draining && streams.isEmpty
+        let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil
         switch result {
         case .accepted:
             var headers = HPACKHeaders()
@@ -238,7 +247,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             headers.add(name: "apns-id", value: responseID.value, indexing: .nonIndexable)
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
-                promise: nil)
+                promise: written)
         case .rejected(let rejection):
             let headers: HPACKHeaders = [
                 ":status": ErrorBodies.statusText[rejection.reason]!, "apns-id": responseID.value,
@@ -250,10 +259,16 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             context.write(
                 wrapOutboundOut(
                     HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
-                promise: nil)
+                promise: written)
         }
-        scheduleFlush(context: context)
-        if draining, streams.isEmpty { context.close(promise: nil) }
+        if let written {
+            flushIfNeeded(context: context)
+            context.flush()
+            let channel = context.channel
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        } else {
+            scheduleFlush(context: context)
+        }
     }
 
     /// Responses are flushed once per read batch (in `channelReadComplete`). HTTP/2 can also deliver frames
