@@ -26,6 +26,8 @@ let package = Package(
     targets: [
         // Typed values, the reason table, header and payload validation. No NIO.
         .target(name: "PushModel", swiftSettings: hotPath),
+        // The silent-push policy: pure state machines (throttle, piggyback, deadlines, expiry). No I/O, no clock.
+        .target(name: "PushPolicy", dependencies: ["PushModel"], swiftSettings: hotPath),
         // ES256 provider tokens, the key registry and the per-connection token state. No NIO.
         .target(
             name: "ProviderAuth",
@@ -91,6 +93,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
+        .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(
             name: "ProviderAuthTests",
             dependencies: ["ProviderAuth", "PushModel", .product(name: "Crypto", package: "swift-crypto")]

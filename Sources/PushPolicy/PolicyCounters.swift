@@ -1,0 +1,49 @@
+/// The policy's counters, in one place (the metrics issue exports them).
+public struct PolicyCounters: Sendable, Equatable, Codable {
+    public var silentAccepted = 0
+    public var alertingAccepted = 0
+    public var otherAccepted = 0
+    public var wokenOnBudget = 0
+    public var held = 0
+    public var releasedOnAlert = 0
+    public var releasedOnKeepAlive = 0
+    public var releasedOnReconnect = 0
+    public var releasedOnAppOpened = 0
+    public var releasedOnConditionEnded = 0
+    public var deliveredImmediately = 0
+    public var coalesced = 0
+    public var overflowed = 0
+    public var expired = 0
+    public var notStored = 0
+    public var completedByResult: [String: Int] = [:]
+    public var completedLate = 0
+    public var deadlinePenalties = 0
+
+    public init() {}
+
+    mutating func count(_ action: PolicyAction) {
+        switch action {
+        case .deliver(_, let rule, _):
+            switch rule {
+            case .onBudget: wokenOnBudget += 1
+            case .piggybackAlert: releasedOnAlert += 1
+            case .piggybackKeepAlive: releasedOnKeepAlive += 1
+            case .reconnect: releasedOnReconnect += 1
+            case .appOpened: releasedOnAppOpened += 1
+            case .conditionEnded: releasedOnConditionEnded += 1
+            default: deliveredImmediately += 1
+            }
+        case .hold: held += 1
+        case .discard(_, let rule):
+            switch rule {
+            case .coalescedCollapseID, .coalescedNewest: coalesced += 1
+            case .overflow: overflowed += 1
+            case .notStoredExpirationZero: notStored += 1
+            default: expired += 1
+            }
+        case .completed(_, let result): completedByResult[result.rawValue, default: 0] += 1
+        case .completedLate: completedLate += 1
+        case .deadlineMissed: deadlinePenalties += 1
+        }
+    }
+}

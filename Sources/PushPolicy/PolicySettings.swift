@@ -1,0 +1,55 @@
+import PushModel
+
+/// Every number of the silent-push policy, with the defaults documented in docs/throttling.md.
+public struct PolicySettings: Sendable, Equatable {
+    /// Silent budget per (device, app): a token bucket.
+    public var budgetCapacity: Int = 3
+    /// One silent wake is refilled per this interval (Apple: "no more than two or three per hour").
+    public var refillIntervalSeconds: Int64 = 20 * 60
+
+    /// How many held pushes an app keeps: `newestOnly` keeps what APNs keeps (the newest silent push);
+    /// `upTo(n)` keeps up to n (as FCM keeps up to 100), discarding the oldest beyond that.
+    public var heldStorage: HeldStorage = .newestOnly
+    /// Whether an alerting delivery carries the held pushes of every app on the device or only its own app's.
+    public var alertPiggybackScope: PiggybackScope = .allApps
+
+    /// How long the app has to call its completion handler after a background wake.
+    public var completionDeadlineSeconds: Int64 = 30
+    /// A notification without `apns-expiration` is kept this long (APNs: up to 30 days).
+    public var defaultStorageSeconds: Int64 = 30 * 86400
+
+    /// Misbehaviour strikes: a missed deadline adds `missStrike`, a `failed` result `failedStrike`;
+    /// timely `noData` and `newData` results take `noDataRelief` and `newDataRelief` away; strikes halve
+    /// every `strikeHalfLifeSeconds`.
+    public var missStrike: Double = 1
+    public var failedStrike: Double = 0.25
+    public var noDataRelief: Double = 0.25
+    public var newDataRelief: Double = 0.5
+    public var strikeHalfLifeSeconds: Int64 = 6 * 3600
+    /// After a missed deadline the bucket is emptied and refills `coolingSlowdown` times slower for
+    /// `coolingBaseSeconds × 2^(strikes − 1)`, at most `coolingMaxSeconds`.
+    public var coolingBaseSeconds: Int64 = 30 * 60
+    public var coolingMaxSeconds: Int64 = 24 * 3600
+    public var coolingSlowdown: Double = 4
+
+    public init() {}
+
+    public enum HeldStorage: Sendable, Equatable {
+        case newestOnly
+        case upTo(Int)
+
+        var limit: Int {
+            switch self {
+            case .newestOnly: return 1
+            case .upTo(let count): return max(1, count)
+            }
+        }
+    }
+
+    public enum PiggybackScope: String, Sendable, Equatable, CaseIterable {
+        case allApps = "all_apps"
+        case sameApp = "same_app"
+    }
+
+    var refillIntervalMilliseconds: Double { Double(refillIntervalSeconds) * 1000 }
+}

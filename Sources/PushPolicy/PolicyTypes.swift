@@ -1,0 +1,106 @@
+import PushModel
+
+/// An app's state on the device, as iOS knows it.
+public enum AppState: String, Sendable, Codable, CaseIterable {
+    case foreground
+    case background
+    case suspended
+    case notRunning = "not_running"
+    /// Swiped away by the user: no silent wakes until the user opens it again.
+    case forceQuit = "force_quit"
+}
+
+/// Device-wide conditions that stop silent wakes for every app.
+public struct DeviceConditions: Sendable, Equatable, Codable {
+    public var online: Bool
+    public var lowPowerMode: Bool
+    public var backgroundAppRefreshOff: Bool
+
+    public init(online: Bool = true, lowPowerMode: Bool = false, backgroundAppRefreshOff: Bool = false) {
+        self.online = online
+        self.lowPowerMode = lowPowerMode
+        self.backgroundAppRefreshOff = backgroundAppRefreshOff
+    }
+
+    /// Whether the device saves power (priority-5 alerts wait for the next delivery window).
+    var savingPower: Bool { lowPowerMode }
+}
+
+/// The app's answer to a background wake.
+public enum CompletionResult: String, Sendable, Codable, CaseIterable {
+    case newData
+    case noData
+    case failed
+}
+
+/// Why the policy decided what it did: the decision log's "rule".
+public enum Rule: String, Sendable, Codable, CaseIterable {
+    // delivered now
+    case alerting = "alerting"
+    case immediate = "immediate"
+    case onBudget = "on_budget"
+    // held
+    case overBudget = "held_over_budget"
+    case forceQuit = "held_force_quit"
+    case lowPowerMode = "held_low_power_mode"
+    case backgroundAppRefreshOff = "held_background_app_refresh_off"
+    case offline = "held_offline"
+    case lowPriority = "held_low_priority"
+    case deferredPowerSaving = "deferred_power_saving"
+    // released
+    case piggybackAlert = "released_piggyback_alert"
+    case piggybackKeepAlive = "released_piggyback_keep_alive"
+    case reconnect = "released_on_reconnect"
+    case appOpened = "released_app_opened"
+    case conditionEnded = "released_condition_ended"
+    // discarded
+    case coalescedCollapseID = "coalesced_collapse_id"
+    case coalescedNewest = "coalesced_newer_push"
+    case overflow = "discarded_overflow"
+    case expired = "expired"
+    case notStoredExpirationZero = "not_stored_expiration_zero"
+}
+
+/// What carried a release of held pushes.
+public enum Carrier: String, Sendable, Codable {
+    case alert
+    case keepAlive = "keep_alive"
+    case reconnect
+    case appOpened = "app_opened"
+    case conditionEnded = "condition_ended"
+
+    var rule: Rule {
+        switch self {
+        case .alert: return .piggybackAlert
+        case .keepAlive: return .piggybackKeepAlive
+        case .reconnect: return .reconnect
+        case .appOpened: return .appOpened
+        case .conditionEnded: return .conditionEnded
+        }
+    }
+}
+
+/// What the I/O shell must do, in order.
+public enum PolicyAction: Sendable, Equatable {
+    /// Deliver to the device now. `wake` says whether it is a background wake with a completion deadline.
+    case deliver(PushNotification, rule: Rule, wake: Bool)
+    /// Keep it; nothing to send.
+    case hold(APNsID, rule: Rule)
+    /// Throw it away, counted under `rule` (expired, coalesced, overflow, not stored).
+    case discard(APNsID, rule: Rule)
+    /// The app answered in time.
+    case completed(APNsID, CompletionResult)
+    /// The app answered after its deadline had passed (it was already counted as terminated).
+    case completedLate(APNsID, CompletionResult)
+    /// The deadline passed without an answer: the app was terminated and penalised.
+    case deadlineMissed(APNsID)
+}
+
+/// A push the policy keeps for later.
+public struct HeldPush: Sendable, Equatable {
+    public var notification: PushNotification
+    public var expiresAt: UnixTime?
+    public var rule: Rule
+
+    var isSilent: Bool { notification.notificationClass == .silent }
+}
