@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "ProviderAuth", "ProviderAPI",
+                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -92,6 +92,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Benchmarks (not tests): Benchmarks/*.sh build and run them in release mode.
+        .executableTarget(
+            name: "PolicyBenchmark", dependencies: ["PushPolicy", "PushModel"], path: "Benchmarks/PolicyBenchmark",
+            swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(

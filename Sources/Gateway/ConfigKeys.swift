@@ -12,7 +12,9 @@ public struct ConfigKey: Sendable, Hashable {
 }
 
 public enum ConfigKeys {
-    public static let all: [ConfigKey] = [
+    public static let all: [ConfigKey] = core + policy
+
+    static let core: [ConfigKey] = [
         .init(
             name: "environment", defaultValue: "development",
             doc:
@@ -121,6 +123,60 @@ public enum ConfigKeys {
         .init(
             name: "devices.reload_seconds", defaultValue: "1",
             doc: "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading."),
+    ]
+
+    /// The silent-push policy (docs/throttling.md).
+    static let policy: [ConfigKey] = [
+        .init(
+            name: "policy.budget.capacity", defaultValue: "3",
+            doc:
+                "Silent wakes an app may get in a burst (token bucket per device and app; Apple: two or three per hour)."
+        ),
+        .init(
+            name: "policy.budget.refill_seconds", defaultValue: "1200",
+            doc: "One silent wake is refilled per this many seconds."),
+        .init(
+            name: "policy.held.storage", defaultValue: "newest_only",
+            doc:
+                "What an app keeps while over budget or unreachable: newest_only (as APNs: the newest silent push; one push for an offline device) or up_to (policy.held.limit)."
+        ),
+        .init(
+            name: "policy.held.limit", defaultValue: "100",
+            doc: "With policy.held.storage up_to: pushes kept per app, the oldest discarded beyond it (at most 100)."),
+        .init(
+            name: "policy.piggyback.alert_scope", defaultValue: "all_apps",
+            doc: "Held pushes an alerting delivery carries: all_apps on the device, or same_app only."),
+        .init(
+            name: "policy.completion.deadline_seconds", defaultValue: "30",
+            doc: "Seconds an app has to call its completion handler after a background wake (iOS: 30)."),
+        .init(
+            name: "policy.completion.late_window_seconds", defaultValue: "600",
+            doc: "A completion this long after a missed deadline is still recorded as late."),
+        .init(
+            name: "policy.storage.default_seconds", defaultValue: "2592000",
+            doc: "How long a push without apns-expiration is kept (APNs: up to 30 days)."),
+        .init(
+            name: "policy.strikes.miss", defaultValue: "1",
+            doc: "Strikes a missed completion deadline adds (the app was terminated)."),
+        .init(name: "policy.strikes.failed", defaultValue: "0.25", doc: "Strikes a 'failed' completion adds."),
+        .init(
+            name: "policy.strikes.no_data_relief", defaultValue: "0.25",
+            doc: "Strikes a timely 'noData' completion takes away."),
+        .init(
+            name: "policy.strikes.new_data_relief", defaultValue: "0.5",
+            doc: "Strikes a timely 'newData' completion takes away."),
+        .init(
+            name: "policy.strikes.half_life_seconds", defaultValue: "21600",
+            doc: "Strikes halve over this many seconds."),
+        .init(
+            name: "policy.cooling.base_seconds", defaultValue: "1800",
+            doc:
+                "After a missed deadline the bucket is emptied and refills slowly for this long, doubled per strike beyond the first."
+        ),
+        .init(name: "policy.cooling.max_seconds", defaultValue: "86400", doc: "The longest cooling period."),
+        .init(
+            name: "policy.cooling.slowdown", defaultValue: "4",
+            doc: "How many times slower the bucket refills while cooling."),
     ]
 
     public static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProviderAPI
 import PushModel
+import PushPolicy
 
 /// The gateway's configuration in typed values, validated at start.
 public struct GatewayConfiguration: Sendable {
@@ -36,6 +37,7 @@ public struct GatewayConfiguration: Sendable {
     public var certificatesFile: String
     public var tokensFile: String
     public var reloadSeconds: Int64
+    public var policy: PolicySettings
 
     public init(_ raw: RawConfiguration) throws {
         var reader = ConfigReader(raw: raw)
@@ -109,7 +111,39 @@ public struct GatewayConfiguration: Sendable {
         certificatesFile = try inData("provider.auth.certificates_file", "provider-certificates.yaml")
         tokensFile = try inData("devices.tokens_file", "device-tokens.yaml")
         reloadSeconds = Int64(try reader.int("devices.reload_seconds", in: 0...86400))
+        policy = try Self.policy(&reader)
         readKeys = reader.read
+    }
+
+    static func policy(_ reader: inout ConfigReader) throws -> PolicySettings {
+        var policy = PolicySettings()
+        policy.budgetCapacity = try reader.int("policy.budget.capacity", in: 1...1000)
+        policy.refillIntervalSeconds = Int64(try reader.int("policy.budget.refill_seconds", in: 1...(30 * 86400)))
+        let limit = try reader.int("policy.held.limit", in: 1...100)
+        policy.heldStorage = try reader.parse("policy.held.storage", expected: "newest_only or up_to") { text in
+            switch text {
+            case "newest_only": return .newestOnly
+            case "up_to": return .upTo(limit)
+            default: return nil
+            }
+        }
+        policy.alertPiggybackScope = try reader.parse("policy.piggyback.alert_scope", expected: "all_apps or same_app")
+        {
+            PolicySettings.PiggybackScope(rawValue: $0)
+        }
+        policy.completionDeadlineSeconds = Int64(try reader.int("policy.completion.deadline_seconds", in: 1...3600))
+        policy.lateCompletionWindowSeconds = Int64(
+            try reader.int("policy.completion.late_window_seconds", in: 0...86400))
+        policy.defaultStorageSeconds = Int64(try reader.int("policy.storage.default_seconds", in: 0...(365 * 86400)))
+        policy.missStrike = try reader.double("policy.strikes.miss", in: 0...100)
+        policy.failedStrike = try reader.double("policy.strikes.failed", in: 0...100)
+        policy.noDataRelief = try reader.double("policy.strikes.no_data_relief", in: 0...100)
+        policy.newDataRelief = try reader.double("policy.strikes.new_data_relief", in: 0...100)
+        policy.strikeHalfLifeSeconds = Int64(try reader.int("policy.strikes.half_life_seconds", in: 0...(365 * 86400)))
+        policy.coolingBaseSeconds = Int64(try reader.int("policy.cooling.base_seconds", in: 0...(30 * 86400)))
+        policy.coolingMaxSeconds = Int64(try reader.int("policy.cooling.max_seconds", in: 0...(365 * 86400)))
+        policy.coolingSlowdown = try reader.double("policy.cooling.slowdown", in: 1...1000)
+        return policy
     }
 
     /// The keys this configuration read (a test checks that it reads every key in the table).

@@ -47,35 +47,41 @@ public struct CollapseID: Hashable, Sendable, Codable {
 /// `apns-id`: a canonical UUID (8-4-4-4-12 hex). Kept exactly as the client sent it, since clients
 /// match responses by the exact string; a generated one is lower case.
 public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The id exactly as the client sent it (or as generated), for the response.
     public let value: String
+    /// The 128 bits, for comparing and hashing without touching the text (ids are compared as UUIDs,
+    /// whatever their case).
+    public let high: UInt64
+    public let low: UInt64
 
     public init?(header: String) {
-        guard Self.isCanonicalUUID(header.utf8) else { return nil }
+        guard let bits = Self.parse(header.utf8) else { return nil }
         value = header
+        (high, low) = bits
     }
 
     /// A new random (version 4) id, lower case.
     public static func generate<R: RandomNumberGenerator>(using generator: inout R) -> APNsID {
-        let high = generator.next()
-        let low = generator.next()
+        var high = generator.next()
+        var low = generator.next()
+        high = (high & ~0xF000) | 0x4000  // version 4 (bits 12-15 of the third group)
+        low = (low & ~(0xC << 60)) | (0x8 << 60)  // RFC 4122 variant
         let text = String(unsafeUninitializedCapacity: 36) { buffer in
             let hex: StaticString = "0123456789abcdef"
             var out = 0
-            for index in 0..<16 {
-                var byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> (UInt64(index % 8) * 8))
-                if index == 6 { byte = (byte & 0x0F) | 0x40 }  // version 4
-                if index == 8 { byte = (byte & 0x3F) | 0x80 }  // RFC 4122 variant
-                if index == 4 || index == 6 || index == 8 || index == 10 {
+            for nibble in 0..<32 {
+                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
                     buffer[out] = UInt8(ascii: "-")
                     out += 1
                 }
-                buffer[out] = hex.utf8Start[Int(byte >> 4)]
-                buffer[out + 1] = hex.utf8Start[Int(byte & 0x0F)]
-                out += 2
+                let word = nibble < 16 ? high : low
+                let value = Int((word >> UInt64(60 - (nibble % 16) * 4)) & 0xF)
+                buffer[out] = hex.utf8Start[value]
+                out += 1
             }
             return out
         }
-        return APNsID(trusted: text)
+        return APNsID(value: text, high: high, low: low)
     }
 
     /// A new id from the system's random source (one syscall per id). The provider hot path uses a
@@ -85,25 +91,62 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         return generate(using: &generator)
     }
 
-    private init(trusted value: String) { self.value = value }
+    private init(value: String, high: UInt64, low: UInt64) {
+        self.value = value
+        self.high = high
+        self.low = low
+    }
+
+    public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.high == rhs.high && lhs.low == rhs.low }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(high)
+        hasher.combine(low)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let id = APNsID(header: text) else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: "not a UUID: \(text)"))
+        }
+        self = id
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
 
     public var description: String { value }
 
-    static func isCanonicalUUID(_ utf8: String.UTF8View) -> Bool {
-        guard utf8.count == 36 else { return false }
-        func check(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// The 128 bits of a canonical UUID (8-4-4-4-12 hex digits), or nil.
+    static func parse(_ utf8: String.UTF8View) -> (UInt64, UInt64)? {
+        guard utf8.count == 36 else { return nil }
+        func read(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            var nibbles = 0
             for index in 0..<36 {
                 let byte = bytes[index]
                 if index == 8 || index == 13 || index == 18 || index == 23 {
-                    guard byte == UInt8(ascii: "-") else { return false }
-                } else {
-                    guard byte.isHexDigit else { return false }
+                    guard byte == UInt8(ascii: "-") else { return nil }
+                    continue
                 }
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte &- UInt8(ascii: "A") &+ 10
+                default: return nil
+                }
+                if nibbles < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
+                nibbles += 1
             }
-            return true
+            return (high, low)
         }
-        if let result = utf8.withContiguousStorageIfAvailable(check) { return result }
-        return check(Array(utf8).withUnsafeBufferPointer { $0 })
+        if let result = utf8.withContiguousStorageIfAvailable(read) { return result }
+        return Array(utf8).withUnsafeBufferPointer(read)
     }
 }
 

@@ -5,20 +5,34 @@ public enum PushEnvironment: String, Sendable, Codable, CaseIterable {
 }
 
 /// An accepted notification in typed values, as it travels from the provider API to the rest of the system.
-public struct PushNotification: Sendable, Equatable {
-    public var id: APNsID
-    public var deviceToken: DeviceToken
-    public var topic: Topic
-    public var bundleID: String
-    public var pushType: PushType
-    public var priority: Priority
-    public var expiration: Expiration
-    public var collapseID: CollapseID?
-    public var notificationClass: NotificationClass
-    public var payload: [UInt8]
+///
+/// Immutable, and a class: it is handed from the provider API to the policy, held, released and
+/// delivered, and each of those copies is then one reference instead of a dozen fields.
+public final class PushNotification: Sendable, Equatable, CustomStringConvertible {
+    public let id: APNsID
+    public let deviceToken: DeviceToken
+    public let topic: Topic
+    public let bundleID: String
+    public let pushType: PushType
+    public let priority: Priority
+    public let expiration: Expiration
+    public let collapseID: CollapseID?
+    public let notificationClass: NotificationClass
+    public let payload: [UInt8]
     /// The team whose key signed the request (token auth), or the certificate's team, when known.
-    public var teamID: String?
-    public var receivedAt: UnixTime
+    public let teamID: String?
+    public let receivedAt: UnixTime
+
+    public static func == (lhs: PushNotification, rhs: PushNotification) -> Bool {
+        lhs === rhs
+            || (lhs.id == rhs.id && lhs.deviceToken == rhs.deviceToken && lhs.topic == rhs.topic
+                && lhs.bundleID == rhs.bundleID && lhs.pushType == rhs.pushType && lhs.priority == rhs.priority
+                && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
+                && lhs.notificationClass == rhs.notificationClass && lhs.payload == rhs.payload
+                && lhs.teamID == rhs.teamID && lhs.receivedAt == rhs.receivedAt)
+    }
+
+    public var description: String { "\(pushType.rawValue) \(id) to \(deviceToken)" }
 
     public init(
         id: APNsID, deviceToken: DeviceToken, topic: Topic, bundleID: String, pushType: PushType, priority: Priority,

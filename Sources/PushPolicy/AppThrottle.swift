@@ -9,21 +9,42 @@ import PushModel
 /// missed deadline), misbehaviour strikes, the pushes held for later, and the background wakes
 /// awaiting their completion.
 public struct AppThrottle: Sendable, Equatable {
-    /// Tokens in the silent budget; `nil` until the first event (a full bucket).
-    private(set) var tokens: Double?
-    private(set) var tokensAt: UnixTime = UnixTime(milliseconds: 0)
-    private(set) var strikes: Double = 0
-    private(set) var strikesAt: UnixTime = UnixTime(milliseconds: 0)
-    private(set) var coolingUntil: UnixTime = UnixTime(milliseconds: 0)
+    // Kept compact (a fleet has millions of these): 48 bytes when nothing is pending.
+    /// Tokens in the silent budget; NaN until the first wake (a full bucket).
+    private var tokens: Float = .nan
+    /// Misbehaviour strikes, decaying with a half-life.
+    private var strikes: Float = 0
+    /// Refill and strike decay are applied up to this time (milliseconds since the epoch).
+    private var settledAt: Int64 = 0
+    /// Until then the bucket refills `coolingSlowdown` times slower (milliseconds since the epoch).
+    private var coolingUntil: Int64 = 0
     public private(set) var appState: AppState = .background
-    public private(set) var held: [HeldPush] = []
-    private(set) var awaiting: [AwaitingCompletion] = []
-    /// Wakes whose deadline passed recently, so a late completion is recognised as late, not unknown.
-    private(set) var recentlyMissed: [APNsID] = []
+    /// When `advance` next has something to do (milliseconds; `Int64.max`: nothing), kept up to date
+    /// after every event so the engine's timer bookkeeping does not walk `pending`.
+    private var nextDue: Int64 = .max
+    /// Held pushes, wakes awaiting completion, and recently missed wakes, in one array so that a
+    /// resting state allocates nothing.
+    private var pending: [Pending] = []
 
-    struct AwaitingCompletion: Sendable, Equatable {
-        var id: APNsID
-        var deadline: UnixTime
+    enum Pending: Sendable, Equatable {
+        case held(HeldPush)
+        case awaiting(APNsID, deadline: UnixTime)
+        /// A wake whose deadline passed, kept until `forgetAt` so a late completion is recognised as late.
+        case missed(APNsID, forgetAt: UnixTime)
+    }
+
+    public var held: [HeldPush] {
+        pending.compactMap {
+            if case .held(let entry) = $0 { return entry }
+            return nil
+        }
+    }
+
+    var hasHeld: Bool {
+        pending.contains {
+            if case .held = $0 { return true }
+            return false
+        }
     }
 
     /// Pushes beyond this many held for one app are discarded oldest first, whatever the storage mode.
@@ -44,55 +65,56 @@ public struct AppThrottle: Sendable, Equatable {
             actions.append(.discard(push.id, rule: .expired))
             return
         }
-        guard conditions.online else { return keep(push, expiresAt, .offline, conditions, settings, now, &actions) }
+        guard conditions.online else { return keep(push, expiresAt, .offline, conditions, settings, &actions) }
 
         switch push.notificationClass {
         case .silent:
             if let blocked = silentWakeBlocked(conditions) {
-                return keep(push, expiresAt, blocked, conditions, settings, now, &actions)
+                return keep(push, expiresAt, blocked, conditions, settings, &actions)
             }
-            if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, now, &actions) }
+            if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
             if takeToken(settings: settings, now: now) {
                 wake(push, rule: .onBudget, settings: settings, now: now, into: &actions)
             } else {
-                keep(push, expiresAt, .overBudget, conditions, settings, now, &actions)
+                keep(push, expiresAt, .overBudget, conditions, settings, &actions)
             }
         case .alerting:
-            if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, now, &actions) }
+            if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
             if push.priority == .conservePower, conditions.savingPower {
-                return keep(push, expiresAt, .deferredPowerSaving, conditions, settings, now, &actions)
+                return keep(push, expiresAt, .deferredPowerSaving, conditions, settings, &actions)
             }
             actions.append(.deliver(push, rule: .alerting, wake: false))
             release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
         case .other:
-            if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, now, &actions) }
+            if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
             actions.append(.deliver(push, rule: .immediate, wake: false))
         }
     }
 
-    /// A delivery window opened on the device (an alert to another app, a keep-alive, a reconnect):
-    /// held pushes that may go now ride along without spending budget.
+    /// A delivery window opened on the device (an alert, a keep-alive, a reconnect, the app opened, a
+    /// power-saving condition ended): held pushes that may go now ride along without spending budget.
     public mutating func release(
         carrier: Carrier, conditions: DeviceConditions, settings: PolicySettings, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
-        guard conditions.online, !held.isEmpty else { return }
+        guard conditions.online, hasHeld else { return }
         let silentAllowed = silentWakeBlocked(conditions) == nil
-        var kept: [HeldPush] = []
-        for entry in held {
+        var woken: [PushNotification] = []
+        pending.removeAll { item in
+            guard case .held(let entry) = item else { return false }
             if let expiresAt = entry.expiresAt, expiresAt < now {
                 actions.append(.discard(entry.notification.id, rule: .expired))
-            } else if entry.isSilent {
-                if silentAllowed {
-                    wake(entry.notification, rule: carrier.rule, settings: settings, now: now, into: &actions)
-                } else {
-                    kept.append(entry)
-                }
-            } else {
+            } else if !entry.isSilent {
                 actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
+            } else if silentAllowed {
+                woken.append(entry.notification)
+            } else {
+                return false
             }
+            return true
         }
-        held = kept
+        for push in woken { wake(push, rule: carrier.rule, settings: settings, now: now, into: &actions) }
+        compact()
     }
 
     /// The app's state changed. Opening a force-quit app (foreground) releases what it held.
@@ -112,45 +134,70 @@ public struct AppThrottle: Sendable, Equatable {
         _ id: APNsID, result: CompletionResult, settings: PolicySettings, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
-        if let index = awaiting.firstIndex(where: { $0.id == id }) {
-            let wake = awaiting.remove(at: index)
-            if now <= wake.deadline {
-                actions.append(.completed(id, result))
-                addStrikes(
-                    -relief(for: result, settings) + (result == .failed ? settings.failedStrike : 0), settings, now)
+        for (index, item) in pending.enumerated() {
+            switch item {
+            case .awaiting(id, let deadline):
+                pending.remove(at: index)
+                if now <= deadline {
+                    actions.append(.completed(id, result))
+                    let change = result == .failed ? settings.failedStrike : -relief(for: result, settings)
+                    addStrikes(change, settings: settings, now: now)
+                } else {
+                    // The deadline passed but its timer has not fired yet: the miss first, then the late answer.
+                    missed(id, settings: settings, now: now, into: &actions)
+                    removeMissed(id)
+                    actions.append(.completedLate(id, result))
+                }
+                compact()
                 return
+            case .missed(id, _):
+                pending.remove(at: index)
+                actions.append(.completedLate(id, result))
+                compact()
+                return
+            default:
+                continue
             }
-            // The deadline passed but its timer has not fired yet: the miss comes first, then the late answer.
-            missed(wake.id, settings: settings, now: now, into: &actions)
-            actions.append(.completedLate(id, result))
-        } else if recentlyMissed.contains(id) {
-            recentlyMissed.removeAll { $0 == id }
-            actions.append(.completedLate(id, result))
         }
-        // Anything else is a completion for a wake this app never had: nothing to do.
+        // A completion for a wake this app never had (or long forgotten): nothing to do.
     }
 
     /// Time passed: deadlines that ran out, held pushes that expired.
     public mutating func advance(settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]) {
-        if awaiting.contains(where: { $0.deadline < now }) {
-            let due = awaiting.filter { $0.deadline < now }
-            awaiting.removeAll { $0.deadline < now }
-            for wake in due { missed(wake.id, settings: settings, now: now, into: &actions) }
-        }
-        if held.contains(where: { ($0.expiresAt.map { $0 < now }) ?? false }) {
-            held.removeAll { entry in
+        guard let next = nextDeadline, next <= now else { return }
+        var due: [APNsID] = []
+        pending.removeAll { item in
+            switch item {
+            case .awaiting(let id, let deadline):
+                guard deadline < now else { return false }
+                due.append(id)
+                return true
+            case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
                 actions.append(.discard(entry.notification.id, rule: .expired))
                 return true
+            case .missed(_, let forgetAt):
+                return forgetAt < now
             }
         }
+        for id in due { missed(id, settings: settings, now: now, into: &actions) }
+        compact()
     }
 
     /// When `advance` next has something to do.
-    public var nextDeadline: UnixTime? {
-        let deadlines = awaiting.map { $0.deadline.adding(milliseconds: 1) }
-        let expiries = held.compactMap { $0.expiresAt?.adding(milliseconds: 1) }
-        return (deadlines + expiries).min()
+    public var nextDeadline: UnixTime? { nextDue == .max ? nil : UnixTime(milliseconds: nextDue) }
+
+    /// Recomputes `nextDue` after `pending` changed.
+    private mutating func refreshDue() {
+        var earliest = Int64.max
+        for index in pending.indices {
+            switch pending[index] {
+            case .awaiting(_, let deadline): earliest = min(earliest, deadline.milliseconds)
+            case .held(let entry): if let at = entry.expiresAt { earliest = min(earliest, at.milliseconds) }
+            case .missed(_, let forgetAt): earliest = min(earliest, forgetAt.milliseconds)
+            }
+        }
+        nextDue = earliest == .max ? .max : earliest + 1
     }
 
     // MARK: Reading
@@ -158,26 +205,34 @@ public struct AppThrottle: Sendable, Equatable {
     /// The budget at `now`, for lookups (Apple keeps this opaque; developers ask for it constantly).
     public func snapshot(settings: PolicySettings, now: UnixTime) -> AppThrottleSnapshot {
         var copy = self
-        copy.refill(settings: settings, now: now)
-        copy.decayStrikes(settings, now)
-        let tokens = copy.tokens ?? Double(settings.budgetCapacity)
+        copy.settle(settings: settings, now: now)
+        let tokens = copy.tokens.isNaN ? Double(settings.budgetCapacity) : Double(copy.tokens)
         var nextRefill: UnixTime?
         if tokens < Double(settings.budgetCapacity) {
             let missing = 1 - (tokens - tokens.rounded(.down))
             nextRefill = now.adding(milliseconds: Int64((missing * copy.refillInterval(settings, now)).rounded(.up)))
         }
         return AppThrottleSnapshot(
-            budgetLeft: Int(tokens.rounded(.down)), budgetCapacity: settings.budgetCapacity, nextRefill: nextRefill,
+            budgetLeft: Int((tokens + 1e-4).rounded(.down)), budgetCapacity: settings.budgetCapacity,
+            nextRefill: nextRefill,
             held: held.map { HeldSummary(id: $0.notification.id, rule: $0.rule, expiresAt: $0.expiresAt) },
-            strikes: copy.strikes, coolingUntil: coolingUntil > now ? coolingUntil : nil,
-            awaitingCompletion: awaiting.map(\.id), appState: appState)
+            strikes: Double(copy.strikes),
+            coolingUntil: coolingUntil > now.milliseconds ? UnixTime(milliseconds: coolingUntil) : nil,
+            awaitingCompletion: pending.compactMap {
+                if case .awaiting(let id, _) = $0 { return id }
+                return nil
+            },
+            appState: appState)
     }
 
-    /// Whether this state carries nothing worth keeping (a full bucket, no strikes, nothing pending).
+    /// Whether this state carries nothing worth keeping: nothing pending, not force-quit, not cooling,
+    /// no strikes, and a full bucket.
     public func isIdle(settings: PolicySettings, now: UnixTime) -> Bool {
-        held.isEmpty && awaiting.isEmpty && recentlyMissed.isEmpty && appState != .forceQuit && coolingUntil <= now
-            && strikes < 0.01
-            && (tokens == nil || snapshot(settings: settings, now: now).budgetLeft >= settings.budgetCapacity)
+        guard pending.isEmpty, appState != .forceQuit, coolingUntil <= now.milliseconds else { return false }
+        if tokens.isNaN { return strikes == 0 }
+        var copy = self
+        copy.settle(settings: settings, now: now)
+        return copy.strikes < 0.01 && copy.tokens >= Float(settings.budgetCapacity)
     }
 
     // MARK: Rules
@@ -193,8 +248,9 @@ public struct AppThrottle: Sendable, Equatable {
         _ push: PushNotification, rule: Rule, settings: PolicySettings, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
-        awaiting.append(
-            AwaitingCompletion(id: push.id, deadline: now.adding(seconds: settings.completionDeadlineSeconds)))
+        let deadline = now.adding(seconds: settings.completionDeadlineSeconds)
+        pending.append(.awaiting(push.id, deadline: deadline))
+        nextDue = min(nextDue, deadline.milliseconds + 1)
         actions.append(.deliver(push, rule: rule, wake: true))
     }
 
@@ -203,33 +259,42 @@ public struct AppThrottle: Sendable, Equatable {
     /// never stored.
     private mutating func keep(
         _ push: PushNotification, _ expiresAt: UnixTime?, _ rule: Rule, _ conditions: DeviceConditions,
-        _ settings: PolicySettings, _ now: UnixTime, _ actions: inout [PolicyAction]
+        _ settings: PolicySettings, _ actions: inout [PolicyAction]
     ) {
         if push.expiration == .immediateOnly {
             actions.append(.discard(push.id, rule: .notStoredExpirationZero))
             return
         }
-        if let collapseID = push.collapseID {
-            held.removeAll { entry in
-                guard entry.notification.collapseID == collapseID else { return false }
+        let newestOnly = settings.heldStorage == .newestOnly
+        let offline = !conditions.online
+        var heldCount = 0
+        pending.removeAll { item in
+            guard case .held(let entry) = item else { return false }
+            if let collapseID = push.collapseID, entry.notification.collapseID == collapseID {
                 actions.append(.discard(entry.notification.id, rule: .coalescedCollapseID))
                 return true
             }
-        }
-        if settings.heldStorage == .newestOnly {
-            let offline = !conditions.online
-            held.removeAll { entry in
-                guard offline || (push.notificationClass == .silent && entry.isSilent) else { return false }
+            if newestOnly, offline || (push.notificationClass == .silent && entry.isSilent) {
                 actions.append(.discard(entry.notification.id, rule: .coalescedNewest))
                 return true
             }
+            heldCount += 1
+            return false
         }
-        let limit =
-            settings.heldStorage == .newestOnly ? Self.maximumHeld : min(settings.heldStorage.limit, Self.maximumHeld)
-        while held.count >= limit {
-            actions.append(.discard(held.removeFirst().notification.id, rule: .overflow))
+        let limit = newestOnly ? Self.maximumHeld : min(settings.heldStorage.limit, Self.maximumHeld)
+        while heldCount >= limit,
+            let oldest = pending.firstIndex(where: {
+                if case .held = $0 { return true }
+                return false
+            })
+        {
+            if case .held(let entry) = pending.remove(at: oldest) {
+                actions.append(.discard(entry.notification.id, rule: .overflow))
+            }
+            heldCount -= 1
         }
-        held.append(HeldPush(notification: push, expiresAt: expiresAt, rule: rule))
+        pending.append(.held(HeldPush(notification: push, expiresAt: expiresAt, rule: rule)))
+        refreshDue()
         actions.append(.hold(push.id, rule: rule))
     }
 
@@ -241,39 +306,59 @@ public struct AppThrottle: Sendable, Equatable {
         }
     }
 
+    /// Frees the pending array's storage when nothing is left in it.
+    private mutating func compact() {
+        if pending.isEmpty, pending.capacity > 0 { pending = [] }
+        refreshDue()
+    }
+
+    private mutating func removeMissed(_ id: APNsID) {
+        if let index = pending.firstIndex(where: {
+            if case .missed(id, _) = $0 { return true }
+            return false
+        }) {
+            pending.remove(at: index)
+        }
+    }
+
     // MARK: Budget and strikes
 
     private mutating func takeToken(settings: PolicySettings, now: UnixTime) -> Bool {
-        refill(settings: settings, now: now)
-        guard let available = tokens, available >= 1 else { return false }
-        tokens = available - 1
+        settle(settings: settings, now: now)
+        if tokens.isNaN { tokens = Float(settings.budgetCapacity) }
+        guard tokens >= 1 - 1e-4 else { return false }
+        tokens = max(0, tokens - 1)
         return true
     }
 
-    /// Refills the bucket up to `now`: slower while cooling off, at the normal rate after.
-    private mutating func refill(settings: PolicySettings, now: UnixTime) {
-        let capacity = Double(settings.budgetCapacity)
-        guard let current = tokens else {
-            tokens = capacity
-            tokensAt = now
-            return
+    /// Brings the bucket and the strikes up to `now`: refill (slower while cooling off, at the normal
+    /// rate after) and strike decay.
+    private mutating func settle(settings: PolicySettings, now: UnixTime) {
+        let to = now.milliseconds
+        guard to > settledAt else { return }
+        let from = settledAt
+        settledAt = to
+        if !tokens.isNaN {
+            let base = settings.refillIntervalMilliseconds
+            var gained = 0.0
+            if from < coolingUntil {
+                let coolingEnd = min(to, coolingUntil)
+                gained += Double(coolingEnd - from) / (base * settings.coolingSlowdown)
+                if to > coolingUntil { gained += Double(to - coolingUntil) / base }
+            } else {
+                gained = Double(to - from) / base
+            }
+            tokens = Float(min(Double(settings.budgetCapacity), Double(tokens) + gained))
         }
-        guard now > tokensAt else { return }
-        var gained = 0.0
-        let base = settings.refillIntervalMilliseconds
-        if tokensAt < coolingUntil {
-            let coolingEnd = min(now, coolingUntil)
-            gained += Double(coolingEnd.milliseconds - tokensAt.milliseconds) / (base * settings.coolingSlowdown)
-            if now > coolingUntil { gained += Double(now.milliseconds - coolingUntil.milliseconds) / base }
-        } else {
-            gained = Double(now.milliseconds - tokensAt.milliseconds) / base
+        if strikes > 0, settings.strikeHalfLifeSeconds > 0, from > 0 {
+            let halfLives = Double(to - from) / Double(settings.strikeHalfLifeSeconds * 1000)
+            strikes = Float(Double(strikes) * pow2(-halfLives))
+            if strikes < 0.001 { strikes = 0 }
         }
-        tokens = min(capacity, current + gained)
-        tokensAt = now
     }
 
     private func refillInterval(_ settings: PolicySettings, _ now: UnixTime) -> Double {
-        now < coolingUntil
+        now.milliseconds < coolingUntil
             ? settings.refillIntervalMilliseconds * settings.coolingSlowdown : settings.refillIntervalMilliseconds
     }
 
@@ -285,21 +370,9 @@ public struct AppThrottle: Sendable, Equatable {
         }
     }
 
-    private mutating func decayStrikes(_ settings: PolicySettings, _ now: UnixTime) {
-        guard strikes > 0, now > strikesAt, settings.strikeHalfLifeSeconds > 0 else {
-            strikesAt = max(strikesAt, now)
-            return
-        }
-        let halfLives =
-            Double(now.milliseconds - strikesAt.milliseconds) / Double(settings.strikeHalfLifeSeconds * 1000)
-        strikes *= pow2(-halfLives)
-        if strikes < 0.001 { strikes = 0 }
-        strikesAt = now
-    }
-
-    private mutating func addStrikes(_ amount: Double, _ settings: PolicySettings, _ now: UnixTime) {
-        decayStrikes(settings, now)
-        strikes = max(0, strikes + amount)
+    private mutating func addStrikes(_ amount: Double, settings: PolicySettings, now: UnixTime) {
+        settle(settings: settings, now: now)
+        strikes = Float(max(0, Double(strikes) + amount))
     }
 
     /// A wake's deadline passed: the app was terminated. Its bucket empties and refills slowly for a
@@ -308,14 +381,24 @@ public struct AppThrottle: Sendable, Equatable {
         _ id: APNsID, settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         actions.append(.deadlineMissed(id))
-        recentlyMissed.append(id)
-        if recentlyMissed.count > Self.recentlyMissedKept { recentlyMissed.removeFirst() }
-        refill(settings: settings, now: now)
-        addStrikes(settings.missStrike, settings, now)
+        pending.append(.missed(id, forgetAt: now.adding(seconds: settings.lateCompletionWindowSeconds)))
+        var missedCount = 0
+        for item in pending.reversed() {
+            if case .missed = item { missedCount += 1 }
+        }
+        if missedCount > Self.recentlyMissedKept,
+            let oldest = pending.firstIndex(where: {
+                if case .missed = $0 { return true }
+                return false
+            })
+        {
+            pending.remove(at: oldest)
+        }
+        addStrikes(settings.missStrike, settings: settings, now: now)
         tokens = 0
-        let cooling = Double(settings.coolingBaseSeconds) * pow2(max(0, strikes - 1))
+        let cooling = Double(settings.coolingBaseSeconds) * pow2(max(0, Double(strikes) - 1))
         let seconds = Int64(min(Double(settings.coolingMaxSeconds), cooling))
-        coolingUntil = max(coolingUntil, now.adding(seconds: seconds))
+        coolingUntil = max(coolingUntil, now.adding(seconds: seconds).milliseconds)
     }
 }
 

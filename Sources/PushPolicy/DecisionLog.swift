@@ -3,10 +3,35 @@ import PushModel
 /// What happened to each push and which rule decided it, kept for the most recent `capacity` pushes so
 /// a lookup by apns-id can show its journey (accepted, held, released, completed …).
 public struct DecisionLog: Sendable {
-    public struct Entry: Sendable, Equatable, Codable {
+    public struct Entry: Sendable, Equatable {
         public var at: UnixTime
-        public var event: String
+        public var event: Event
         public var rule: Rule?
+    }
+
+    /// What happened to a push.
+    public enum Event: Sendable, Equatable, CustomStringConvertible {
+        case accepted(NotificationClass)
+        case delivered
+        case woken
+        case held
+        case discarded
+        case completed(CompletionResult)
+        case completedLate(CompletionResult)
+        case deadlineMissed
+
+        public var description: String {
+            switch self {
+            case .accepted(let kind): return "accepted \(kind.rawValue)"
+            case .delivered: return "delivered"
+            case .woken: return "woken"
+            case .held: return "held"
+            case .discarded: return "discarded"
+            case .completed(let result): return "completed \(result.rawValue)"
+            case .completedLate(let result): return "completed late \(result.rawValue)"
+            case .deadlineMissed: return "deadline missed"
+            }
+        }
     }
 
     private var journeys: [APNsID: [Entry]] = [:]
@@ -20,7 +45,7 @@ public struct DecisionLog: Sendable {
 
     public func journey(of id: APNsID) -> [Entry] { journeys[id] ?? [] }
 
-    mutating func record(_ id: APNsID, _ event: String, rule: Rule?, at now: UnixTime) {
+    mutating func record(_ id: APNsID, _ event: Event, rule: Rule?, at now: UnixTime) {
         guard capacity > 0 else { return }
         if journeys[id] == nil {
             if order.count < capacity {
@@ -37,12 +62,12 @@ public struct DecisionLog: Sendable {
 
     mutating func record(_ action: PolicyAction, at now: UnixTime) {
         switch action {
-        case .deliver(let push, let rule, let wake): record(push.id, wake ? "woken" : "delivered", rule: rule, at: now)
-        case .hold(let id, let rule): record(id, "held", rule: rule, at: now)
-        case .discard(let id, let rule): record(id, "discarded", rule: rule, at: now)
-        case .completed(let id, let result): record(id, "completed \(result.rawValue)", rule: nil, at: now)
-        case .completedLate(let id, let result): record(id, "completed late \(result.rawValue)", rule: nil, at: now)
-        case .deadlineMissed(let id): record(id, "deadline missed", rule: nil, at: now)
+        case .deliver(let push, let rule, let wake): record(push.id, wake ? .woken : .delivered, rule: rule, at: now)
+        case .hold(let id, let rule): record(id, .held, rule: rule, at: now)
+        case .discard(let id, let rule): record(id, .discarded, rule: rule, at: now)
+        case .completed(let id, let result): record(id, .completed(result), rule: nil, at: now)
+        case .completedLate(let id, let result): record(id, .completedLate(result), rule: nil, at: now)
+        case .deadlineMissed(let id): record(id, .deadlineMissed, rule: nil, at: now)
         }
     }
 }

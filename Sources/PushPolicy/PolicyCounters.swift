@@ -1,3 +1,5 @@
+import PushModel
+
 /// The policy's counters, in one place (the metrics issue exports them).
 public struct PolicyCounters: Sendable, Equatable, Codable {
     public var silentAccepted = 0
@@ -15,11 +17,21 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var overflowed = 0
     public var expired = 0
     public var notStored = 0
-    public var completedByResult: [String: Int] = [:]
+    public var completedNewData = 0
+    public var completedNoData = 0
+    public var completedFailed = 0
     public var completedLate = 0
     public var deadlinePenalties = 0
 
     public init() {}
+
+    mutating func accepted(_ kind: NotificationClass) {
+        switch kind {
+        case .silent: silentAccepted += 1
+        case .alerting: alertingAccepted += 1
+        case .other: otherAccepted += 1
+        }
+    }
 
     mutating func count(_ action: PolicyAction) {
         switch action {
@@ -41,7 +53,12 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
             case .notStoredExpirationZero: notStored += 1
             default: expired += 1
             }
-        case .completed(_, let result): completedByResult[result.rawValue, default: 0] += 1
+        case .completed(_, let result):
+            switch result {
+            case .newData: completedNewData += 1
+            case .noData: completedNoData += 1
+            case .failed: completedFailed += 1
+            }
         case .completedLate: completedLate += 1
         case .deadlineMissed: deadlinePenalties += 1
         }

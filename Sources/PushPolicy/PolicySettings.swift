@@ -15,6 +15,8 @@ public struct PolicySettings: Sendable, Equatable {
 
     /// How long the app has to call its completion handler after a background wake.
     public var completionDeadlineSeconds: Int64 = 30
+    /// A completion this long after a missed deadline is still recorded as late; later ones are ignored.
+    public var lateCompletionWindowSeconds: Int64 = 600
     /// A notification without `apns-expiration` is kept this long (APNs: up to 30 days).
     public var defaultStorageSeconds: Int64 = 30 * 86400
 

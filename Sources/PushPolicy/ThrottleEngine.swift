@@ -1,31 +1,41 @@
 import PushModel
 
-/// A device as the policy knows it: an opaque number the device hub assigns.
+/// A device as the policy knows it: a dense index (0, 1, 2, …) that the device hub assigns and reuses,
+/// so the engine finds a device's state by position, not by hashing (see docs/throttling.md).
 public typealias DeviceID = UInt64
 
 /// The silent-push policy for a whole fleet, still pure: it routes each event to the (device, app)
 /// machines it concerns, spreads alert piggybacks across a device's apps, keeps the timers, the counters
-/// and the decision log. The device hub owns one and calls it with the time; it returns what to do.
+/// and the decision log. The device hub owns one and calls it with the time; it appends what to do.
+///
+/// Memory is spent only where there is something to remember: a (device, app) whose bucket is full and
+/// which holds nothing is dropped, and a device without such states costs one slot of 16 bytes.
 public struct ThrottleEngine: Sendable {
     public var settings: PolicySettings
     public private(set) var counters = PolicyCounters()
     public private(set) var log: DecisionLog
+    /// How many (device, app) states are kept (idle ones are dropped).
+    public private(set) var stateCount = 0
 
     struct AppKey: Hashable, Sendable {
         var device: DeviceID
         var app: UInt32
     }
 
-    struct DeviceRecord: Sendable {
-        var conditions = DeviceConditions()
-        var apps: [UInt32] = []
+    struct AppEntry: Sendable {
+        var app: UInt32
+        var state: AppThrottle
     }
 
-    private var apps: [AppKey: AppThrottle] = [:]
-    private var devices: [DeviceID: DeviceRecord] = [:]
+    struct DeviceSlot: Sendable {
+        var conditions = DeviceConditions()
+        var apps: [AppEntry] = []
+    }
+
+    private var slots: [DeviceSlot] = []
     private var appIDs: [String: UInt32] = [:]
     private var bundleIDs: [String] = []
-    private var timers = TimerHeap<AppKey>()
+    private var timers = TimerWheel<AppKey>()
 
     public init(settings: PolicySettings = PolicySettings(), decisionLogCapacity: Int = 100_000) {
         self.settings = settings
@@ -35,189 +45,257 @@ public struct ThrottleEngine: Sendable {
     // MARK: Events
 
     /// A push accepted by the provider API for `device`.
-    public mutating func received(_ push: PushNotification, device: DeviceID, now: UnixTime) -> [PolicyAction] {
-        var actions: [PolicyAction] = []
-        received(push, device: device, now: now, into: &actions)
-        return actions
-    }
-
     public mutating func received(
         _ push: PushNotification, device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]
     ) {
-        switch push.notificationClass {
-        case .silent: counters.silentAccepted += 1
-        case .alerting: counters.alertingAccepted += 1
-        case .other: counters.otherAccepted += 1
-        }
-        log.record(push.id, "accepted \(push.notificationClass.rawValue)", rule: nil, at: now)
-        let key = self.key(device, push.bundleID)
-        let conditions = devices[device]?.conditions ?? DeviceConditions()
+        counters.accepted(push.notificationClass)
+        if log.capacity > 0 { log.record(push.id, .accepted(push.notificationClass), rule: nil, at: now) }
+        let app = appID(push.bundleID)
+        let conditions = self.conditions(of: device)
         let start = actions.count
-        update(key, now: now, actions: &actions) { app, settings, actions in
+        update(AppKey(device: device, app: app), now: now, actions: &actions) { app, settings, actions in
             app.received(push, conditions: conditions, settings: settings, now: now, into: &actions)
         }
         // An alert delivered to one app is a delivery window for the device's other apps too.
-        let deliveredAlert = actions[start...].contains { action in
-            if case .deliver(let delivered, .alerting, _) = action { return delivered.id == push.id }
-            return false
-        }
-        if deliveredAlert, settings.alertPiggybackScope == .allApps {
-            for other in devices[device]?.apps ?? [] where other != key.app {
-                release(
-                    AppKey(device: device, app: other), carrier: .alert, conditions: conditions, now: now,
-                    into: &actions)
+        if settings.alertPiggybackScope == .allApps, Int(device) < slots.count, slots[Int(device)].apps.count > 1,
+            actions[start...].contains(where: { $0.isAlertDelivery(of: push.id) })
+        {
+            for other in slots[Int(device)].apps.map(\.app) where other != app {
+                update(AppKey(device: device, app: other), now: now, actions: &actions, createIfMissing: false) {
+                    app, settings, actions in
+                    app.release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
+                }
             }
         }
         record(actions[start...], now: now)
     }
 
     /// The device's keep-alive: every app's releasable held pushes go in its answer.
-    public mutating func keepAlive(device: DeviceID, now: UnixTime) -> [PolicyAction] {
-        releaseAll(device, carrier: .keepAlive, now: now)
+    public mutating func keepAlive(device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]) {
+        releaseAll(device, carrier: .keepAlive, now: now, into: &actions)
     }
 
     /// The device connected: what was stored while it was away is delivered.
-    public mutating func connected(device: DeviceID, now: UnixTime) -> [PolicyAction] {
-        devices[device, default: DeviceRecord()].conditions.online = true
-        return releaseAll(device, carrier: .reconnect, now: now)
+    public mutating func connected(device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]) {
+        ensureSlot(device)
+        slots[Int(device)].conditions.online = true
+        releaseAll(device, carrier: .reconnect, now: now, into: &actions)
     }
 
     public mutating func disconnected(device: DeviceID, now: UnixTime) {
-        devices[device, default: DeviceRecord()].conditions.online = false
+        ensureSlot(device)
+        slots[Int(device)].conditions.online = false
     }
 
     /// Low Power Mode or Background App Refresh changed; when a condition ends, held pushes go.
     public mutating func conditionsChanged(
-        device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime
-    ) -> [PolicyAction] {
-        var record = devices[device, default: DeviceRecord()]
+        device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime,
+        into actions: inout [PolicyAction]
+    ) {
+        var conditions = self.conditions(of: device)
         let ended =
-            (record.conditions.lowPowerMode && !lowPowerMode)
-            || (record.conditions.backgroundAppRefreshOff && !backgroundAppRefreshOff)
-        record.conditions.lowPowerMode = lowPowerMode
-        record.conditions.backgroundAppRefreshOff = backgroundAppRefreshOff
-        devices[device] = record
-        return ended ? releaseAll(device, carrier: .conditionEnded, now: now) : []
+            (conditions.lowPowerMode && !lowPowerMode)
+            || (conditions.backgroundAppRefreshOff && !backgroundAppRefreshOff)
+        conditions.lowPowerMode = lowPowerMode
+        conditions.backgroundAppRefreshOff = backgroundAppRefreshOff
+        ensureSlot(device)
+        slots[Int(device)].conditions = conditions
+        if ended { releaseAll(device, carrier: .conditionEnded, now: now, into: &actions) }
     }
 
+    public mutating func appStateChanged(
+        device: DeviceID, bundleID: String, to state: AppState, now: UnixTime, into actions: inout [PolicyAction]
+    ) {
+        let conditions = self.conditions(of: device)
+        let start = actions.count
+        update(AppKey(device: device, app: appID(bundleID)), now: now, actions: &actions) { app, settings, actions in
+            app.appStateChanged(to: state, conditions: conditions, settings: settings, now: now, into: &actions)
+        }
+        record(actions[start...], now: now)
+    }
+
+    public mutating func completed(
+        device: DeviceID, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime,
+        into actions: inout [PolicyAction]
+    ) {
+        guard let app = appIDs[bundleID] else { return }
+        let start = actions.count
+        update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
+            app, settings, actions in
+            app.completed(id, result: result, settings: settings, now: now, into: &actions)
+        }
+        record(actions[start...], now: now)
+    }
+
+    /// Runs the timers that are due: missed deadlines, expired held pushes, forgotten misses.
+    public mutating func advance(to now: UnixTime, into actions: inout [PolicyAction]) {
+        let start = actions.count
+        for key in timers.takeDue(now.milliseconds) {
+            guard let index = appIndex(key), let deadline = slots[Int(key.device)].apps[index].state.nextDeadline else {
+                continue  // gone, or nothing left to do
+            }
+            guard deadline.milliseconds <= now.milliseconds else {
+                timers.schedule(deadline.milliseconds, key)  // filed in this second, due later in it
+                continue
+            }
+            update(key, now: now, actions: &actions, createIfMissing: false, rescheduleAlways: true) {
+                app, settings, actions in
+                app.advance(settings: settings, now: now, into: &actions)
+            }
+        }
+        record(actions[start...], now: now)
+    }
+
+    /// When `advance` should next be called (the start of the second the earliest timer falls in;
+    /// calling earlier than a deadline is harmless).
+    public var nextTimer: UnixTime? { timers.earliest.map { UnixTime(milliseconds: $0) } }
+
+    // MARK: Array-returning forms, for callers that do not reuse a buffer
+
+    public mutating func received(_ push: PushNotification, device: DeviceID, now: UnixTime) -> [PolicyAction] {
+        var actions: [PolicyAction] = []
+        received(push, device: device, now: now, into: &actions)
+        return actions
+    }
+    public mutating func keepAlive(device: DeviceID, now: UnixTime) -> [PolicyAction] {
+        var actions: [PolicyAction] = []
+        keepAlive(device: device, now: now, into: &actions)
+        return actions
+    }
+    public mutating func connected(device: DeviceID, now: UnixTime) -> [PolicyAction] {
+        var actions: [PolicyAction] = []
+        connected(device: device, now: now, into: &actions)
+        return actions
+    }
+    public mutating func conditionsChanged(
+        device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime
+    ) -> [PolicyAction] {
+        var actions: [PolicyAction] = []
+        conditionsChanged(
+            device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now,
+            into: &actions)
+        return actions
+    }
     public mutating func appStateChanged(device: DeviceID, bundleID: String, to state: AppState, now: UnixTime)
         -> [PolicyAction]
     {
         var actions: [PolicyAction] = []
-        let conditions = devices[device]?.conditions ?? DeviceConditions()
-        update(key(device, bundleID), now: now, actions: &actions) { app, settings, actions in
-            app.appStateChanged(to: state, conditions: conditions, settings: settings, now: now, into: &actions)
-        }
-        record(actions[...], now: now)
+        appStateChanged(device: device, bundleID: bundleID, to: state, now: now, into: &actions)
         return actions
     }
-
     public mutating func completed(
         device: DeviceID, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime
     ) -> [PolicyAction] {
         var actions: [PolicyAction] = []
-        update(key(device, bundleID), now: now, actions: &actions) { app, settings, actions in
-            app.completed(id, result: result, settings: settings, now: now, into: &actions)
-        }
-        record(actions[...], now: now)
+        completed(device: device, bundleID: bundleID, id: id, result: result, now: now, into: &actions)
         return actions
     }
-
-    /// Runs the timers that are due: missed deadlines, expired held pushes.
     public mutating func advance(to now: UnixTime) -> [PolicyAction] {
         var actions: [PolicyAction] = []
-        while let due = timers.popDue(now.milliseconds) {
-            guard let app = apps[due.key], let deadline = app.nextDeadline, deadline.milliseconds <= now.milliseconds
-            else {
-                continue  // rescheduled or gone since
-            }
-            update(due.key, now: now, actions: &actions) { app, settings, actions in
-                app.advance(settings: settings, now: now, into: &actions)
-            }
-        }
-        record(actions[...], now: now)
+        advance(to: now, into: &actions)
         return actions
     }
-
-    /// When `advance` should next be called.
-    public var nextTimer: UnixTime? { timers.earliest.map { UnixTime(milliseconds: $0) } }
 
     // MARK: Reading
 
     public func snapshot(device: DeviceID, bundleID: String, now: UnixTime) -> AppThrottleSnapshot? {
-        guard let app = appIDs[bundleID], let state = apps[AppKey(device: device, app: app)] else { return nil }
+        guard let app = appIDs[bundleID], let state = state(AppKey(device: device, app: app)) else { return nil }
         return state.snapshot(settings: settings, now: now)
     }
 
     public func conditions(of device: DeviceID) -> DeviceConditions {
-        devices[device]?.conditions ?? DeviceConditions()
+        Int(device) < slots.count ? slots[Int(device)].conditions : DeviceConditions()
     }
-
-    /// How many (device, app) states are kept (idle ones are dropped).
-    public var stateCount: Int { apps.count }
 
     // MARK: Plumbing
 
-    private mutating func key(_ device: DeviceID, _ bundleID: String) -> AppKey {
-        let app: UInt32
-        if let known = appIDs[bundleID] {
-            app = known
-        } else {
-            app = UInt32(bundleIDs.count)
-            appIDs[bundleID] = app
-            bundleIDs.append(bundleID)
-        }
-        return AppKey(device: device, app: app)
+    private mutating func appID(_ bundleID: String) -> UInt32 {
+        if let known = appIDs[bundleID] { return known }
+        let app = UInt32(bundleIDs.count)
+        appIDs[bundleID] = app
+        bundleIDs.append(bundleID)
+        return app
     }
 
-    /// Runs one app's machine, then drops it if it is idle and re-arms its timer if it has one.
+    private mutating func ensureSlot(_ device: DeviceID) {
+        let index = Int(device)
+        if index >= slots.count {
+            slots.append(contentsOf: repeatElement(DeviceSlot(), count: index - slots.count + 1))
+        }
+    }
+
+    private func state(_ key: AppKey) -> AppThrottle? {
+        appIndex(key).map { slots[Int(key.device)].apps[$0].state }
+    }
+
+    private func appIndex(_ key: AppKey) -> Int? {
+        let device = Int(key.device)
+        guard device < slots.count else { return nil }
+        return slots[device].apps.withUnsafeBufferPointer { apps in
+            for index in apps.indices where apps[index].app == key.app { return index }
+            return nil
+        }
+    }
+
+    /// Runs one app's machine in place, then keeps the bookkeeping right: drops the state when idle and
+    /// files its timer when its next deadline moved earlier.
     private mutating func update(
-        _ key: AppKey, now: UnixTime, actions: inout [PolicyAction],
-        _ body: (inout AppThrottle, PolicySettings, inout [PolicyAction]) -> Void
+        _ key: AppKey, now: UnixTime, actions: inout [PolicyAction], createIfMissing: Bool = true,
+        rescheduleAlways: Bool = false, _ body: (inout AppThrottle, PolicySettings, inout [PolicyAction]) -> Void
     ) {
-        var app = apps.removeValue(forKey: key) ?? AppThrottle()
-        let before = app.nextDeadline
-        body(&app, settings, &actions)
-        if app.isIdle(settings: settings, now: now) {
-            if let index = devices[key.device]?.apps.firstIndex(of: key.app) {
-                devices[key.device]!.apps.remove(at: index)
-            }
-            if devices[key.device].map({ $0.apps.isEmpty && $0.conditions == DeviceConditions() }) ?? false {
-                devices.removeValue(forKey: key.device)
-            }
-            return
+        let device = Int(key.device)
+        if device >= slots.count {
+            guard createIfMissing else { return }
+            ensureSlot(key.device)
         }
-        if !(devices[key.device]?.apps.contains(key.app) ?? false) {
-            devices[key.device, default: DeviceRecord()].apps.append(key.app)
+        var index = appIndex(key)
+        if index == nil {
+            guard createIfMissing else { return }
+            slots[device].apps.append(AppEntry(app: key.app, state: AppThrottle()))
+            stateCount += 1
+            index = slots[device].apps.count - 1
         }
-        if let next = app.nextDeadline, next != before { timers.push(next.milliseconds, key) }
-        apps[key] = app
+        let settings = self.settings
+        let before = slots[device].apps[index!].state.nextDeadline
+        body(&slots[device].apps[index!].state, settings, &actions)
+        if let next = slots[device].apps[index!].state.nextDeadline,
+            rescheduleAlways || before.map({ next < $0 }) ?? true
+        {
+            timers.schedule(next.milliseconds, key)
+        }
+        if slots[device].apps[index!].state.isIdle(settings: settings, now: now) {
+            slots[device].apps.remove(at: index!)
+            if slots[device].apps.isEmpty { slots[device].apps = [] }
+            stateCount -= 1
+        }
     }
 
-    private mutating func release(
-        _ key: AppKey, carrier: Carrier, conditions: DeviceConditions, now: UnixTime, into actions: inout [PolicyAction]
+    private mutating func releaseAll(
+        _ device: DeviceID, carrier: Carrier, now: UnixTime, into actions: inout [PolicyAction]
     ) {
-        guard apps[key] != nil else { return }
-        update(key, now: now, actions: &actions) { app, settings, actions in
-            app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
+        guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return }
+        let conditions = self.conditions(of: device)
+        let start = actions.count
+        for app in slots[Int(device)].apps.map(\.app) {
+            update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
+                app, settings, actions in
+                app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
+            }
         }
-    }
-
-    private mutating func releaseAll(_ device: DeviceID, carrier: Carrier, now: UnixTime) -> [PolicyAction] {
-        var actions: [PolicyAction] = []
-        let conditions = devices[device]?.conditions ?? DeviceConditions()
-        for app in devices[device]?.apps ?? [] {
-            release(
-                AppKey(device: device, app: app), carrier: carrier, conditions: conditions, now: now, into: &actions)
-        }
-        record(actions[...], now: now)
-        return actions
+        record(actions[start...], now: now)
     }
 
     private mutating func record(_ actions: ArraySlice<PolicyAction>, now: UnixTime) {
         for action in actions {
             counters.count(action)
-            log.record(action, at: now)
+            if log.capacity > 0 { log.record(action, at: now) }
         }
+    }
+}
+
+extension PolicyAction {
+    func isAlertDelivery(of id: APNsID) -> Bool {
+        if case .deliver(let push, .alerting, _) = self { return push.id == id }
+        return false
     }
 }

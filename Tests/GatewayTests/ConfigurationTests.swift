@@ -77,6 +77,21 @@ import Testing
         }
     }
 
+    @Test func policySettingsArriveTyped() throws {
+        let configuration = try GatewayConfiguration(
+            RawConfiguration(flags: [
+                "policy.held.storage=up_to", "policy.held.limit=7", "policy.piggyback.alert_scope=same_app",
+                "policy.budget.capacity=2", "policy.cooling.slowdown=8",
+            ]))
+        #expect(configuration.policy.heldStorage == .upTo(7))
+        #expect(configuration.policy.alertPiggybackScope == .sameApp)
+        #expect(configuration.policy.budgetCapacity == 2)
+        #expect(configuration.policy.coolingSlowdown == 8)
+        #expect(throws: ConfigError.self) {
+            try GatewayConfiguration(RawConfiguration(flags: ["policy.held.storage=all"]))
+        }
+    }
+
     @Test func crossKeyRules() {
         #expect(throws: ConfigError.self) {
             try GatewayConfiguration(RawConfiguration(flags: ["provider.device_token.min_length=80"]))

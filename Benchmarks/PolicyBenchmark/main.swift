@@ -1,0 +1,101 @@
+// Policy decisions per second on one core with 1,000,000 (device, app) states in memory, and bytes
+// per state. Run by Benchmarks/policy.sh (release build, pinned with taskset).
+import Foundation
+import PushModel
+import PushPolicy
+
+func residentBytes() -> Int {
+    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = statm.split(separator: " ")
+    return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+let arguments = CommandLine.arguments
+let stateCount = arguments.count > 1 ? Int(arguments[1])! : 1_000_000
+let eventCount = arguments.count > 2 ? Int(arguments[2])! : 5_000_000
+let start = UnixTime(seconds: 1_800_000_000)
+var random = FastRandom()
+
+/// One notification value reused with a new id: the benchmark measures the policy, not allocation of payloads.
+let token = DeviceToken(String(repeating: "ab", count: 32))!
+func push(_ index: Int, _ kind: NotificationClass, at now: UnixTime, random: inout FastRandom) -> PushNotification {
+    PushNotification(
+        id: APNsID.generate(using: &random), deviceToken: token, topic: Topic("com.example.app")!,
+        bundleID: "com.example.app", pushType: kind == .silent ? .background : .alert,
+        priority: kind == .silent ? .conservePower : .immediate, expiration: .storeByDefault, collapseID: nil,
+        notificationClass: kind, payload: [], teamID: nil, receivedAt: now)
+}
+
+var engine = ThrottleEngine(decisionLogCapacity: 0)
+let before = residentBytes()
+// Each device's app woke once on budget and completed in time: a resting state with a part-used bucket.
+var now = start
+for device in 0..<stateCount {
+    let wake = push(device, .silent, at: now, random: &random)
+    _ = engine.received(wake, device: DeviceID(device), now: now)
+    _ = engine.completed(device: DeviceID(device), bundleID: "com.example.app", id: wake.id, result: .newData, now: now)
+}
+let after = residentBytes()
+print("states: \(engine.stateCount), resident bytes per state: \((after - before) / max(1, engine.stateCount))")
+
+// Pre-build the events so the timed loop measures decisions only: 40 % silent pushes, 15 % alerts,
+// 15 % keep-alives, 30 % completions of recent wakes (one in ten of them late).
+enum Event {
+    case silent(DeviceID, PushNotification)
+    case alert(DeviceID, PushNotification)
+    case keepAlive(DeviceID)
+    case complete(DeviceID, APNsID, late: Bool)
+}
+var events: [Event] = []
+events.reserveCapacity(eventCount)
+var recentWakes: [(DeviceID, APNsID)] = []
+for _ in 0..<eventCount {
+    let device = DeviceID(random.next() % UInt64(stateCount))
+    switch random.next() % 100 {
+    case 0..<40:
+        let push = push(0, .silent, at: now, random: &random)
+        recentWakes.append((device, push.id))
+        events.append(.silent(device, push))
+    case 40..<55: events.append(.alert(device, push(0, .alerting, at: now, random: &random)))
+    case 55..<70: events.append(.keepAlive(device))
+    default:
+        if let (wakeDevice, id) = recentWakes.popLast() {
+            events.append(.complete(wakeDevice, id, late: random.next() % 10 == 0))
+        } else {
+            events.append(.keepAlive(device))
+        }
+    }
+}
+
+var actions: [PolicyAction] = []
+actions.reserveCapacity(16)
+let clock = ContinuousClock()
+var delivered = 0
+let elapsed = clock.measure {
+    for (index, event) in events.enumerated() {
+        // Virtual time moves 1 ms per event: about 83 minutes over five million decisions.
+        let time = start.adding(milliseconds: Int64(index))
+        actions.removeAll(keepingCapacity: true)
+        switch event {
+        case .silent(let device, let push): engine.received(push, device: device, now: time, into: &actions)
+        case .alert(let device, let push): engine.received(push, device: device, now: time, into: &actions)
+        case .keepAlive(let device): engine.keepAlive(device: device, now: time, into: &actions)
+        case .complete(let device, let id, let late):
+            engine.completed(
+                device: device, bundleID: "com.example.app", id: id, result: .newData,
+                now: late ? time.adding(seconds: 40) : time, into: &actions)
+        }
+        delivered &+= actions.count
+        if index % 1000 == 0 { engine.advance(to: time, into: &actions) }
+    }
+}
+let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+print(
+    String(
+        format: "decisions: %d in %.2f s = %.0f decisions/s (%d actions)", eventCount, seconds,
+        Double(eventCount) / seconds, delivered))
+print("states after: \(engine.stateCount), resident MB: \(residentBytes() / 1_000_000)")
+let c = engine.counters
+print(
+    "counters: woken on budget \(c.wokenOnBudget), held \(c.held), released on alert \(c.releasedOnAlert), on keep-alive \(c.releasedOnKeepAlive), completed \(c.completedNewData), late \(c.completedLate), deadline misses \(c.deadlinePenalties)"
+)
