@@ -28,6 +28,35 @@ let package = Package(
         .target(name: "PushModel", swiftSettings: hotPath),
         // The silent-push policy: pure state machines (throttle, piggyback, deadlines, expiry). No I/O, no clock.
         .target(name: "PushPolicy", dependencies: ["PushModel"], swiftSettings: hotPath),
+        // The device protocol's messages (JSON over WebSocket). No NIO.
+        .target(name: "DeviceProtocol"),
+        // The device hub: device connections (WebSocket), the device registry, delivery, and the policy engine.
+        .target(
+            name: "DeviceHub",
+            dependencies: [
+                "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The simulated device: the tests, `pushgate simulate` and the load generator reuse it.
+        .target(
+            name: "DeviceAgent",
+            dependencies: [
+                "DeviceProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // ES256 provider tokens, the key registry and the per-connection token state. No NIO.
         .target(
             name: "ProviderAuth",
@@ -68,7 +97,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI",
+                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "DeviceHub",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -83,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "Gateway", "PushModel", "ProviderAuth", "ProviderAPI", "ProviderClient",
+                "Gateway", "PushModel", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent", "DeviceProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -98,6 +127,19 @@ let package = Package(
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
+        .testTarget(
+            name: "DeviceHubTests",
+            dependencies: [
+                "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
+                "ProviderClient",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "ProviderAuthTests",
             dependencies: ["ProviderAuth", "PushModel", .product(name: "Crypto", package: "swift-crypto")]

@@ -12,7 +12,7 @@ public struct ConfigKey: Sendable, Hashable {
 }
 
 public enum ConfigKeys {
-    public static let all: [ConfigKey] = core + policy
+    public static let all: [ConfigKey] = core + devices + policy
 
     static let core: [ConfigKey] = [
         .init(
@@ -123,6 +123,35 @@ public enum ConfigKeys {
         .init(
             name: "devices.reload_seconds", defaultValue: "1",
             doc: "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading."),
+    ]
+
+    /// The device port (docs/device-protocol.md).
+    static let devices: [ConfigKey] = [
+        .init(name: "devices.host", defaultValue: "127.0.0.1", doc: "Address the device port (WebSocket) binds to."),
+        .init(
+            name: "devices.port", defaultValue: "2199",
+            doc: "Port of the plain WebSocket device listener; 0 picks a free port."),
+        .init(
+            name: "devices.tls.enabled", defaultValue: "true",
+            doc: "Also serve devices over WebSocket with TLS (the provider listener's certificate)."),
+        .init(name: "devices.tls.port", defaultValue: "2200", doc: "Port of the TLS device listener."),
+        .init(
+            name: "devices.keep_alive_seconds", defaultValue: "60",
+            doc: "Keep-alive interval devices are told to use (each adds its own phase and jitter)."),
+        .init(
+            name: "devices.message_burst", defaultValue: "200",
+            doc: "Messages a device may send in a burst before it is closed as flooding."),
+        .init(
+            name: "devices.messages_per_second", defaultValue: "50",
+            doc: "Sustained messages per second a device may send."),
+        .init(
+            name: "devices.not_reading_timeout_seconds", defaultValue: "30",
+            doc: "A device that does not read its messages for this long is closed."),
+        .init(
+            name: "devices.hello_timeout_seconds", defaultValue: "10",
+            doc: "A connection that does not say hello (or register) within this time is closed."),
+        .init(
+            name: "devices.max_frame_bytes", defaultValue: "65536", doc: "Largest WebSocket message a device may send."),
     ]
 
     /// The silent-push policy (docs/throttling.md).

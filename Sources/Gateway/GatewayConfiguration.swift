@@ -1,3 +1,4 @@
+import DeviceHub
 import Foundation
 import Logging
 import ProviderAPI
@@ -38,6 +39,9 @@ public struct GatewayConfiguration: Sendable {
     public var tokensFile: String
     public var reloadSeconds: Int64
     public var policy: PolicySettings
+    public var deviceListener: Listener
+    public var deviceTLSListener: Listener
+    public var hub: HubSettings
 
     public init(_ raw: RawConfiguration) throws {
         var reader = ConfigReader(raw: raw)
@@ -112,6 +116,19 @@ public struct GatewayConfiguration: Sendable {
         tokensFile = try inData("devices.tokens_file", "device-tokens.yaml")
         reloadSeconds = Int64(try reader.int("devices.reload_seconds", in: 0...86400))
         policy = try Self.policy(&reader)
+        let deviceHost = try reader.string("devices.host", nonEmpty: true)
+        deviceListener = Listener(enabled: true, host: deviceHost, port: try reader.int("devices.port", in: 0...65535))
+        deviceTLSListener = Listener(
+            enabled: try reader.bool("devices.tls.enabled"), host: deviceHost,
+            port: try reader.int("devices.tls.port", in: 0...65535))
+        var hub = HubSettings()
+        hub.keepAliveSeconds = try reader.int("devices.keep_alive_seconds", in: 1...86400)
+        hub.messageBurst = try reader.int("devices.message_burst", in: 1...1_000_000)
+        hub.messagesPerSecond = try reader.double("devices.messages_per_second", in: 0.01...1_000_000)
+        hub.notReadingTimeoutSeconds = Int64(try reader.int("devices.not_reading_timeout_seconds", in: 1...86400))
+        hub.helloTimeoutSeconds = Int64(try reader.int("devices.hello_timeout_seconds", in: 1...3600))
+        hub.maximumFrameBytes = try reader.int("devices.max_frame_bytes", in: 1024...(16 << 20))
+        self.hub = hub
         readKeys = reader.read
     }
 

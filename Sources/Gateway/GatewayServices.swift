@@ -1,3 +1,4 @@
+import DeviceHub
 import Foundation
 import Logging
 import NIOCore
@@ -14,11 +15,13 @@ public struct GatewayServices: Sendable {
     public let configuration: GatewayConfiguration
     public let context: ProviderContext
     public let directory: InMemoryDeviceDirectory
-    public let intake: CountingIntake
+    public let hub: DeviceHub
     public let provider: ProviderServer
+    public let devices: DeviceServer
     public let reloader: RegistryReloader
 
-    public var services: [any Service] { [provider, reloader] }
+    /// In dependency order: devices first, so that the provider API never hands a push to a hub that is not up.
+    public var services: [any Service] { [devices, provider, reloader] }
 
     public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) throws {
         self.configuration = configuration
@@ -27,13 +30,17 @@ public struct GatewayServices: Sendable {
         let grants = try RegistryFiles.loadCertificates(configuration.certificatesFile)
         directory = InMemoryDeviceDirectory(
             try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
-        intake = CountingIntake()
+        hub = DeviceHub(
+            registry: DeviceRegistry(), policy: configuration.policy, settings: configuration.hub,
+            logger: Logger(label: "pushgate.devices"))
         context = ProviderContext(
-            settings: settings, keys: keys, directory: directory, intake: intake, certificateGrants: grants)
+            settings: settings, keys: keys, directory: CombinedDirectory([hub.registry, directory]), intake: hub,
+            certificateGrants: grants)
 
         var listeners: [ProviderListener] = []
-        if configuration.tlsListener.enabled {
-            let tls = try Self.tlsContext(configuration, logger: logger)
+        let needsTLS = configuration.tlsListener.enabled || configuration.deviceTLSListener.enabled
+        let tls = needsTLS ? try Self.tlsContext(configuration, logger: logger) : nil
+        if configuration.tlsListener.enabled, let tls {
             listeners.append(
                 ProviderListener(
                     host: configuration.tlsListener.host, port: configuration.tlsListener.port, security: .tls(tls)))
@@ -46,6 +53,16 @@ public struct GatewayServices: Sendable {
         provider = ProviderServer(
             context: context, listeners: listeners, group: group, logger: logger,
             gracePeriod: .seconds(configuration.shutdownGraceSeconds))
+        var deviceListeners = [
+            DeviceServer.Listener(host: configuration.deviceListener.host, port: configuration.deviceListener.port)
+        ]
+        if configuration.deviceTLSListener.enabled, let tls {
+            deviceListeners.append(
+                DeviceServer.Listener(
+                    host: configuration.deviceTLSListener.host, port: configuration.deviceTLSListener.port, tls: tls))
+        }
+        devices = DeviceServer(
+            hub: hub, listeners: deviceListeners, group: group, logger: Logger(label: "pushgate.devices"))
         reloader = RegistryReloader(
             configuration: configuration, context: context, directory: directory, logger: logger)
         logger.info(

@@ -6,7 +6,8 @@ struct Pushgate: AsyncParsableCommand {
         commandName: "pushgate",
         abstract: "An APNs-compatible push gateway that models how iOS throttles silent pushes.",
         subcommands: [
-            ServeCommand.self, SendCommand.self, KeysCommand.self, TokensCommand.self, CertsCommand.self,
+            ServeCommand.self, SimulateCommand.self, SendCommand.self, KeysCommand.self, TokensCommand.self,
+            CertsCommand.self,
             ConfigCommand.self,
         ],
         defaultSubcommand: ServeCommand.self)

@@ -1,0 +1,308 @@
+import DeviceProtocol
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+import Synchronization
+
+/// How a simulated app answers a background wake.
+public enum WakeResponse: Sendable, Equatable {
+    /// Call the completion handler with `result` after `milliseconds` of work.
+    case complete(result: String, afterMilliseconds: Int64)
+    /// Never call it (the app will be terminated at the deadline).
+    case never
+}
+
+/// What a simulated device does: answers wakes, and spreads keep-alives with a per-device phase and jitter.
+public struct AgentBehaviour: Sendable {
+    public var wake: @Sendable (Delivery) -> WakeResponse
+    /// Fraction of the keep-alive interval by which each keep-alive is moved at random (0.1: ±10 %).
+    public var keepAliveJitter: Double
+
+    public init(keepAliveJitter: Double = 0.1, wake: @escaping @Sendable (Delivery) -> WakeResponse) {
+        self.wake = wake
+        self.keepAliveJitter = keepAliveJitter
+    }
+
+    public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
+}
+
+/// What an agent saw, for tests and the simulator's counters.
+public enum AgentEvent: Sendable, Equatable {
+    case registered(deviceID: String)
+    case welcomed(apps: [InstalledApp])
+    case installed(InstalledApp)
+    case uninstalled(bundleID: String)
+    case delivered(Delivery, viaKeepAlive: Bool)
+    case completed(apnsID: String, result: String)
+    case closing(reason: String)
+    case error(String)
+    case disconnected
+}
+
+/// A simulated device: connects to the gateway's device port over WebSocket, registers (or says hello
+/// with its identity), installs its apps, acknowledges deliveries, completes background wakes as its
+/// behaviour says, sends keep-alives, and reconnects with jittered exponential backoff.
+/// The tests, `pushgate simulate` and the load generator use it.
+public final class DeviceAgent: Sendable {
+    public struct Identity: Sendable, Equatable {
+        public var deviceID: String
+        public var secret: String
+
+        public init(deviceID: String, secret: String) {
+            self.deviceID = deviceID
+            self.secret = secret
+        }
+    }
+
+    let host: String
+    let port: Int
+    let apps: [String]
+    let behaviour: AgentBehaviour
+    let group: any EventLoopGroup
+    let onEvent: @Sendable (AgentEvent) -> Void
+    private let state = Mutex(AgentState())
+
+    struct AgentState {
+        var identity: Identity?
+        var installed: [String: String] = [:]
+        var channel: (any Channel)?
+        var stopped = false
+        var attempts = 0
+        var keepAliveSeconds = 60
+        var sequence = 0
+    }
+
+    public init(
+        host: String, port: Int, apps: [String], identity: Identity? = nil, behaviour: AgentBehaviour = .prompt,
+        group: any EventLoopGroup, onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
+    ) {
+        self.host = host
+        self.port = port
+        self.apps = apps
+        self.behaviour = behaviour
+        self.group = group
+        self.onEvent = onEvent
+        state.withLock { $0.identity = identity }
+    }
+
+    public var identity: Identity? { state.withLock { $0.identity } }
+    public var tokens: [String: String] { state.withLock { $0.installed } }
+
+    /// Connects (and keeps reconnecting until `stop`).
+    public func start() {
+        connect()
+    }
+
+    public func stop() {
+        let channel = state.withLock { state -> (any Channel)? in
+            state.stopped = true
+            return state.channel
+        }
+        channel?.close(promise: nil)
+    }
+
+    /// Sends a message now (tests use it to drive app states, conditions, uninstalls).
+    public func send(_ message: DeviceMessage) {
+        guard let channel = state.withLock({ $0.channel }) else { return }
+        let frame = WebSocketFrame(
+            fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(bytes: message.encoded()))
+        channel.writeAndFlush(frame, promise: nil)
+    }
+
+    // MARK: Connection
+
+    private func connect() {
+        guard !state.withLock({ $0.stopped }) else { return }
+        let agent = self
+        let result = ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
+                        maxFrameSize: 1 << 20,
+                        upgradePipelineHandler: { channel, _ in
+                            channel.eventLoop.makeCompletedFuture {
+                                try channel.pipeline.syncOperations.addHandlers([
+                                    NIOWebSocketFrameAggregator(
+                                        minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
+                                        maxAccumulatedFrameSize: 1 << 20),
+                                    AgentHandler(agent: agent),
+                                ])
+                                return true
+                            }
+                        })
+                    let head = HTTPRequestHead(
+                        version: .http1_1, method: .GET, uri: "/device",
+                        headers: ["host": "\(agent.host):\(agent.port)", "content-length": "0"])
+                    let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
+                        configuration: .init(
+                            upgradeConfiguration: NIOTypedHTTPClientUpgradeConfiguration(
+                                upgradeRequestHead: head, upgraders: [upgrader],
+                                notUpgradingCompletionHandler: { channel in channel.eventLoop.makeSucceededFuture(false)
+                                })))
+                    negotiated.whenComplete { outcome in
+                        // Not upgraded: this is no Pushgate device port (or it refused); try again later.
+                        if case .success(true) = outcome { return }
+                        channel.close(promise: nil)
+                        agent.scheduleReconnect(hint: nil)
+                    }
+                }
+            }
+            .connect(host: host, port: port)
+        result.whenFailure { _ in agent.scheduleReconnect(hint: nil) }
+    }
+
+    fileprivate func attached(_ channel: any Channel) {
+        let identity = state.withLock { state -> Identity? in
+            state.channel = channel
+            return state.identity
+        }
+        if let identity {
+            send(.hello(deviceID: identity.deviceID, secret: identity.secret))
+        } else {
+            send(.register)
+        }
+    }
+
+    fileprivate func detached(_ channel: any Channel, hint: Int?) {
+        let wasCurrent = state.withLock { state -> Bool in
+            guard state.channel === channel else { return false }
+            state.channel = nil
+            return true
+        }
+        guard wasCurrent else { return }
+        onEvent(.disconnected)
+        scheduleReconnect(hint: hint)
+    }
+
+    /// Full-jitter exponential backoff (0.25 s doubling to 30 s), or the gateway's hint when it gave one.
+    private func scheduleReconnect(hint: Int?) {
+        let delay = state.withLock { state -> Int64? in
+            guard !state.stopped else { return nil }
+            state.attempts += 1
+            let ceiling = min(30_000, 250 << min(state.attempts, 7))
+            return Int64(hint ?? 0) + Int64.random(in: 0...Int64(ceiling))
+        }
+        guard let delay else { return }
+        let agent = self
+        group.next().scheduleTask(in: .milliseconds(delay)) { agent.connect() }
+    }
+
+    // MARK: Messages
+
+    fileprivate func received(_ message: GatewayMessage, on channel: any Channel) {
+        switch message {
+        case .registered(let deviceID, let secret):
+            state.withLock { $0.identity = Identity(deviceID: deviceID, secret: secret) }
+            onEvent(.registered(deviceID: deviceID))
+            send(.hello(deviceID: deviceID, secret: secret))
+        case .welcome(_, let installed, let keepAliveSeconds):
+            let missing = state.withLock { state -> [String] in
+                state.attempts = 0
+                state.keepAliveSeconds = keepAliveSeconds
+                for app in installed { state.installed[app.bundleID] = app.token }
+                return apps.filter { state.installed[$0] == nil }
+            }
+            onEvent(.welcomed(apps: installed))
+            for bundleID in missing { send(.install(bundleID: bundleID)) }
+            scheduleKeepAlive(on: channel, first: true)
+        case .installed(let app):
+            state.withLock { $0.installed[app.bundleID] = app.token }
+            onEvent(.installed(app))
+        case .uninstalled(let bundleID):
+            _ = state.withLock { $0.installed.removeValue(forKey: bundleID) }
+            onEvent(.uninstalled(bundleID: bundleID))
+        case .notification(let delivery):
+            deliver(delivery, viaKeepAlive: false, on: channel)
+        case .keepAliveAck(_, let deliveries):
+            for delivery in deliveries { deliver(delivery, viaKeepAlive: true, on: channel) }
+        case .closing(let reason, let hint):
+            onEvent(.closing(reason: reason))
+            if reason == "auth_failed" { state.withLock { $0.identity = nil } }
+            channel.close(promise: nil)
+            detached(channel, hint: hint)
+        case .error(let text):
+            onEvent(.error(text))
+        }
+    }
+
+    private func deliver(_ delivery: Delivery, viaKeepAlive: Bool, on channel: any Channel) {
+        send(.ack(apnsID: delivery.apnsID))
+        onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
+        guard delivery.kind == "background" else { return }
+        switch behaviour.wake(delivery) {
+        case .never: break
+        case .complete(let result, let milliseconds):
+            let agent = self
+            channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
+                agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result))
+                agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
+            }
+        }
+    }
+
+    /// Keep-alives at the interval the gateway gave, starting at a random phase within the first
+    /// interval and moved by jitter each time, so a fleet never fires in step.
+    private func scheduleKeepAlive(on channel: any Channel, first: Bool) {
+        let interval = Double(state.withLock { $0.keepAliveSeconds }) * 1000
+        let jitter = interval * behaviour.keepAliveJitter
+        let delay = first ? Double.random(in: 0..<interval) : interval + Double.random(in: -jitter...jitter)
+        let agent = self
+        channel.eventLoop.scheduleTask(in: .milliseconds(Int64(max(1, delay)))) {
+            guard channel.isActive, agent.state.withLock({ $0.channel === channel }) else { return }
+            let sequence = agent.state.withLock { state -> Int in
+                state.sequence += 1
+                return state.sequence
+            }
+            agent.send(.keepAlive(sequence: sequence))
+            agent.scheduleKeepAlive(on: channel, first: false)
+        }
+    }
+}
+
+/// The agent's end of the WebSocket.
+private final class AgentHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    let agent: DeviceAgent
+    private var closeHint: Int?
+
+    init(agent: DeviceAgent) { self.agent = agent }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Added while the upgrade is still rearranging the pipeline: speak once it is done.
+        let agent = self.agent
+        let channel = context.channel
+        context.eventLoop.execute { agent.attached(channel) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        agent.detached(context.channel, hint: closeHint)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            if let message = try? GatewayMessage.decode(frame.unmaskedData.readableBytesView) {
+                if case .closing(_, let hint) = message { closeHint = hint }
+                agent.received(message, on: context.channel)
+            }
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

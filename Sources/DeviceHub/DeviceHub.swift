@@ -1,0 +1,222 @@
+import DeviceProtocol
+import Logging
+import NIOCore
+import ProviderAPI
+import PushModel
+import PushPolicy
+import Synchronization
+
+/// A connected device as the hub reaches it: a channel to write gateway messages to, from any thread.
+public protocol DeviceSession: AnyObject, Sendable {
+    func send(_ message: GatewayMessage)
+    func close(reason: String, reconnectAfterMilliseconds: Int?)
+}
+
+/// The device hub: it carries out the policy's decisions. Accepted pushes come in from the provider API
+/// (as its `NotificationIntake`), device events from the sessions; each goes through the
+/// `ThrottleEngine` (pure), and the hub delivers what the engine says to the device's session.
+public final class DeviceHub: NotificationIntake, Sendable {
+    public let registry: DeviceRegistry
+    public let settings: HubSettings
+    let clock: @Sendable () -> UnixTime
+    let logger: Logger
+    private let engine: Mutex<ThrottleEngine>
+    private let sessions = Mutex<[DeviceID: any DeviceSession]>([:])
+    private let hubCounters = Mutex(HubCounters())
+    private let deadlineSeconds: Int
+
+    public init(
+        registry: DeviceRegistry, policy: PolicySettings, settings: HubSettings = HubSettings(), logger: Logger,
+        clock: @escaping @Sendable () -> UnixTime = UnixTime.now
+    ) {
+        self.registry = registry
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        self.deadlineSeconds = Int(policy.completionDeadlineSeconds)
+        self.engine = Mutex(ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity))
+    }
+
+    // MARK: From the provider API
+
+    public func submit(_ notification: PushNotification, on eventLoop: any EventLoop) -> IntakeReply {
+        guard let device = registry.slot(of: notification.deviceToken) else {
+            // A scripted token (`pushgate tokens`) has no device to deliver to: accepted and counted.
+            hubCounters.withLock { $0.acceptedWithoutDevice += 1 }
+            return .now(.accepted)
+        }
+        let now = clock()
+        let actions = engine.withLock { $0.received(notification, device: device, now: now) }
+        carryOut(actions, device: device, now: now)
+        return .now(.accepted)
+    }
+
+    // MARK: From device sessions
+
+    /// A device authenticated: its session replaces any earlier one, and what was kept is delivered.
+    func connected(_ device: DeviceID, session: any DeviceSession) {
+        let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
+        if let previous, previous !== session {
+            previous.close(reason: "replaced", reconnectAfterMilliseconds: nil)
+        }
+        let now = clock()
+        let actions = engine.withLock { $0.connected(device: device, now: now) }
+        carryOut(actions, device: device, now: now)
+    }
+
+    func disconnected(_ device: DeviceID, session: any DeviceSession) {
+        let wasCurrent = sessions.withLock { sessions -> Bool in
+            guard sessions[device] === session else { return false }
+            sessions.removeValue(forKey: device)
+            return true
+        }
+        guard wasCurrent else { return }
+        let now = clock()
+        engine.withLock { $0.disconnected(device: device, now: now) }
+    }
+
+    /// A keep-alive: the answer carries the held pushes released to the device.
+    func keepAlive(_ device: DeviceID, sequence: Int) -> GatewayMessage {
+        let now = clock()
+        let actions = engine.withLock { $0.keepAlive(device: device, now: now) }
+        var deliveries: [Delivery] = []
+        for action in actions {
+            if case .deliver(let push, let rule, let wake) = action {
+                deliveries.append(delivery(push, rule: rule, wake: wake))
+            }
+        }
+        hubCounters.withLock {
+            $0.keepAlives += 1
+            $0.delivered += deliveries.count
+        }
+        return .keepAliveAck(sequence: sequence, notifications: deliveries)
+    }
+
+    func acknowledged(_ device: DeviceID, apnsID: String) {
+        hubCounters.withLock { $0.acknowledged += 1 }
+    }
+
+    func count(_ change: (inout HubCounters) -> Void) {
+        hubCounters.withLock { change(&$0) }
+    }
+
+    func completed(_ device: DeviceID, bundleID: String, apnsID: APNsID, result: CompletionResult) {
+        let now = clock()
+        let actions = engine.withLock {
+            $0.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
+        }
+        carryOut(actions, device: device, now: now)
+    }
+
+    func appStateChanged(_ device: DeviceID, bundleID: String, state: AppState) {
+        let now = clock()
+        let actions = engine.withLock { $0.appStateChanged(device: device, bundleID: bundleID, to: state, now: now) }
+        carryOut(actions, device: device, now: now)
+    }
+
+    func conditionsChanged(_ device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
+        let now = clock()
+        let actions = engine.withLock {
+            $0.conditionsChanged(
+                device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now)
+        }
+        carryOut(actions, device: device, now: now)
+    }
+
+    // MARK: Time
+
+    /// Runs the policy's due timers (completion deadlines, expiry). The server calls it every tick.
+    public func tick() {
+        let now = clock()
+        let actions = engine.withLock { $0.advance(to: now) }
+        if !actions.isEmpty { carryOut(actions, device: nil, now: now) }
+    }
+
+    // MARK: Reading
+
+    public var counters: HubCounters { hubCounters.withLock { $0 } }
+    public var policyCounters: PolicyCounters { engine.withLock { $0.counters } }
+    public func journey(of id: APNsID) -> [DecisionLog.Entry] { engine.withLock { $0.log.journey(of: id) } }
+    public func budget(device: DeviceID, bundleID: String) -> AppThrottleSnapshot? {
+        let now = clock()
+        return engine.withLock { $0.snapshot(device: device, bundleID: bundleID, now: now) }
+    }
+    public var connectedCount: Int { sessions.withLock { $0.count } }
+
+    /// Closes every session with a reconnect hint (graceful shutdown).
+    public func closeAll(reconnectAfterMilliseconds: Int) {
+        for session in sessions.withLock({ Array($0.values) }) {
+            session.close(reason: "shutdown", reconnectAfterMilliseconds: reconnectAfterMilliseconds)
+        }
+    }
+
+    // MARK: Carrying out
+
+    private func carryOut(_ actions: [PolicyAction], device: DeviceID?, now: UnixTime) {
+        var undeliverable: [(DeviceID, PushNotification)] = []
+        var delivered = 0
+        for action in actions {
+            guard case .deliver(let push, let rule, let wake) = action,
+                let target = device ?? registry.slot(of: push.deviceToken)
+            else { continue }
+            if let session = sessions.withLock({ $0[target] }) {
+                session.send(.notification(delivery(push, rule: rule, wake: wake)))
+                delivered += 1
+            } else {
+                undeliverable.append((target, push))
+            }
+        }
+        hubCounters.withLock { $0.delivered += delivered }
+        // The device left between the policy's decision and the write: keep the push as for an offline
+        // device rather than lose it.
+        for (target, push) in undeliverable {
+            let actions = engine.withLock { engine -> [PolicyAction] in
+                engine.disconnected(device: target, now: now)
+                return engine.received(push, device: target, now: now)
+            }
+            hubCounters.withLock { $0.requeued += 1 }
+            _ = actions
+        }
+    }
+
+    func delivery(_ push: PushNotification, rule: Rule, wake: Bool) -> Delivery {
+        Delivery(
+            apnsID: push.id.value, topic: push.topic.value, bundleID: push.bundleID, pushType: push.pushType.rawValue,
+            priority: push.priority.rawValue, collapseID: push.collapseID?.value,
+            kind: wake ? "background" : (push.notificationClass == .alerting ? "alert" : "other"),
+            deadlineSeconds: wake ? deadlineSeconds : nil,
+            rule: rule.rawValue, payload: String(decoding: push.payload, as: UTF8.self))
+    }
+}
+
+/// The hub's own counters (the policy's are in `PolicyCounters`).
+public struct HubCounters: Sendable, Equatable {
+    public var delivered = 0
+    public var acknowledged = 0
+    public var keepAlives = 0
+    public var requeued = 0
+    public var acceptedWithoutDevice = 0
+    public var closedForMisbehaviour = 0
+    public var authenticationFailures = 0
+}
+
+public struct HubSettings: Sendable {
+    /// The keep-alive interval devices are told to use (each adds its own phase and jitter).
+    public var keepAliveSeconds: Int = 60
+    /// Messages a device may send in a burst, then per second, before it is closed as flooding.
+    public var messageBurst: Int = 200
+    public var messagesPerSecond: Double = 50
+    /// A device that does not read its messages for this long is closed.
+    public var notReadingTimeoutSeconds: Int64 = 30
+    /// Largest WebSocket frame a device may send.
+    public var maximumFrameBytes: Int = 64 * 1024
+    /// A connection that has not said hello within this time is closed.
+    public var helloTimeoutSeconds: Int64 = 10
+    /// How often the policy's timers are run.
+    public var tickMilliseconds: Int64 = 200
+    public var decisionLogCapacity: Int = 100_000
+    /// The reconnect hint sent on shutdown.
+    public var reconnectHintMilliseconds: Int = 2000
+
+    public init() {}
+}

@@ -1,0 +1,135 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+import ServiceLifecycle
+import Synchronization
+
+/// The device port: WebSocket (plain, or over TLS) for device agents. A `Service`: binds, runs the
+/// policy's timers, and on graceful shutdown closes every device with a reconnect hint.
+public final class DeviceServer: Service, Sendable {
+    public struct Listener: Sendable {
+        public var host: String
+        public var port: Int
+        public var tls: NIOSSLContext?
+
+        public init(host: String, port: Int, tls: NIOSSLContext? = nil) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+        }
+    }
+
+    public let hub: DeviceHub
+    private let listeners: [Listener]
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let state = Mutex<(channels: [any Channel], bound: [SocketAddress], ticker: RepeatedTask?)>(([], [], nil))
+
+    public init(hub: DeviceHub, listeners: [Listener], group: any EventLoopGroup, logger: Logger) {
+        self.hub = hub
+        self.listeners = listeners
+        self.group = group
+        self.logger = logger
+    }
+
+    public var boundAddresses: [SocketAddress] { state.withLock { $0.bound } }
+
+    public func start() async throws {
+        for listener in listeners {
+            let channel = try await bootstrap(listener).bind(host: listener.host, port: listener.port).get()
+            state.withLock {
+                $0.channels.append(channel)
+                if let address = channel.localAddress { $0.bound.append(address) }
+            }
+            logger.info(
+                "device port listening",
+                metadata: [
+                    "address": "\(channel.localAddress.map { "\($0)" } ?? "?")", "tls": "\(listener.tls != nil)",
+                ])
+        }
+        let hub = self.hub
+        let ticker = group.next().scheduleRepeatedTask(
+            initialDelay: .milliseconds(hub.settings.tickMilliseconds),
+            delay: .milliseconds(hub.settings.tickMilliseconds)
+        ) { _ in hub.tick() }
+        state.withLock { $0.ticker = ticker }
+    }
+
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        try await shutdown()
+    }
+
+    public func shutdown() async throws {
+        let (channels, ticker) = state.withLock { ($0.channels, $0.ticker) }
+        ticker?.cancel()
+        for channel in channels { try? await channel.close() }
+        hub.closeAll(reconnectAfterMilliseconds: hub.settings.reconnectHintMilliseconds)
+    }
+
+    private func bootstrap(_ listener: Listener) -> ServerBootstrap {
+        let hub = self.hub
+        let maximumFrame = hub.settings.maximumFrameBytes
+        return ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 256 * 1024))
+            .childChannelInitializer { channel in
+                let upgrader = NIOWebSocketServerUpgrader(
+                    maxFrameSize: maximumFrame,
+                    shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
+                    upgradePipelineHandler: { channel, _ in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandlers([
+                                NIOWebSocketFrameAggregator(
+                                    minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 16,
+                                    maxAccumulatedFrameSize: maximumFrame),
+                                DeviceSessionHandler(hub: hub),
+                            ])
+                        }
+                    })
+                do {
+                    if let tls = listener.tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    }
+                    let refusal = UpgradeRequiredHandler()
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withServerUpgrade: (
+                            upgraders: [upgrader],
+                            completionHandler: { context in
+                                context.pipeline.syncOperations.removeHandler(refusal, promise: nil)
+                            }
+                        ))
+                    try channel.pipeline.syncOperations.addHandler(refusal)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+    }
+}
+
+/// Answers plain HTTP requests on the device port: 426, this port speaks WebSocket only.
+private final class UpgradeRequiredHandler: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = unwrapInboundIn(data) else { return }
+        let body = context.channel.allocator.buffer(
+            string: "This port speaks the Pushgate device protocol over WebSocket.\n")
+        var headers = HTTPHeaders([("content-length", "\(body.readableBytes)"), ("connection", "close")])
+        headers.add(name: "upgrade", value: "websocket")
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .upgradeRequired, headers: headers))),
+            promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+}

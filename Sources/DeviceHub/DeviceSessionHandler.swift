@@ -1,0 +1,206 @@
+import DeviceProtocol
+import NIOCore
+import NIOWebSocket
+import PushModel
+import PushPolicy
+
+/// One device's WebSocket connection: reads its messages, answers them through the hub, and closes the
+/// connection alone when the device misbehaves (garbage, floods, never reading) — nothing it does
+/// reaches other devices or the provider API.
+final class DeviceSessionHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private enum State {
+        case awaitingHello
+        case authenticated(DeviceID)
+        case closed
+
+        var isClosed: Bool {
+            if case .closed = self { return true }
+            return false
+        }
+    }
+
+    private let hub: DeviceHub
+    private var state = State.awaitingHello
+    private var session: ChannelSession?
+    private var limiter: TokenBucket
+    private var helloTimeout: Scheduled<Void>?
+    private var notReadingTimeout: Scheduled<Void>?
+
+    init(hub: DeviceHub) {
+        self.hub = hub
+        self.limiter = TokenBucket(
+            capacity: hub.settings.messageBurst,
+            refillIntervalMilliseconds: Int64(1000 / max(0.001, hub.settings.messagesPerSecond)), now: hub.clock())
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        session = ChannelSession(channel: context.channel)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        helloTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.helloTimeoutSeconds)) {
+            let (handler, context) = bound.value
+            if case .awaitingHello = handler.state {
+                handler.close(context, reason: "protocol_error", "no hello in time")
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        helloTimeout?.cancel()
+        notReadingTimeout?.cancel()
+        if case .authenticated(let device) = state, let session { hub.disconnected(device, session: session) }
+        state = .closed
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            notReadingTimeout?.cancel()
+            notReadingTimeout = nil
+        } else if notReadingTimeout == nil {
+            // The device stopped reading: its messages pile up here. Give it a while, then let it go.
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            notReadingTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.notReadingTimeoutSeconds)) {
+                let (handler, context) = bound.value
+                guard !context.channel.isWritable else { return }
+                handler.hub.count { $0.closedForMisbehaviour += 1 }
+                context.close(promise: nil)
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Malformed WebSocket framing (NIO's decoder or aggregator): this device only.
+        hub.count { $0.closedForMisbehaviour += 1 }
+        close(context, reason: "protocol_error", "\(error)")
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            guard limiter.take(now: hub.clock()) else {
+                hub.count { $0.closedForMisbehaviour += 1 }
+                return close(
+                    context, reason: "flooding", "more than \(hub.settings.messagesPerSecond) messages per second")
+            }
+            let message: DeviceMessage
+            do {
+                message = try DeviceMessage.decode(frame.unmaskedData.readableBytesView)
+            } catch {
+                hub.count { $0.closedForMisbehaviour += 1 }
+                return close(context, reason: "protocol_error", error.message)
+            }
+            handle(message, context)
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            state = .closed
+            let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer())
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(close)).whenComplete { _ in channel.close(promise: nil) }
+        default:
+            hub.count { $0.closedForMisbehaviour += 1 }
+            close(context, reason: "protocol_error", "only text frames carry device messages")
+        }
+    }
+
+    private func handle(_ message: DeviceMessage, _ context: ChannelHandlerContext) {
+        switch (state, message) {
+        case (.awaitingHello, .register):
+            let device = hub.registry.register()
+            send(.registered(deviceID: device.id, secret: device.secret), context)
+        case (.awaitingHello, .hello(let id, let secret)):
+            guard let device = hub.registry.authenticate(id: id, secret: secret), let session else {
+                hub.count { $0.authenticationFailures += 1 }
+                return close(context, reason: "auth_failed", "unknown device or wrong secret")
+            }
+            helloTimeout?.cancel()
+            state = .authenticated(device)
+            let apps = hub.registry.apps(of: device).map { InstalledApp(bundleID: $0.bundleID, token: $0.token.hex) }
+            send(.welcome(deviceID: id, apps: apps, keepAliveSeconds: hub.settings.keepAliveSeconds), context)
+            hub.connected(device, session: session)
+        case (.awaitingHello, _):
+            close(context, reason: "protocol_error", "say hello (or register) first")
+        case (.authenticated(let device), .install(let bundleID)):
+            guard Topic(bundleID) != nil, let token = hub.registry.install(bundleID, on: device) else {
+                return send(.error(message: "install: '\(bundleID)' is not a bundle id"), context)
+            }
+            send(.installed(InstalledApp(bundleID: bundleID, token: token.hex)), context)
+        case (.authenticated(let device), .uninstall(let bundleID)):
+            if hub.registry.uninstall(bundleID, on: device, at: hub.clock()) {
+                send(.uninstalled(bundleID: bundleID), context)
+            } else {
+                send(.error(message: "uninstall: '\(bundleID)' is not installed"), context)
+            }
+        case (.authenticated(let device), .ack(let apnsID)):
+            hub.acknowledged(device, apnsID: apnsID)
+        case (.authenticated(let device), .complete(let apnsID, let bundleID, let result)):
+            guard let id = APNsID(header: apnsID), let result = CompletionResult(rawValue: result) else {
+                return send(
+                    .error(message: "complete: needs an apns_id and a result of newData, noData or failed"), context)
+            }
+            hub.completed(device, bundleID: bundleID, apnsID: id, result: result)
+        case (.authenticated(let device), .keepAlive(let sequence)):
+            send(hub.keepAlive(device, sequence: sequence), context)
+        case (.authenticated(let device), .appState(let bundleID, let state)):
+            guard let state = AppState(rawValue: state) else {
+                return send(.error(message: "app_state: unknown state '\(state)'"), context)
+            }
+            hub.appStateChanged(device, bundleID: bundleID, state: state)
+        case (.authenticated(let device), .conditions(let lowPowerMode, let backgroundAppRefreshOff)):
+            hub.conditionsChanged(device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff)
+        case (.authenticated, .register), (.authenticated, .hello):
+            close(context, reason: "protocol_error", "already authenticated")
+        case (.closed, _):
+            break
+        }
+    }
+
+    private func send(_ message: GatewayMessage, _ context: ChannelHandlerContext) {
+        let frame = WebSocketFrame(
+            fin: true, opcode: .text, data: context.channel.allocator.buffer(bytes: message.encoded()))
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+    }
+
+    private func close(_ context: ChannelHandlerContext, reason: String, _ detail: String) {
+        guard !state.isClosed else { return }
+        if case .authenticated(let device) = state, let session { hub.disconnected(device, session: session) }
+        state = .closed
+        session?.close(reason: reason, reconnectAfterMilliseconds: nil, detail: detail)
+    }
+}
+
+/// Reaches a device from any thread: NIO channel writes are thread-safe.
+final class ChannelSession: DeviceSession {
+    let channel: any Channel
+
+    init(channel: any Channel) { self.channel = channel }
+
+    func send(_ message: GatewayMessage) {
+        let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: message.encoded()))
+        channel.writeAndFlush(frame, promise: nil)
+    }
+
+    func close(reason: String, reconnectAfterMilliseconds: Int?) {
+        close(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds, detail: nil)
+    }
+
+    /// Says why, sends a WebSocket close frame, and closes once they are written.
+    func close(reason: String, reconnectAfterMilliseconds: Int?, detail: String?) {
+        if let detail { send(.error(message: detail)) }
+        send(.closing(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds))
+        var data = channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: reason == "shutdown" ? .goingAway : .policyViolation)
+        let channel = self.channel
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+}

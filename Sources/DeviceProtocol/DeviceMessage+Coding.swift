@@ -1,0 +1,189 @@
+import Foundation
+
+/// A message that could not be read, with what was wrong with it.
+public struct ProtocolError: Error, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// The JSON form of the messages: a flat object with `type` and the fields of that type.
+struct Envelope: Codable {
+    var type: String
+    var device_id: String?
+    var secret: String?
+    var bundle_id: String?
+    var apns_id: String?
+    var result: String?
+    var sequence: Int?
+    var state: String?
+    var low_power_mode: Bool?
+    var background_app_refresh_off: Bool?
+    var apps: [InstalledApp]?
+    var token: String?
+    var keep_alive_seconds: Int?
+    var notification: Delivery?
+    var notifications: [Delivery]?
+    var reason: String?
+    var reconnect_after_ms: Int?
+    var message: String?
+
+    init(type: String) { self.type = type }
+}
+
+private let encoder: JSONEncoder = {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return encoder
+}()
+
+extension DeviceMessage {
+    public static let maximumFrameBytes = 64 * 1024
+
+    public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> DeviceMessage {
+        let envelope: Envelope
+        do {
+            envelope = try JSONDecoder().decode(Envelope.self, from: Data(bytes))
+        } catch {
+            throw ProtocolError("not a device message: expected a JSON object with a \"type\"")
+        }
+        func need<T>(_ value: T?, _ field: String) throws(ProtocolError) -> T {
+            guard let value else { throw ProtocolError("\(envelope.type): missing \"\(field)\"") }
+            return value
+        }
+        switch envelope.type {
+        case "register": return .register
+        case "hello":
+            return .hello(
+                deviceID: try need(envelope.device_id, "device_id"), secret: try need(envelope.secret, "secret"))
+        case "install": return .install(bundleID: try need(envelope.bundle_id, "bundle_id"))
+        case "uninstall": return .uninstall(bundleID: try need(envelope.bundle_id, "bundle_id"))
+        case "ack": return .ack(apnsID: try need(envelope.apns_id, "apns_id"))
+        case "complete":
+            return .complete(
+                apnsID: try need(envelope.apns_id, "apns_id"), bundleID: try need(envelope.bundle_id, "bundle_id"),
+                result: try need(envelope.result, "result"))
+        case "keep_alive": return .keepAlive(sequence: try need(envelope.sequence, "sequence"))
+        case "app_state":
+            return .appState(
+                bundleID: try need(envelope.bundle_id, "bundle_id"), state: try need(envelope.state, "state"))
+        case "conditions":
+            return .conditions(
+                lowPowerMode: envelope.low_power_mode ?? false,
+                backgroundAppRefreshOff: envelope.background_app_refresh_off ?? false)
+        default: throw ProtocolError("unknown message type \"\(envelope.type)\"")
+        }
+    }
+
+    public func encoded() -> [UInt8] {
+        var envelope: Envelope
+        switch self {
+        case .register: envelope = Envelope(type: "register")
+        case .hello(let deviceID, let secret):
+            envelope = Envelope(type: "hello")
+            envelope.device_id = deviceID
+            envelope.secret = secret
+        case .install(let bundleID):
+            envelope = Envelope(type: "install")
+            envelope.bundle_id = bundleID
+        case .uninstall(let bundleID):
+            envelope = Envelope(type: "uninstall")
+            envelope.bundle_id = bundleID
+        case .ack(let apnsID):
+            envelope = Envelope(type: "ack")
+            envelope.apns_id = apnsID
+        case .complete(let apnsID, let bundleID, let result):
+            envelope = Envelope(type: "complete")
+            envelope.apns_id = apnsID
+            envelope.bundle_id = bundleID
+            envelope.result = result
+        case .keepAlive(let sequence):
+            envelope = Envelope(type: "keep_alive")
+            envelope.sequence = sequence
+        case .appState(let bundleID, let state):
+            envelope = Envelope(type: "app_state")
+            envelope.bundle_id = bundleID
+            envelope.state = state
+        case .conditions(let lowPowerMode, let backgroundAppRefreshOff):
+            envelope = Envelope(type: "conditions")
+            envelope.low_power_mode = lowPowerMode
+            envelope.background_app_refresh_off = backgroundAppRefreshOff
+        }
+        return Array((try? encoder.encode(envelope)) ?? Data())
+    }
+}
+
+extension GatewayMessage {
+    public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> GatewayMessage {
+        let envelope: Envelope
+        do {
+            envelope = try JSONDecoder().decode(Envelope.self, from: Data(bytes))
+        } catch {
+            throw ProtocolError("not a gateway message")
+        }
+        func need<T>(_ value: T?, _ field: String) throws(ProtocolError) -> T {
+            guard let value else { throw ProtocolError("\(envelope.type): missing \"\(field)\"") }
+            return value
+        }
+        switch envelope.type {
+        case "registered":
+            return .registered(
+                deviceID: try need(envelope.device_id, "device_id"), secret: try need(envelope.secret, "secret"))
+        case "welcome":
+            return .welcome(
+                deviceID: try need(envelope.device_id, "device_id"), apps: envelope.apps ?? [],
+                keepAliveSeconds: try need(envelope.keep_alive_seconds, "keep_alive_seconds"))
+        case "installed":
+            return .installed(
+                InstalledApp(
+                    bundleID: try need(envelope.bundle_id, "bundle_id"), token: try need(envelope.token, "token")))
+        case "uninstalled": return .uninstalled(bundleID: try need(envelope.bundle_id, "bundle_id"))
+        case "notification": return .notification(try need(envelope.notification, "notification"))
+        case "keep_alive_ack":
+            return .keepAliveAck(
+                sequence: try need(envelope.sequence, "sequence"), notifications: envelope.notifications ?? [])
+        case "closing":
+            return .closing(
+                reason: try need(envelope.reason, "reason"), reconnectAfterMilliseconds: envelope.reconnect_after_ms)
+        case "error": return .error(message: try need(envelope.message, "message"))
+        default: throw ProtocolError("unknown message type \"\(envelope.type)\"")
+        }
+    }
+
+    public func encoded() -> [UInt8] {
+        var envelope: Envelope
+        switch self {
+        case .registered(let deviceID, let secret):
+            envelope = Envelope(type: "registered")
+            envelope.device_id = deviceID
+            envelope.secret = secret
+        case .welcome(let deviceID, let apps, let keepAliveSeconds):
+            envelope = Envelope(type: "welcome")
+            envelope.device_id = deviceID
+            envelope.apps = apps
+            envelope.keep_alive_seconds = keepAliveSeconds
+        case .installed(let app):
+            envelope = Envelope(type: "installed")
+            envelope.bundle_id = app.bundleID
+            envelope.token = app.token
+        case .uninstalled(let bundleID):
+            envelope = Envelope(type: "uninstalled")
+            envelope.bundle_id = bundleID
+        case .notification(let delivery):
+            envelope = Envelope(type: "notification")
+            envelope.notification = delivery
+        case .keepAliveAck(let sequence, let notifications):
+            envelope = Envelope(type: "keep_alive_ack")
+            envelope.sequence = sequence
+            envelope.notifications = notifications
+        case .closing(let reason, let reconnectAfter):
+            envelope = Envelope(type: "closing")
+            envelope.reason = reason
+            envelope.reconnect_after_ms = reconnectAfter
+        case .error(let message):
+            envelope = Envelope(type: "error")
+            envelope.message = message
+        }
+        return Array((try? encoder.encode(envelope)) ?? Data())
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// The device protocol: JSON text frames over WebSocket, one message per frame, each with a `type`.
+/// docs/device-protocol.md describes every message with examples.
+
+/// What a device sends.
+public enum DeviceMessage: Equatable, Sendable {
+    /// A new device asks for an identity.
+    case register
+    /// A known device proves who it is.
+    case hello(deviceID: String, secret: String)
+    /// Installs an app: the answer carries its device token (as `registerForRemoteNotifications` does).
+    case install(bundleID: String)
+    /// Uninstalls an app: pushes to its token answer 410 Unregistered from now on.
+    case uninstall(bundleID: String)
+    /// A notification arrived.
+    case ack(apnsID: String)
+    /// The app finished the work of a background wake: `newData`, `noData` or `failed`.
+    case complete(apnsID: String, bundleID: String, result: String)
+    /// The device's keep-alive; the answer carries any held pushes released to it.
+    case keepAlive(sequence: Int)
+    /// An app's state changed: foreground, background, suspended, not_running, force_quit.
+    case appState(bundleID: String, state: String)
+    /// Device conditions changed.
+    case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
+}
+
+/// What the gateway sends.
+public enum GatewayMessage: Equatable, Sendable {
+    case registered(deviceID: String, secret: String)
+    case welcome(deviceID: String, apps: [InstalledApp], keepAliveSeconds: Int)
+    case installed(InstalledApp)
+    case uninstalled(bundleID: String)
+    case notification(Delivery)
+    case keepAliveAck(sequence: Int, notifications: [Delivery])
+    /// The gateway is about to close the connection: `shutdown` (reconnect after the hint),
+    /// `auth_failed`, `protocol_error`, `flooding`, `not_reading`, `replaced` (the device connected again).
+    case closing(reason: String, reconnectAfterMilliseconds: Int?)
+    case error(message: String)
+}
+
+public struct InstalledApp: Codable, Equatable, Sendable {
+    public var bundleID: String
+    public var token: String
+
+    public init(bundleID: String, token: String) {
+        self.bundleID = bundleID
+        self.token = token
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case bundleID = "bundle_id"
+        case token
+    }
+}
+
+/// A notification as a device receives it.
+public struct Delivery: Codable, Equatable, Sendable {
+    public var apnsID: String
+    public var topic: String
+    public var bundleID: String
+    public var pushType: String
+    public var priority: Int
+    public var collapseID: String?
+    /// `alert` (user visible), `background` (a background wake: complete within `deadlineSeconds`) or `other`.
+    public var kind: String
+    public var deadlineSeconds: Int?
+    /// Why it was delivered now (the policy's rule: on_budget, released_piggyback_keep_alive, …).
+    public var rule: String
+    /// The JSON payload as the provider sent it.
+    public var payload: String
+
+    public init(
+        apnsID: String, topic: String, bundleID: String, pushType: String, priority: Int, collapseID: String?,
+        kind: String, deadlineSeconds: Int?, rule: String, payload: String
+    ) {
+        self.apnsID = apnsID
+        self.topic = topic
+        self.bundleID = bundleID
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.kind = kind
+        self.deadlineSeconds = deadlineSeconds
+        self.rule = rule
+        self.payload = payload
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case apnsID = "apns_id"
+        case topic
+        case bundleID = "bundle_id"
+        case pushType = "push_type"
+        case priority
+        case collapseID = "collapse_id"
+        case kind
+        case deadlineSeconds = "deadline_seconds"
+        case rule
+        case payload
+    }
+}

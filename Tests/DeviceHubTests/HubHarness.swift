@@ -1,0 +1,112 @@
+import Crypto
+import DeviceAgent
+import DeviceHub
+import DeviceProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ProviderAPI
+import ProviderAuth
+import ProviderClient
+import PushModel
+import PushPolicy
+import Synchronization
+import Testing
+
+final class ManualClock: Sendable {
+    private let value = Atomic<Int64>(1_800_000_000_000)
+    var now: UnixTime { UnixTime(milliseconds: value.load(ordering: .relaxed)) }
+    func advance(seconds: Int64) { value.add(seconds * 1000, ordering: .relaxed) }
+}
+
+/// Collects what an agent saw.
+final class EventLog: Sendable {
+    private let events = Mutex<[AgentEvent]>([])
+    func append(_ event: AgentEvent) { events.withLock { $0.append(event) } }
+    var all: [AgentEvent] { events.withLock { $0 } }
+    var deliveries: [Delivery] {
+        all.compactMap {
+            if case .delivered(let delivery, _) = $0 { return delivery }
+            return nil
+        }
+    }
+}
+
+/// A gateway (provider API over h2c + device port) on loopback, with the hub's clock in the test's hands.
+final class HubHarness: Sendable {
+    static let bundle = "com.example.app"
+    let signer = ProviderTokenSigner(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: P256.Signing.PrivateKey())
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    let clock = ManualClock()
+    let hub: DeviceHub
+    let provider: ProviderServer
+    let devices: DeviceServer
+
+    init(policy: PolicySettings = PolicySettings()) async throws {
+        let logger = Logger(label: "test")
+        var hubSettings = HubSettings()
+        hubSettings.tickMilliseconds = 3_600_000  // the test runs the policy's timers itself
+        hubSettings.keepAliveSeconds = 3600
+        let clock = self.clock
+        hub = DeviceHub(
+            registry: DeviceRegistry(), policy: policy, settings: hubSettings, logger: logger, clock: { clock.now })
+        var settings = ProviderSettings()
+        settings.perDeviceTokenRate = .unlimited
+        let keys = KeyRegistry([
+            ProviderKey(teamID: "TEAM123456", keyID: "KEY1234567", publicKey: signer.privateKey.publicKey)
+        ])
+        let context = ProviderContext(
+            settings: settings, keys: keys, directory: CombinedDirectory([hub.registry]), intake: hub,
+            clock: { clock.now })
+        provider = ProviderServer(
+            context: context, listeners: [ProviderListener(host: "127.0.0.1", port: 0, security: .cleartext)],
+            group: group,
+            logger: logger)
+        devices = DeviceServer(hub: hub, listeners: [.init(host: "127.0.0.1", port: 0)], group: group, logger: logger)
+        try await provider.start()
+        try await devices.start()
+    }
+
+    var devicePort: Int { devices.boundAddresses[0].port! }
+
+    func stop() async throws {
+        try await devices.shutdown()
+        try await provider.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    func agent(
+        apps: [String] = [bundle], identity: DeviceAgent.Identity? = nil, behaviour: AgentBehaviour = .prompt,
+        log: EventLog
+    ) -> DeviceAgent {
+        DeviceAgent(
+            host: "127.0.0.1", port: devicePort, apps: apps, identity: identity, behaviour: behaviour, group: group,
+            onEvent: { log.append($0) })
+    }
+
+    func post(token: String, payload: String, extra: [(String, String)] = []) async throws -> ProviderClient.Response {
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: provider.boundAddresses[0].port!, security: .cleartext, group: group)
+        defer { Task { await client.close() } }
+        let headers =
+            [("authorization", "bearer " + (try signer.token(issuedAt: clock.now))), ("apns-topic", Self.bundle)]
+            + extra
+        return try await client.post(path: "/3/device/\(token)", headers: headers, body: Array(payload.utf8))
+    }
+}
+
+/// Waits for a condition, polling, bounded by a deadline (no fixed sleeps).
+func eventually(_ what: String, within seconds: Int = 10, _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("timed out waiting: \(what)")
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(5))  // clock-ok: polling a condition on a real socket
+    }
+}
+
+let alert = #"{"aps":{"alert":"hello"}}"#
+let silent = #"{"aps":{"content-available":1}}"#
