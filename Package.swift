@@ -131,7 +131,7 @@ let package = Package(
             name: "DeviceHubTests",
             dependencies: [
                 "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
-                "ProviderClient",
+                "ProviderClient", "Gateway",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -142,6 +142,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         return engine.withLock { $0.snapshot(device: device, bundleID: bundleID, now: now) }
     }
     public var connectedCount: Int { sessions.withLock { $0.count } }
+    public func isConnected(_ device: DeviceID) -> Bool { sessions.withLock { $0[device] != nil } }
 
     /// Closes every session with a reconnect hint (graceful shutdown).
     public func closeAll(reconnectAfterMilliseconds: Int) {
@@ -190,7 +191,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 }
 
 /// The hub's own counters (the policy's are in `PolicyCounters`).
-public struct HubCounters: Sendable, Equatable {
+public struct HubCounters: Sendable, Equatable, Codable {
     public var delivered = 0
     public var acknowledged = 0
     public var keepAlives = 0

@@ -36,6 +36,14 @@ public final class DeviceRegistry: DeviceDirectory {
         state.withLock { $0.tokens[token]?.status }
     }
 
+    /// The device (its id and slot) a token belongs to, and the token's status, for lookups.
+    public func lookup(_ token: DeviceToken) -> (deviceID: String, slot: DeviceID, status: TokenStatus)? {
+        state.withLock { state in
+            guard let record = state.tokens[token], Int(record.slot) < state.bySlot.count else { return nil }
+            return (state.bySlot[Int(record.slot)], record.slot, record.status)
+        }
+    }
+
     /// The device a token belongs to, for delivery.
     public func slot(of token: DeviceToken) -> DeviceID? {
         state.withLock { $0.tokens[token]?.slot }

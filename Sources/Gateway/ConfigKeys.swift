@@ -12,7 +12,7 @@ public struct ConfigKey: Sendable, Hashable {
 }
 
 public enum ConfigKeys {
-    public static let all: [ConfigKey] = core + devices + policy
+    public static let all: [ConfigKey] = core + devices + policy + admin
 
     static let core: [ConfigKey] = [
         .init(
@@ -123,6 +123,20 @@ public enum ConfigKeys {
         .init(
             name: "devices.reload_seconds", defaultValue: "1",
             doc: "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading."),
+    ]
+
+    /// The admin API.
+    static let admin: [ConfigKey] = [
+        .init(
+            name: "admin.enabled", defaultValue: "true",
+            doc: "Serve the admin API (lookups by apns-id and token, counters)."),
+        .init(
+            name: "admin.host", defaultValue: "127.0.0.1",
+            doc: "Address the admin API binds to; anything but loopback requires admin.token."),
+        .init(name: "admin.port", defaultValue: "2201", doc: "Port of the admin API (HTTP/1.1, JSON)."),
+        .init(
+            name: "admin.token", defaultValue: "",
+            doc: "Bearer token the admin API requires (authorization: Bearer <token>); empty: none (loopback only)."),
     ]
 
     /// The device port (docs/device-protocol.md).

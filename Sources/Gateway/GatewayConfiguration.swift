@@ -42,6 +42,8 @@ public struct GatewayConfiguration: Sendable {
     public var deviceListener: Listener
     public var deviceTLSListener: Listener
     public var hub: HubSettings
+    public var admin: Listener
+    public var adminToken: String?
 
     public init(_ raw: RawConfiguration) throws {
         var reader = ConfigReader(raw: raw)
@@ -129,6 +131,18 @@ public struct GatewayConfiguration: Sendable {
         hub.helloTimeoutSeconds = Int64(try reader.int("devices.hello_timeout_seconds", in: 1...3600))
         hub.maximumFrameBytes = try reader.int("devices.max_frame_bytes", in: 1024...(16 << 20))
         self.hub = hub
+        admin = Listener(
+            enabled: try reader.bool("admin.enabled"), host: try reader.string("admin.host", nonEmpty: true),
+            port: try reader.int("admin.port", in: 0...65535))
+        let token = try reader.string("admin.token")
+        adminToken = token.isEmpty ? nil : token
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(admin.host)
+        if admin.enabled, !loopback, adminToken == nil {
+            throw ConfigError(
+                key: "admin.token", source: nil,
+                message:
+                    "required when admin.host (\(admin.host)) is not loopback: the admin API shows devices and tokens")
+        }
         readKeys = reader.read
     }
 

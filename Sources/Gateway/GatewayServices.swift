@@ -19,9 +19,10 @@ public struct GatewayServices: Sendable {
     public let provider: ProviderServer
     public let devices: DeviceServer
     public let reloader: RegistryReloader
+    public let admin: AdminServer?
 
     /// In dependency order: devices first, so that the provider API never hands a push to a hub that is not up.
-    public var services: [any Service] { [devices, provider, reloader] }
+    public var services: [any Service] { [devices, provider, reloader] + (admin.map { [$0] } ?? []) }
 
     public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) throws {
         self.configuration = configuration
@@ -63,6 +64,11 @@ public struct GatewayServices: Sendable {
         }
         devices = DeviceServer(
             hub: hub, listeners: deviceListeners, group: group, logger: Logger(label: "pushgate.devices"))
+        admin =
+            configuration.admin.enabled
+            ? AdminServer(
+                routes: AdminRoutes(hub: hub), host: configuration.admin.host, port: configuration.admin.port,
+                token: configuration.adminToken, group: group, logger: logger) : nil
         reloader = RegistryReloader(
             configuration: configuration, context: context, directory: directory, logger: logger)
         logger.info(

@@ -8,7 +8,7 @@ struct Pushgate: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, SimulateCommand.self, SendCommand.self, KeysCommand.self, TokensCommand.self,
             CertsCommand.self,
-            ConfigCommand.self,
+            LookupCommand.self, ConfigCommand.self,
         ],
         defaultSubcommand: ServeCommand.self)
 }

@@ -2,6 +2,7 @@ import DeviceAgent
 import DeviceHub
 import DeviceProtocol
 import Foundation
+import Gateway
 import NIOCore
 import NIOHTTP1
 import NIOPosix

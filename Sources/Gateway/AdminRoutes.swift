@@ -1,0 +1,115 @@
+import DeviceHub
+import Foundation
+import PushModel
+import PushPolicy
+
+/// The admin API's answers, apart from HTTP: a path in, a status and a JSON body out.
+/// `AdminServer` serves them on the admin port; `pushgate lookup` reads them.
+public struct AdminRoutes: Sendable {
+    let hub: DeviceHub
+
+    public init(hub: DeviceHub) { self.hub = hub }
+
+    public struct Response: Sendable, Equatable {
+        public var status: Int
+        public var json: String
+    }
+
+    public func respond(method: String, path: String) -> Response {
+        guard method == "GET" else { return Response(status: 405, json: #"{"error":"only GET"}"#) }
+        let parts = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
+        let resource = parts.count == 3 && parts[0] == "v1" ? parts[1] : nil
+        if parts == ["health"] {
+            return Response(status: 200, json: #"{"status":"ok"}"#)
+        } else if resource == "notifications" {
+            let id = parts[2]
+            guard let apnsID = APNsID(header: id) else { return error(400, "not an apns-id: \(id)") }
+            let journey = hub.journey(of: apnsID)
+            guard !journey.isEmpty else {
+                return error(404, "no decision recorded for \(id) (or it is older than the log keeps)")
+            }
+            return encode(
+                NotificationJourney(
+                    apnsID: apnsID.value,
+                    steps: journey.map {
+                        NotificationJourney.Step(
+                            at: $0.at.milliseconds, event: $0.event.description, rule: $0.rule?.rawValue)
+                    }))
+        } else if resource == "tokens" {
+            let text = parts[2]
+            guard let token = DeviceToken(text, lengths: 2...1024) else {
+                return error(400, "not a device token: \(text)")
+            }
+            guard let found = hub.registry.lookup(token) else { return error(404, "no device has token \(token.hex)") }
+            let bundle = found.status.bundleID
+            var status = "active"
+            if case .unregistered(_, let since) = found.status { status = "unregistered since \(since.milliseconds)" }
+            let budget = hub.budget(device: found.slot, bundleID: bundle)
+            return encode(
+                TokenState(
+                    token: token.hex, deviceID: found.deviceID, bundleID: bundle, status: status,
+                    connected: hub.isConnected(found.slot), budget: budget.map(BudgetState.init)))
+        } else if parts == ["v1", "counters"] {
+            return encode(Counters(policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount))
+        }
+        return error(404, "no such admin path: \(path)")
+    }
+
+    private func error(_ status: Int, _ message: String) -> Response {
+        Response(status: status, json: encode(["error": message]).json)
+    }
+
+    private func encode<T: Encodable>(_ value: T) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: 200, json: String(decoding: data, as: UTF8.self))
+    }
+}
+
+struct NotificationJourney: Codable {
+    struct Step: Codable {
+        var at: Int64
+        var event: String
+        var rule: String?
+    }
+    var apnsID: String
+    var steps: [Step]
+}
+
+struct TokenState: Codable {
+    var token: String
+    var deviceID: String
+    var bundleID: String
+    var status: String
+    var connected: Bool
+    var budget: BudgetState?
+}
+
+struct BudgetState: Codable {
+    var budgetLeft: Int
+    var budgetCapacity: Int
+    var nextRefillAt: Int64?
+    var held: [String]
+    var strikes: Double
+    var coolingUntil: Int64?
+    var awaitingCompletion: [String]
+    var appState: String
+
+    init(_ snapshot: AppThrottleSnapshot) {
+        budgetLeft = snapshot.budgetLeft
+        budgetCapacity = snapshot.budgetCapacity
+        nextRefillAt = snapshot.nextRefill?.milliseconds
+        held = snapshot.held.map { "\($0.id.value) (\($0.rule.rawValue))" }
+        strikes = (snapshot.strikes * 1000).rounded() / 1000
+        coolingUntil = snapshot.coolingUntil?.milliseconds
+        awaitingCompletion = snapshot.awaitingCompletion.map(\.value)
+        appState = snapshot.appState.rawValue
+    }
+}
+
+struct Counters: Encodable {
+    var policy: PolicyCounters
+    var hub: HubCounters
+    var connectedDevices: Int
+}
