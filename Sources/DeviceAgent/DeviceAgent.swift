@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 import Synchronization
 
@@ -12,6 +13,8 @@ public enum WakeResponse: Sendable, Equatable {
     case complete(result: String, afterMilliseconds: Int64)
     /// Never call it (the app will be terminated at the deadline).
     case never
+    /// Do real work: an HTTP GET; complete with what its response calls for, after the real elapsed time.
+    case fetch(HTTPGet.Target, timeoutMilliseconds: Int64)
 }
 
 /// What a simulated device does: answers wakes, and spreads keep-alives with a per-device phase and jitter.
@@ -36,6 +39,8 @@ public enum AgentEvent: Sendable, Equatable {
     case uninstalled(bundleID: String)
     case delivered(Delivery, viaKeepAlive: Bool)
     case completed(apnsID: String, result: String)
+    /// The app will not call its completion handler for this wake (it will miss its deadline).
+    case leftUncompleted(apnsID: String)
     case closing(reason: String)
     case error(String)
     case disconnected
@@ -58,6 +63,7 @@ public final class DeviceAgent: Sendable {
 
     let host: String
     let port: Int
+    let tls: NIOSSLContext?
     let apps: [String]
     let behaviour: AgentBehaviour
     let group: any EventLoopGroup
@@ -75,11 +81,13 @@ public final class DeviceAgent: Sendable {
     }
 
     public init(
-        host: String, port: Int, apps: [String], identity: Identity? = nil, behaviour: AgentBehaviour = .prompt,
-        group: any EventLoopGroup, onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
+        host: String, port: Int, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
+        behaviour: AgentBehaviour = .prompt, group: any EventLoopGroup,
+        onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
         self.host = host
         self.port = port
+        self.tls = tls
         self.apps = apps
         self.behaviour = behaviour
         self.group = group
@@ -120,6 +128,11 @@ public final class DeviceAgent: Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls = agent.tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(
+                                context: tls, serverHostname: agent.host.first?.isNumber == true ? nil : agent.host))
+                    }
                     let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
                         maxFrameSize: 1 << 20,
                         upgradePipelineHandler: { channel, _ in
@@ -233,7 +246,13 @@ public final class DeviceAgent: Sendable {
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
         guard delivery.kind == "background" else { return }
         switch behaviour.wake(delivery) {
-        case .never: break
+        case .never: onEvent(.leftUncompleted(apnsID: delivery.apnsID))
+        case .fetch(let target, let timeout):
+            let agent = self
+            HTTPGet.result(target, timeoutMilliseconds: timeout, on: channel.eventLoop).whenSuccess { result in
+                agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result))
+                agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
+            }
         case .complete(let result, let milliseconds):
             let agent = self
             channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {

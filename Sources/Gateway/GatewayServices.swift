@@ -39,9 +39,8 @@ public struct GatewayServices: Sendable {
             certificateGrants: grants)
 
         var listeners: [ProviderListener] = []
-        let needsTLS = configuration.tlsListener.enabled || configuration.deviceTLSListener.enabled
-        let tls = needsTLS ? try Self.tlsContext(configuration, logger: logger) : nil
-        if configuration.tlsListener.enabled, let tls {
+        if configuration.tlsListener.enabled {
+            let tls = try Self.tlsContext(configuration, logger: logger)
             listeners.append(
                 ProviderListener(
                     host: configuration.tlsListener.host, port: configuration.tlsListener.port, security: .tls(tls)))
@@ -57,10 +56,14 @@ public struct GatewayServices: Sendable {
         var deviceListeners = [
             DeviceServer.Listener(host: configuration.deviceListener.host, port: configuration.deviceListener.port)
         ]
-        if configuration.deviceTLSListener.enabled, let tls {
+        if configuration.deviceTLSListener.enabled {
+            // WebSocket is HTTP/1.1: its own context, same certificate, ALPN http/1.1, no client certificates.
+            let deviceTLS = try Self.tlsContext(
+                configuration, logger: logger, alpn: ["http/1.1"], clientCertificates: false)
             deviceListeners.append(
                 DeviceServer.Listener(
-                    host: configuration.deviceTLSListener.host, port: configuration.deviceTLSListener.port, tls: tls))
+                    host: configuration.deviceTLSListener.host, port: configuration.deviceTLSListener.port,
+                    tls: deviceTLS))
         }
         devices = DeviceServer(
             hub: hub, listeners: deviceListeners, group: group, logger: Logger(label: "pushgate.devices"))
@@ -81,7 +84,9 @@ public struct GatewayServices: Sendable {
 
     /// The TLS listener's context: the configured certificate, or the development one (created if
     /// missing); ALPN h2; client certificates requested (optional) and checked against the client CA.
-    public static func tlsContext(_ configuration: GatewayConfiguration, logger: Logger) throws -> NIOSSLContext {
+    public static func tlsContext(
+        _ configuration: GatewayConfiguration, logger: Logger, alpn: [String] = ["h2"], clientCertificates: Bool = true
+    ) throws -> NIOSSLContext {
         var certificatePath = configuration.tls.certificate
         var keyPath = configuration.tls.privateKey
         var clientCAPath = configuration.tls.clientCA
@@ -115,9 +120,9 @@ public struct GatewayServices: Sendable {
         }
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-        tls.applicationProtocols = ["h2"]
+        tls.applicationProtocols = alpn
         tls.minimumTLSVersion = .tlsv12
-        if !clientCAPath.isEmpty {
+        if clientCertificates, !clientCAPath.isEmpty {
             do {
                 tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCAPath))
             } catch {

@@ -5,6 +5,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
+import Yams
 
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,14 +27,8 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Where to write 'token bundle_id' lines once every device has its tokens.")
     var tokensFile = "simulated-tokens.txt"
 
-    @Option(help: "Milliseconds a background wake's work takes before the app completes.")
-    var workMilliseconds: Int64 = 200
-
-    @Option(help: "Fraction of wakes answered 'failed'.")
-    var failedFraction = 0.05
-
-    @Option(help: "Fraction of wakes never completed (the app is terminated at the deadline).")
-    var neverFraction = 0.01
+    @Option(help: "Behaviour profile: a name in Config/profiles (default, misbehaving) or a YAML file's path.")
+    var profile = "default"
 
     @Option(help: "Stop after this many seconds (0: run until interrupted).")
     var duration: Int = 0
@@ -43,33 +38,41 @@ struct SimulateCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard devices > 0 else { throw ValidationError("--devices must be at least 1") }
-        guard (0...1).contains(failedFraction), (0...1).contains(neverFraction), failedFraction + neverFraction <= 1
-        else {
-            throw ValidationError(
-                "--failed-fraction and --never-fraction must be between 0 and 1 and add up to at most 1")
+    }
+
+    /// Reads the profile: Config/profiles/NAME.yaml, or a path.
+    func loadProfile() throws -> AgentProfile {
+        let path = profile.contains("/") || profile.hasSuffix(".yaml") ? profile : "Config/profiles/\(profile).yaml"
+        guard FileManager.default.fileExists(atPath: path) else {
+            if profile == "default" { return AgentProfile() }
+            throw ValidationError("--profile: no profile at \(path)")
         }
+        let loaded: AgentProfile
+        do {
+            loaded = try YAMLDecoder().decode(
+                AgentProfile.self, from: try String(contentsOfFile: path, encoding: .utf8))
+        } catch {
+            throw ValidationError("--profile \(path): \(error)")
+        }
+        if let problem = loaded.problem() { throw ValidationError("--profile \(path): \(problem)") }
+        return loaded
     }
 
     func run() async throws {
+        let profile = try loadProfile()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let counters = SimulationCounters()
         let bundles = apps.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-        let work = workMilliseconds
-        let failed = failedFraction
-        let never = neverFraction
-        let behaviour = AgentBehaviour { _ in
-            let roll = Double.random(in: 0..<1)
-            if roll < never { return .never }
-            return .complete(
-                result: roll < never + failed ? "failed" : (Bool.random() ? "newData" : "noData"),
-                afterMilliseconds: work)
-        }
+        let behaviour = profile.behaviour
         let agents = (0..<devices).map { _ in
             DeviceAgent(
                 host: host, port: port, apps: bundles, behaviour: behaviour, group: group,
                 onEvent: { counters.record($0) })
         }
         for agent in agents { agent.start() }
+        let lifeEvents = agents.map { agent in
+            LifeEvents.schedule(agent, apps: bundles, profile: profile, on: group.next())
+        }
 
         let start = ContinuousClock.now
         var wroteTokens = false
@@ -89,6 +92,7 @@ struct SimulateCommand: AsyncParsableCommand {
             }
         }
         print(interactive ? "\n\(counters.snapshot.line)" : counters.snapshot.line)
+        for task in lifeEvents { task.cancel() }
         for agent in agents { agent.stop() }
         try await group.shutdownGracefully()
     }
@@ -101,10 +105,11 @@ final class SimulationCounters: Sendable {
         var received = 0
         var viaKeepAlive = 0
         var completed: [String: Int] = [:]
+        var leftUncompleted = 0
         var closed = 0
 
         var line: String {
-            "connected \(connected)  received \(received) (\(viaKeepAlive) on keep-alive)  completed newData \(completed["newData", default: 0]) noData \(completed["noData", default: 0]) failed \(completed["failed", default: 0])  closings \(closed)"
+            "connected \(connected)  received \(received) (\(viaKeepAlive) on keep-alive)  completed newData \(completed["newData", default: 0]) noData \(completed["noData", default: 0]) failed \(completed["failed", default: 0])  never completed \(leftUncompleted)  closings \(closed)"
         }
     }
 
@@ -119,6 +124,7 @@ final class SimulationCounters: Sendable {
                 state.received += 1
                 if viaKeepAlive { state.viaKeepAlive += 1 }
             case .completed(_, let result): state.completed[result, default: 0] += 1
+            case .leftUncompleted: state.leftUncompleted += 1
             case .closing: state.closed += 1
             default: break
             }
@@ -126,4 +132,28 @@ final class SimulationCounters: Sendable {
     }
 
     var snapshot: Snapshot { state.withLock { $0 } }
+}
+
+/// App-state changes and Low Power Mode periods over time, as the profile says: checked once a minute per
+/// device, each an independent chance.
+enum LifeEvents {
+    static func schedule(_ agent: DeviceAgent, apps: [String], profile: AgentProfile, on loop: any EventLoop)
+        -> RepeatedTask
+    {
+        let minute = TimeAmount.seconds(60)
+        return loop.scheduleRepeatedTask(initialDelay: minute, delay: minute) { _ in
+            if let app = apps.randomElement(), Double.random(in: 0..<1) < profile.force_quit_per_hour / 60 {
+                agent.send(.appState(bundleID: app, state: "force_quit"))
+                loop.scheduleTask(in: .seconds(profile.reopen_after_seconds)) {
+                    agent.send(.appState(bundleID: app, state: "foreground"))
+                }
+            }
+            if Double.random(in: 0..<1) < profile.low_power_per_hour / 60 {
+                agent.send(.conditions(lowPowerMode: true, backgroundAppRefreshOff: false))
+                loop.scheduleTask(in: .seconds(profile.low_power_seconds)) {
+                    agent.send(.conditions(lowPowerMode: false, backgroundAppRefreshOff: false))
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,161 @@
+import DeviceAgent
+import DeviceHub
+import DeviceProtocol
+import Foundation
+import Gateway
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import PushModel
+import Testing
+import Yams
+
+@Suite struct AgentBehaviourTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test(arguments: ["default", "misbehaving"])
+    func shippedProfilesAreValid(_ name: String) throws {
+        let text = try String(
+            contentsOf: Self.root.appendingPathComponent("Config/profiles/\(name).yaml"), encoding: .utf8)
+        let profile = try YAMLDecoder().decode(AgentProfile.self, from: text)
+        #expect(profile.problem() == nil)
+    }
+
+    @Test func profileKeysAreOptionalAndTyposAreRefused() throws {
+        let partial = try YAMLDecoder().decode(AgentProfile.self, from: "never_fraction: 0.5\n")
+        #expect(partial.never_fraction == 0.5)
+        #expect(partial.work_ms_max == AgentProfile().work_ms_max)
+        #expect(throws: (any Error).self) { try YAMLDecoder().decode(AgentProfile.self, from: "nevr_fraction: 0.5\n") }
+        var bad = AgentProfile()
+        bad.failed_fraction = 0.7
+        bad.never_fraction = 0.5
+        #expect(bad.problem()?.contains("failed_fraction + never_fraction") == true)
+        bad = AgentProfile()
+        bad.fetch_url = "ftp://x"
+        #expect(bad.problem()?.contains("fetch_url") == true)
+    }
+
+    @Test func profileBehaviourFollowsItsFractions() {
+        var profile = AgentProfile()
+        profile.never_fraction = 0.2
+        profile.failed_fraction = 0.3
+        profile.new_data_fraction = 1
+        let behaviour = profile.behaviour
+        let delivery = Delivery(
+            apnsID: APNsID.generate().value, topic: "a", bundleID: "a", pushType: "background", priority: 5,
+            collapseID: nil,
+            kind: "background", deadlineSeconds: 30, rule: "on_budget", payload: "{}")
+        var counts: [String: Int] = [:]
+        for _ in 0..<10_000 {
+            switch behaviour.wake(delivery) {
+            case .never: counts["never", default: 0] += 1
+            case .complete(let result, let after):
+                counts[result, default: 0] += 1
+                #expect((profile.work_ms_min...profile.work_ms_max).contains(after))
+            case .fetch: Issue.record("no fetch_url, no fetch")
+            }
+        }
+        #expect((1700...2300).contains(counts["never", default: 0]))
+        #expect((2600...3400).contains(counts["failed", default: 0]))
+        #expect((4500...5500).contains(counts["newData", default: 0]))
+        #expect(counts["noData"] == nil)
+    }
+
+    /// A profile that does real work: the wake's completion comes from a real HTTP GET on loopback.
+    @Test func fetchCompletesFromTheRealResponse() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let web = try await TinyWebServer.start(group: group)
+        let loop = group.next()
+        let ok = try await HTTPGet.result(
+            HTTPGet.Target("http://127.0.0.1:\(web.port)/data")!, timeoutMilliseconds: 5000, on: loop
+        ).get()
+        let empty = try await HTTPGet.result(
+            HTTPGet.Target("http://127.0.0.1:\(web.port)/empty")!, timeoutMilliseconds: 5000, on: loop
+        ).get()
+        let missing = try await HTTPGet.result(
+            HTTPGet.Target("http://127.0.0.1:\(web.port)/missing")!, timeoutMilliseconds: 5000, on: loop
+        ).get()
+        let refused = try await HTTPGet.result(
+            HTTPGet.Target("http://127.0.0.1:1/")!, timeoutMilliseconds: 2000, on: loop
+        ).get()
+        #expect([ok, empty, missing, refused] == ["newData", "noData", "failed", "failed"])
+        try await web.channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// Devices over TLS: the device port's TLS listener with the gateway's certificate.
+    @Test func agentOverTLS() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pushgate-tls-\(UUID().uuidString)"
+        ).path
+        let certificates = DevelopmentCertificates(dataDirectory: directory)
+        try certificates.ensure()
+        var server = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.serverCertificatePath).map {
+                .certificate($0)
+            },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: certificates.serverKeyPath, format: .pem)))
+        server.applicationProtocols = ["http/1.1"]
+        var client = TLSConfiguration.makeClientConfiguration()
+        client.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(certificates.caCertificatePath))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let hub = DeviceHub(registry: DeviceRegistry(), policy: .init(), logger: Logger(label: "test"))
+        let devices = DeviceServer(
+            hub: hub, listeners: [.init(host: "127.0.0.1", port: 0, tls: try NIOSSLContext(configuration: server))],
+            group: group,
+            logger: Logger(label: "test"))
+        try await devices.start()
+        let log = EventLog()
+        let agent = DeviceAgent(
+            host: "localhost", port: devices.boundAddresses[0].port!, tls: try NIOSSLContext(configuration: client),
+            apps: ["com.example.app"], group: group, onEvent: { log.append($0) })
+        agent.start()
+        try await eventually("installed over TLS") { agent.tokens["com.example.app"] != nil }
+        #expect(hub.connectedCount == 1)
+        agent.stop()
+        try await devices.shutdown()
+        try await group.shutdownGracefully()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Answers /data with a body, /empty with 204, anything else 404.
+struct TinyWebServer {
+    let channel: any Channel
+    var port: Int { channel.localAddress!.port! }
+
+    static func start(group: any EventLoopGroup) async throws -> TinyWebServer {
+        let channel = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(Handler()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TinyWebServer(channel: channel)
+    }
+
+    final class Handler: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        var uri = ""
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head): uri = head.uri
+            case .body: break
+            case .end:
+                let (status, body): (HTTPResponseStatus, String) =
+                    uri == "/data" ? (.ok, "fresh") : uri == "/empty" ? (.noContent, "") : (.notFound, "no")
+                let headers = HTTPHeaders([("content-length", "\(body.utf8.count)")])
+                context.write(
+                    wrapOutboundOut(.head(.init(version: .http1_1, status: status, headers: headers))), promise: nil)
+                if !body.isEmpty {
+                    context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
+                }
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+        }
+    }
+}
