@@ -9,6 +9,7 @@ import NIOPosix
 import NIOWebSocket
 import PushModel
 import PushPolicy
+import Synchronization
 import Testing
 
 /// End to end over loopback: provider API → hub → real WebSocket → device agent, and back.
@@ -154,6 +155,39 @@ import Testing
         try await harness.stop()
     }
 
+    @Test func aFloodingDeviceIsClosedAlone() async throws {
+        var hubSettings = HubSettings()
+        hubSettings.messageBurst = 5
+        hubSettings.messagesPerSecond = 1
+        let harness = try await HubHarness(hubSettings: hubSettings)
+        let log = EventLog()
+        let good = harness.agent(log: log)
+        good.start()
+        try await eventually("installed") { good.tokens[HubHarness.bundle] != nil }
+        let received = try await RawWebSocket.exchange(
+            host: "127.0.0.1", port: harness.devicePort, texts: Array(repeating: #"{"type":"register"}"#, count: 20),
+            group: harness.group)
+        let closing = try #require(received?.last)
+        #expect(closing.contains(#""reason":"flooding""#))
+        #expect(received!.filter { $0.contains("registered") }.count == 5)
+        #expect(try await harness.post(token: good.tokens[HubHarness.bundle]!, payload: alert).status == 200)
+        try await eventually("the good device still gets its push") { log.deliveries.count == 1 }
+        good.stop()
+        try await harness.stop()
+    }
+
+    @Test func messagesBeforeHelloAndUnknownTypesAreRefused() async throws {
+        let harness = try await HubHarness()
+        let early = try await RawWebSocket.exchange(
+            host: "127.0.0.1", port: harness.devicePort, texts: [#"{"type":"keep_alive","sequence":1}"#],
+            group: harness.group)
+        #expect(early?.contains { $0.contains("say hello") } == true)
+        let unknown = try await RawWebSocket.exchange(
+            host: "127.0.0.1", port: harness.devicePort, texts: [#"{"type":"teleport"}"#], group: harness.group)
+        #expect(unknown?.contains { $0.contains(#"unknown message type \"teleport\""#) } == true)
+        try await harness.stop()
+    }
+
     @Test func garbageClosesOnlyThatDevice() async throws {
         let harness = try await HubHarness()
         let log = EventLog()
@@ -174,13 +208,29 @@ import Testing
     }
 }
 
-/// A bare WebSocket client for hostile tests: sends one text frame and reports whether the gateway closed.
+/// A bare WebSocket client for hostile tests: sends text frames and collects what the gateway answers
+/// until it closes the connection.
 enum RawWebSocket {
-    static func connectAndSend(host: String, port: Int, text: String, group: any EventLoopGroup) async throws -> Bool {
+    final class Collector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = WebSocketFrame
+        let texts = Mutex<[String]>([])
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            let frame = unwrapInboundIn(data)
+            if frame.opcode == .text { texts.withLock { $0.append(String(buffer: frame.unmaskedData)) } }
+        }
+    }
+
+    /// Returns nil when the connection was not upgraded, else the texts received before the close.
+    static func exchange(host: String, port: Int, texts: [String], group: any EventLoopGroup) async throws -> [String]?
+    {
+        let collector = Collector()
         let upgraded = try await ClientBootstrap(group: group).connect(host: host, port: port) { channel in
             channel.eventLoop.makeCompletedFuture {
                 let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(upgradePipelineHandler: { channel, _ in
-                    channel.eventLoop.makeSucceededFuture(true)
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(collector)
+                        return true
+                    }
                 })
                 let head = HTTPRequestHead(
                     version: .http1_1, method: .GET, uri: "/device",
@@ -193,12 +243,19 @@ enum RawWebSocket {
                 return negotiated.map { ($0, channel) }
             }
         }.get()
-        guard upgraded.0 else { return false }
+        guard upgraded.0 else { return nil }
         let channel = upgraded.1
-        let frame = WebSocketFrame(
-            fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(string: text))
-        try await channel.writeAndFlush(frame)
+        for text in texts {
+            let frame = WebSocketFrame(
+                fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(string: text))
+            channel.write(frame, promise: nil)
+        }
+        channel.flush()
         try await channel.closeFuture.get()
-        return true
+        return collector.texts.withLock { $0 }
+    }
+
+    static func connectAndSend(host: String, port: Int, text: String, group: any EventLoopGroup) async throws -> Bool {
+        try await exchange(host: host, port: port, texts: [text], group: group) != nil
     }
 }

@@ -43,9 +43,9 @@ final class HubHarness: Sendable {
     let provider: ProviderServer
     let devices: DeviceServer
 
-    init(policy: PolicySettings = PolicySettings()) async throws {
+    init(policy: PolicySettings = PolicySettings(), hubSettings: HubSettings = HubSettings()) async throws {
         let logger = Logger(label: "test")
-        var hubSettings = HubSettings()
+        var hubSettings = hubSettings
         hubSettings.tickMilliseconds = 3_600_000  // the test runs the policy's timers itself
         hubSettings.keepAliveSeconds = 3600
         let clock = self.clock
