@@ -29,11 +29,59 @@ public struct ThrottleEngine: Sendable {
 
     struct DeviceSlot: Sendable {
         var conditions = DeviceConditions()
-        var apps: [AppEntry] = []
+        var apps = SlotApps()
+    }
+
+    /// A device's app states: the first inline in the slot (most devices have one app with state, and
+    /// this saves a cache miss per decision), the others in an array.
+    struct SlotApps: Sendable {
+        private var first: AppEntry?
+        private var rest: [AppEntry] = []
+
+        var count: Int { (first == nil ? 0 : 1) + rest.count }
+        var isEmpty: Bool { first == nil }
+        var ids: [UInt32] {
+            guard let first else { return [] }
+            return [first.app] + rest.map(\.app)
+        }
+
+        /// 0 is the inline entry, i + 1 the i-th of the rest.
+        func index(of app: UInt32) -> Int? {
+            guard let first else { return nil }
+            if first.app == app { return 0 }
+            for index in rest.indices where rest[index].app == app { return index + 1 }
+            return nil
+        }
+
+        func state(at index: Int) -> AppThrottle { index == 0 ? first!.state : rest[index - 1].state }
+
+        mutating func withState<R>(at index: Int, _ body: (inout AppThrottle) -> R) -> R {
+            if index == 0 { return body(&first!.state) }
+            return body(&rest[index - 1].state)
+        }
+
+        mutating func append(_ entry: AppEntry) -> Int {
+            if first == nil {
+                first = entry
+                return 0
+            }
+            rest.append(entry)
+            return rest.count
+        }
+
+        mutating func remove(at index: Int) {
+            if index == 0 {
+                first = rest.isEmpty ? nil : rest.removeFirst()
+            } else {
+                rest.remove(at: index - 1)
+            }
+            if rest.isEmpty, rest.capacity > 0 { rest = [] }
+        }
     }
 
     private var slots: [DeviceSlot] = []
     private var appIDs: [String: UInt32] = [:]
+    private var lastBundle: (id: String, app: UInt32) = ("", .max)
     private var bundleIDs: [String] = []
     private var timers = TimerWheel<AppKey>()
 
@@ -60,7 +108,7 @@ public struct ThrottleEngine: Sendable {
         if settings.alertPiggybackScope == .allApps, Int(device) < slots.count, slots[Int(device)].apps.count > 1,
             actions[start...].contains(where: { $0.isAlertDelivery(of: push.id) })
         {
-            for other in slots[Int(device)].apps.map(\.app) where other != app {
+            for other in slots[Int(device)].apps.ids where other != app {
                 update(AppKey(device: device, app: other), now: now, actions: &actions, createIfMissing: false) {
                     app, settings, actions in
                     app.release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
@@ -131,7 +179,8 @@ public struct ThrottleEngine: Sendable {
     public mutating func advance(to now: UnixTime, into actions: inout [PolicyAction]) {
         let start = actions.count
         for key in timers.takeDue(now.milliseconds) {
-            guard let index = appIndex(key), let deadline = slots[Int(key.device)].apps[index].state.nextDeadline else {
+            guard let index = appIndex(key), let deadline = slots[Int(key.device)].apps.state(at: index).nextDeadline
+            else {
                 continue  // gone, or nothing left to do
             }
             guard deadline.milliseconds <= now.milliseconds else {
@@ -210,7 +259,12 @@ public struct ThrottleEngine: Sendable {
     // MARK: Plumbing
 
     private mutating func appID(_ bundleID: String) -> UInt32 {
-        if let known = appIDs[bundleID] { return known }
+        // Most traffic is for one app: compare with the last one before hashing.
+        if bundleID == lastBundle.id { return lastBundle.app }
+        if let known = appIDs[bundleID] {
+            lastBundle = (bundleID, known)
+            return known
+        }
         let app = UInt32(bundleIDs.count)
         appIDs[bundleID] = app
         bundleIDs.append(bundleID)
@@ -225,16 +279,13 @@ public struct ThrottleEngine: Sendable {
     }
 
     private func state(_ key: AppKey) -> AppThrottle? {
-        appIndex(key).map { slots[Int(key.device)].apps[$0].state }
+        appIndex(key).map { slots[Int(key.device)].apps.state(at: $0) }
     }
 
     private func appIndex(_ key: AppKey) -> Int? {
         let device = Int(key.device)
         guard device < slots.count else { return nil }
-        return slots[device].apps.withUnsafeBufferPointer { apps in
-            for index in apps.indices where apps[index].app == key.app { return index }
-            return nil
-        }
+        return slots[device].apps.index(of: key.app)
     }
 
     /// Runs one app's machine in place, then keeps the bookkeeping right: drops the state when idle and
@@ -251,21 +302,20 @@ public struct ThrottleEngine: Sendable {
         var index = appIndex(key)
         if index == nil {
             guard createIfMissing else { return }
-            slots[device].apps.append(AppEntry(app: key.app, state: AppThrottle()))
+            index = slots[device].apps.append(AppEntry(app: key.app, state: AppThrottle()))
             stateCount += 1
-            index = slots[device].apps.count - 1
         }
         let settings = self.settings
-        let before = slots[device].apps[index!].state.nextDeadline
-        body(&slots[device].apps[index!].state, settings, &actions)
-        if let next = slots[device].apps[index!].state.nextDeadline,
-            rescheduleAlways || before.map({ next < $0 }) ?? true
-        {
+        let (before, after, idle) = slots[device].apps.withState(at: index!) { app -> (UnixTime?, UnixTime?, Bool) in
+            let before = app.nextDeadline
+            body(&app, settings, &actions)
+            return (before, app.nextDeadline, app.isIdle(settings: settings, now: now))
+        }
+        if let next = after, rescheduleAlways || before.map({ next < $0 }) ?? true {
             timers.schedule(next.milliseconds, key)
         }
-        if slots[device].apps[index!].state.isIdle(settings: settings, now: now) {
+        if idle {
             slots[device].apps.remove(at: index!)
-            if slots[device].apps.isEmpty { slots[device].apps = [] }
             stateCount -= 1
         }
     }
@@ -276,7 +326,7 @@ public struct ThrottleEngine: Sendable {
         guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return }
         let conditions = self.conditions(of: device)
         let start = actions.count
-        for app in slots[Int(device)].apps.map(\.app) {
+        for app in slots[Int(device)].apps.ids {
             update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
                 app, settings, actions in
                 app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
