@@ -1,4 +1,5 @@
 import DeviceProtocol
+import Histogram
 import Logging
 import NIOCore
 import ProviderAPI
@@ -24,6 +25,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
     private let sessions = Mutex<[DeviceID: any DeviceSession]>([:])
     private let hubCounters = Mutex(HubCounters())
     private let deadlineSeconds: Int
+    /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
+    /// closes the accept-to-device latency (bounded; the rest is not measured).
+    private let awaitingAck = Mutex<[APNsID: NIODeadline]>([:])
+    private let ackLatency = Mutex(
+        Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
+    static let latencySampleLimit = 100_000
 
     public init(
         registry: DeviceRegistry, policy: PolicySettings, settings: HubSettings = HubSettings(), logger: Logger,
@@ -45,8 +52,17 @@ public final class DeviceHub: NotificationIntake, Sendable {
             hubCounters.withLock { $0.acceptedWithoutDevice += 1 }
             return .now(.accepted)
         }
+        let accepted = NIODeadline.now()
         let now = clock()
         let actions = engine.withLock { $0.received(notification, device: device, now: now) }
+        if actions.contains(where: {
+            if case .deliver(let push, _, _) = $0 { return push === notification }
+            return false
+        }) {
+            awaitingAck.withLock { pending in
+                if pending.count < Self.latencySampleLimit { pending[notification.id] = accepted }
+            }
+        }
         carryOut(actions, device: device, now: now)
         return .now(.accepted)
     }
@@ -94,6 +110,19 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     func acknowledged(_ device: DeviceID, apnsID: String) {
         hubCounters.withLock { $0.acknowledged += 1 }
+        guard let id = APNsID(header: apnsID), let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) })
+        else { return }
+        let microseconds = UInt64(max(0, (NIODeadline.now() - accepted).nanoseconds / 1000))
+        ackLatency.withLock { _ = $0.record(microseconds) }
+    }
+
+    /// Accept-to-device-ack latency of pushes delivered at once: p50, p90, p99, max (microseconds) and count.
+    public var deliveryLatency: DeliveryLatency {
+        ackLatency.withLock {
+            DeliveryLatency(
+                count: $0.totalCount, p50: $0.valueAtPercentile(50), p90: $0.valueAtPercentile(90),
+                p99: $0.valueAtPercentile(99), max: $0.max)
+        }
     }
 
     func count(_ change: (inout HubCounters) -> Void) {
@@ -188,6 +217,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
             deadlineSeconds: wake ? deadlineSeconds : nil,
             rule: rule.rawValue, payload: String(decoding: push.payload, as: UTF8.self))
     }
+}
+
+public struct DeliveryLatency: Sendable, Codable, Equatable {
+    public var count: UInt64
+    public var p50: UInt64
+    public var p90: UInt64
+    public var p99: UInt64
+    public var max: UInt64
 }
 
 /// The hub's own counters (the policy's are in `PolicyCounters`).

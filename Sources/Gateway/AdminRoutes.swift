@@ -50,7 +50,10 @@ public struct AdminRoutes: Sendable {
                     token: token.hex, deviceID: found.deviceID, bundleID: bundle, status: status,
                     connected: hub.isConnected(found.slot), budget: budget.map(BudgetState.init)))
         } else if parts == ["v1", "counters"] {
-            return encode(Counters(policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount))
+            return encode(
+                Counters(
+                    policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount,
+                    acceptToDeviceAckMicroseconds: hub.deliveryLatency))
         }
         return error(404, "no such admin path: \(path)")
     }
@@ -112,4 +115,5 @@ struct Counters: Encodable {
     var policy: PolicyCounters
     var hub: HubCounters
     var connectedDevices: Int
+    var acceptToDeviceAckMicroseconds: DeliveryLatency
 }

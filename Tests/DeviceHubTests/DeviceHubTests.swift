@@ -34,6 +34,7 @@ import Testing
         #expect(wake.rule == "on_budget")
         #expect(wake.deadlineSeconds == 30)
         try await eventually("acks counted") { harness.hub.counters.acknowledged == 2 }
+        #expect(harness.hub.deliveryLatency.count == 2, "both were delivered at once and acknowledged")
         let journey = harness.hub.journey(of: APNsID(header: wake.apnsID)!).map(\.event.description)
         #expect(journey == ["accepted silent", "woken", "completed newData"])
         agent.stop()
