@@ -29,6 +29,23 @@ struct Envelope: Codable {
     var message: String?
 
     init(type: String) { self.type = type }
+
+    /// Reads one message's JSON, or says it is none.
+    static func read(_ bytes: some Collection<UInt8>, expected: String) throws(ProtocolError) -> Envelope {
+        do {
+            return try JSONDecoder().decode(Envelope.self, from: Data(bytes))
+        } catch {
+            throw ProtocolError("not a \(expected): expected a JSON object with a \"type\"")
+        }
+    }
+
+    /// A field the message's type requires.
+    func need<T>(_ value: T?, _ field: String) throws(ProtocolError) -> T {
+        guard let value else { throw ProtocolError("\(type): missing \"\(field)\"") }
+        return value
+    }
+
+    func unknownType() -> ProtocolError { ProtocolError("unknown message type \"\(type)\"") }
 }
 
 private let encoder: JSONEncoder = {
@@ -41,37 +58,31 @@ extension DeviceMessage {
     public static let maximumFrameBytes = 64 * 1024
 
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> DeviceMessage {
-        let envelope: Envelope
-        do {
-            envelope = try JSONDecoder().decode(Envelope.self, from: Data(bytes))
-        } catch {
-            throw ProtocolError("not a device message: expected a JSON object with a \"type\"")
-        }
-        func need<T>(_ value: T?, _ field: String) throws(ProtocolError) -> T {
-            guard let value else { throw ProtocolError("\(envelope.type): missing \"\(field)\"") }
-            return value
-        }
+        let envelope = try Envelope.read(bytes, expected: "device message")
         switch envelope.type {
         case "register": return .register
         case "hello":
             return .hello(
-                deviceID: try need(envelope.device_id, "device_id"), secret: try need(envelope.secret, "secret"))
-        case "install": return .install(bundleID: try need(envelope.bundle_id, "bundle_id"))
-        case "uninstall": return .uninstall(bundleID: try need(envelope.bundle_id, "bundle_id"))
-        case "ack": return .ack(apnsID: try need(envelope.apns_id, "apns_id"))
+                deviceID: try envelope.need(envelope.device_id, "device_id"),
+                secret: try envelope.need(envelope.secret, "secret"))
+        case "install": return .install(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
+        case "uninstall": return .uninstall(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
+        case "ack": return .ack(apnsID: try envelope.need(envelope.apns_id, "apns_id"))
         case "complete":
             return .complete(
-                apnsID: try need(envelope.apns_id, "apns_id"), bundleID: try need(envelope.bundle_id, "bundle_id"),
-                result: try need(envelope.result, "result"))
-        case "keep_alive": return .keepAlive(sequence: try need(envelope.sequence, "sequence"))
+                apnsID: try envelope.need(envelope.apns_id, "apns_id"),
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                result: try envelope.need(envelope.result, "result"))
+        case "keep_alive": return .keepAlive(sequence: try envelope.need(envelope.sequence, "sequence"))
         case "app_state":
             return .appState(
-                bundleID: try need(envelope.bundle_id, "bundle_id"), state: try need(envelope.state, "state"))
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                state: try envelope.need(envelope.state, "state"))
         case "conditions":
             return .conditions(
                 lowPowerMode: envelope.low_power_mode ?? false,
                 backgroundAppRefreshOff: envelope.background_app_refresh_off ?? false)
-        default: throw ProtocolError("unknown message type \"\(envelope.type)\"")
+        default: throw envelope.unknownType()
         }
     }
 
@@ -115,38 +126,32 @@ extension DeviceMessage {
 
 extension GatewayMessage {
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> GatewayMessage {
-        let envelope: Envelope
-        do {
-            envelope = try JSONDecoder().decode(Envelope.self, from: Data(bytes))
-        } catch {
-            throw ProtocolError("not a gateway message")
-        }
-        func need<T>(_ value: T?, _ field: String) throws(ProtocolError) -> T {
-            guard let value else { throw ProtocolError("\(envelope.type): missing \"\(field)\"") }
-            return value
-        }
+        let envelope = try Envelope.read(bytes, expected: "gateway message")
         switch envelope.type {
         case "registered":
             return .registered(
-                deviceID: try need(envelope.device_id, "device_id"), secret: try need(envelope.secret, "secret"))
+                deviceID: try envelope.need(envelope.device_id, "device_id"),
+                secret: try envelope.need(envelope.secret, "secret"))
         case "welcome":
             return .welcome(
-                deviceID: try need(envelope.device_id, "device_id"), apps: envelope.apps ?? [],
-                keepAliveSeconds: try need(envelope.keep_alive_seconds, "keep_alive_seconds"))
+                deviceID: try envelope.need(envelope.device_id, "device_id"), apps: envelope.apps ?? [],
+                keepAliveSeconds: try envelope.need(envelope.keep_alive_seconds, "keep_alive_seconds"))
         case "installed":
             return .installed(
                 InstalledApp(
-                    bundleID: try need(envelope.bundle_id, "bundle_id"), token: try need(envelope.token, "token")))
-        case "uninstalled": return .uninstalled(bundleID: try need(envelope.bundle_id, "bundle_id"))
-        case "notification": return .notification(try need(envelope.notification, "notification"))
+                    bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                    token: try envelope.need(envelope.token, "token")))
+        case "uninstalled": return .uninstalled(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
+        case "notification": return .notification(try envelope.need(envelope.notification, "notification"))
         case "keep_alive_ack":
             return .keepAliveAck(
-                sequence: try need(envelope.sequence, "sequence"), notifications: envelope.notifications ?? [])
+                sequence: try envelope.need(envelope.sequence, "sequence"), notifications: envelope.notifications ?? [])
         case "closing":
             return .closing(
-                reason: try need(envelope.reason, "reason"), reconnectAfterMilliseconds: envelope.reconnect_after_ms)
-        case "error": return .error(message: try need(envelope.message, "message"))
-        default: throw ProtocolError("unknown message type \"\(envelope.type)\"")
+                reason: try envelope.need(envelope.reason, "reason"),
+                reconnectAfterMilliseconds: envelope.reconnect_after_ms)
+        case "error": return .error(message: try envelope.need(envelope.message, "message"))
+        default: throw envelope.unknownType()
         }
     }
 
