@@ -71,12 +71,16 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// A device authenticated: its session replaces any earlier one, and what was kept is delivered.
     func connected(_ device: DeviceID, session: any DeviceSession) {
-        let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
+        let now = clock()
+        // Under the engine's lock (then the sessions'), so a failed delivery cannot mark the device
+        // offline between its new session and the policy hearing of it.
+        let (previous, actions) = engine.withLock { engine in
+            let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
+            return (previous, engine.connected(device: device, now: now))
+        }
         if let previous, previous !== session {
             previous.close(reason: "replaced", reconnectAfterMilliseconds: nil)
         }
-        let now = clock()
-        let actions = engine.withLock { $0.connected(device: device, now: now) }
         carryOut(actions, device: device, now: now)
     }
 
@@ -197,15 +201,25 @@ public final class DeviceHub: NotificationIntake, Sendable {
             }
         }
         hubCounters.withLock { $0.delivered += delivered }
-        // The device left between the policy's decision and the write: keep the push as for an offline
-        // device rather than lose it.
-        for (target, push) in undeliverable {
-            let actions = engine.withLock { engine -> [PolicyAction] in
-                engine.disconnected(device: target, now: now)
-                return engine.received(push, device: target, now: now)
+        // The device left between the policy's decision and the write: the policy keeps the push as for
+        // an offline device rather than lose it.
+        let byDevice = Dictionary(grouping: undeliverable, by: \.0)
+        for (target, entries) in byDevice {
+            let pushes = entries.map(\.1)
+            let session = engine.withLock { engine -> (any DeviceSession)? in
+                // It may have come back meanwhile: then it gets them now.
+                if let session = sessions.withLock({ $0[target] }) { return session }
+                _ = engine.undeliverable(pushes, device: target, now: now)
+                return nil
             }
-            hubCounters.withLock { $0.requeued += 1 }
-            _ = actions
+            if let session {
+                for case .deliver(let push, let rule, let wake) in actions where pushes.contains(where: { $0 === push })
+                {
+                    session.send(.notification(delivery(push, rule: rule, wake: wake)))
+                }
+            } else {
+                hubCounters.withLock { $0.requeued += pushes.count }
+            }
         }
     }
 

@@ -117,6 +117,25 @@ public struct AppThrottle: Sendable, Equatable {
         compact()
     }
 
+    /// A delivery the policy decided could not be written: the device went away in between. The push is
+    /// kept as for an offline device (one per app, `expiration: 0` not stored), and a wake it started is
+    /// forgotten rather than counted as a miss.
+    public mutating func undeliverable(
+        _ push: PushNotification, settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]
+    ) {
+        pending.removeAll {
+            if case .awaiting(push.id, _) = $0 { return true }
+            return false
+        }
+        let expiresAt = Self.expiry(of: push, settings: settings)
+        if let expiresAt, expiresAt < now {
+            actions.append(.discard(push.id, rule: .expired))
+        } else {
+            keep(push, expiresAt, .offline, DeviceConditions(online: false), settings, &actions)
+        }
+        compact()
+    }
+
     /// The app's state changed. Opening a force-quit app (foreground) releases what it held.
     public mutating func appStateChanged(
         to state: AppState, conditions: DeviceConditions, settings: PolicySettings, now: UnixTime,

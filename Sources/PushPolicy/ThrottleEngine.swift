@@ -130,6 +130,22 @@ public struct ThrottleEngine: Sendable {
         releaseAll(device, carrier: .reconnect, now: now, into: &actions)
     }
 
+    /// The deliveries in `pushes` could not be written to `device`, which left meanwhile: it is offline,
+    /// and they are kept for its return.
+    public mutating func undeliverable(_ pushes: [PushNotification], device: DeviceID, now: UnixTime) -> [PolicyAction]
+    {
+        disconnected(device: device, now: now)
+        var actions: [PolicyAction] = []
+        for push in pushes {
+            update(AppKey(device: device, app: appID(push.bundleID)), now: now, actions: &actions) {
+                app, settings, actions in
+                app.undeliverable(push, settings: settings, now: now, into: &actions)
+            }
+        }
+        record(actions[...], now: now)
+        return actions
+    }
+
     public mutating func disconnected(device: DeviceID, now: UnixTime) {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false

@@ -62,6 +62,21 @@ import Testing
         #expect(abs((snapshot?.strikes ?? 0) - 1) < 0.01)
     }
 
+    @Test mutating func anUndeliverableWakeIsKeptNotMissed() {
+        var engine = ThrottleEngine()
+        let wake = pushes.make(.silent)
+        #expect(engine.received(wake, device: 3, now: t0).delivered.map(\.1) == [.onBudget])
+        // The device left before the write: kept as for an offline device, its deadline forgotten.
+        #expect(engine.undeliverable([wake], device: 3, now: t0).rules == [.offline])
+        #expect(engine.conditions(of: 3).online == false)
+        #expect(
+            engine.advance(to: t0.adding(seconds: 60)).isEmpty, "no deadline miss for a wake that never reached the app"
+        )
+        let back = engine.connected(device: 3, now: t0.adding(seconds: 61))
+        #expect(back.deliveredIDs == [wake.id])
+        #expect(back.delivered.first?.1 == .reconnect)
+    }
+
     @Test mutating func idleStatesAreDropped() {
         var engine = ThrottleEngine()
         let wake = pushes.make(.silent)
