@@ -45,6 +45,9 @@ public struct ThrottleEngine: Sendable {
             return [first.app] + rest.map(\.app)
         }
 
+        /// The only app's id when there is exactly one (the common case, without building an array).
+        var soleID: UInt32? { rest.isEmpty ? first?.app : nil }
+
         /// 0 is the inline entry, i + 1 the i-th of the rest.
         func index(of app: UInt32) -> Int? {
             guard let first else { return nil }
@@ -342,10 +345,14 @@ public struct ThrottleEngine: Sendable {
         guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return }
         let conditions = self.conditions(of: device)
         let start = actions.count
-        for app in slots[Int(device)].apps.ids {
-            update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
-                app, settings, actions in
-                app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
+        let release: (inout AppThrottle, PolicySettings, inout [PolicyAction]) -> Void = { app, settings, actions in
+            app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
+        }
+        if let sole = slots[Int(device)].apps.soleID {
+            update(AppKey(device: device, app: sole), now: now, actions: &actions, createIfMissing: false, release)
+        } else {
+            for app in slots[Int(device)].apps.ids {
+                update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false, release)
             }
         }
         record(actions[start...], now: now)
