@@ -177,6 +177,56 @@ import Testing
         try await harness.stop()
     }
 
+    /// A device that stops reading while the gateway has much to send is closed alone after
+    /// `notReadingTimeoutSeconds`; the others carry on.
+    @Test func aDeviceThatStopsReadingIsClosedAlone() async throws {
+        var hubSettings = HubSettings()
+        hubSettings.notReadingTimeoutSeconds = 1
+        let harness = try await HubHarness(hubSettings: hubSettings)
+        let setupLog = EventLog()
+        let setup = harness.agent(log: setupLog)
+        setup.start()
+        try await eventually("installed") { setup.tokens[HubHarness.bundle] != nil }
+        let identity = try #require(setup.identity)
+        let token = try #require(DeviceToken(setup.tokens[HubHarness.bundle]!))
+        setup.stop()
+        try await eventually("setup agent gone") { harness.hub.connectedCount == 0 }
+
+        let goodLog = EventLog()
+        let good = harness.agent(log: goodLog)
+        good.start()
+        try await eventually("good device installed") { good.tokens[HubHarness.bundle] != nil }
+
+        // The stalled device says hello, then stops reading.
+        let stalled = try await RawWebSocket.open(host: "127.0.0.1", port: harness.devicePort, group: harness.group)
+        let hello = DeviceMessage.hello(deviceID: identity.deviceID, secret: identity.secret).encoded()
+        try await stalled.setOption(.autoRead, value: false)
+        try await stalled.writeAndFlush(
+            WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: stalled.allocator.buffer(bytes: hello)))
+        try await eventually("stalled device authenticated") { harness.hub.connectedCount == 2 }
+
+        // Far more than the socket buffers and the high watermark hold.
+        let payload = Array(#"{"aps":{"alert":"\#(String(repeating: "x", count: 4000))"}}"#.utf8)
+        let loop = harness.group.next()
+        for _ in 0..<4000 {
+            let push = PushNotification(
+                id: APNsID.generate(), deviceToken: token, topic: Topic(HubHarness.bundle)!,
+                bundleID: HubHarness.bundle,
+                pushType: .alert, priority: .immediate, expiration: .storeByDefault, collapseID: nil,
+                notificationClass: .alerting, payload: payload, teamID: nil, receivedAt: harness.clock.now)
+            _ = harness.hub.submit(push, on: loop)
+        }
+        // (The stalled client reads nothing, so it would not notice the close itself: ask the gateway.)
+        try await eventually("the stalled device is closed") {
+            harness.hub.counters.closedForMisbehaviour == 1 && harness.hub.connectedCount == 1
+        }
+        try? await stalled.close()
+        #expect(try await harness.post(token: good.tokens[HubHarness.bundle]!, payload: alert).status == 200)
+        try await eventually("the good device still gets its push") { goodLog.deliveries.count == 1 }
+        good.stop()
+        try await harness.stop()
+    }
+
     @Test func messagesBeforeHelloAndUnknownTypesAreRefused() async throws {
         let harness = try await HubHarness()
         let early = try await RawWebSocket.exchange(
@@ -254,6 +304,28 @@ enum RawWebSocket {
         channel.flush()
         try await channel.closeFuture.get()
         return collector.texts.withLock { $0 }
+    }
+
+    /// An upgraded connection, for tests that drive it frame by frame.
+    static func open(host: String, port: Int, group: any EventLoopGroup) async throws -> any Channel {
+        let upgraded = try await ClientBootstrap(group: group).connect(host: host, port: port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeSucceededFuture(true)
+                })
+                let head = HTTPRequestHead(
+                    version: .http1_1, method: .GET, uri: "/device",
+                    headers: ["host": "localhost", "content-length": "0"])
+                let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
+                    configuration: .init(
+                        upgradeConfiguration: .init(
+                            upgradeRequestHead: head, upgraders: [upgrader],
+                            notUpgradingCompletionHandler: { $0.eventLoop.makeSucceededFuture(false) })))
+                return negotiated.map { ($0, channel) }
+            }
+        }.get()
+        guard upgraded.0 else { throw ChannelError.inputClosed }
+        return upgraded.1
     }
 
     static func connectAndSend(host: String, port: Int, text: String, group: any EventLoopGroup) async throws -> Bool {
