@@ -58,6 +58,11 @@ public struct ThrottleEngine: Sendable {
 
         func state(at index: Int) -> AppThrottle { index == 0 ? first!.state : rest[index - 1].state }
 
+        /// The app's next deadline, read in place.
+        func nextDeadline(at index: Int) -> UnixTime? {
+            index == 0 ? first?.state.nextDeadline : rest[index - 1].state.nextDeadline
+        }
+
         mutating func withState<R>(at index: Int, _ body: (inout AppThrottle) -> R) -> R {
             if index == 0 { return body(&first!.state) }
             return body(&rest[index - 1].state)
@@ -198,7 +203,7 @@ public struct ThrottleEngine: Sendable {
     public mutating func advance(to now: UnixTime, into actions: inout [PolicyAction]) {
         let start = actions.count
         for key in timers.takeDue(now.milliseconds) {
-            guard let index = appIndex(key), let deadline = slots[Int(key.device)].apps.state(at: index).nextDeadline
+            guard let index = appIndex(key), let deadline = slots[Int(key.device)].apps.nextDeadline(at: index)
             else {
                 continue  // gone, or nothing left to do
             }
