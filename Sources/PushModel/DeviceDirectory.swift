@@ -58,9 +58,5 @@ public final class InMemoryDeviceDirectory: DeviceDirectory {
         entries.withLock { $0 = newEntries }
     }
 
-    public func remove(_ token: DeviceToken) {
-        _ = entries.withLock { $0.removeValue(forKey: token) }
-    }
-
     public var snapshot: [DeviceToken: TokenStatus] { entries.withLock { $0 } }
 }

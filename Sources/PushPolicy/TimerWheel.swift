@@ -7,8 +7,6 @@ struct TimerWheel<Key: Hashable & Sendable>: Sendable {
     private var seconds = MinHeap()
     static var bucketMilliseconds: Int64 { 1000 }
 
-    var isEmpty: Bool { buckets.isEmpty }
-
     /// The start of the earliest second that has a timer (the caller checks exact deadlines).
     var earliest: Int64? { seconds.minimum.map { $0 * Self.bucketMilliseconds } }
 

@@ -17,10 +17,7 @@ import Testing
     @Test func alertReachesTheDeviceAndAWakeIsCompleted() async throws {
         let harness = try await HubHarness()
         let log = EventLog()
-        let agent = harness.agent(log: log)
-        agent.start()
-        try await eventually("app installed") { agent.tokens[HubHarness.bundle] != nil }
-        let token = agent.tokens[HubHarness.bundle]!
+        let (agent, token) = try await harness.installedAgent(log: log)
 
         #expect(try await harness.post(token: token, payload: alert).status == 200)
         try await eventually("alert delivered") { log.deliveries.count == 1 }
@@ -44,10 +41,7 @@ import Testing
     @Test func missedDeadlineThenLateCompletion() async throws {
         let harness = try await HubHarness()
         let log = EventLog()
-        let agent = harness.agent(behaviour: AgentBehaviour { _ in .never }, log: log)
-        agent.start()
-        try await eventually("app installed") { agent.tokens[HubHarness.bundle] != nil }
-        let token = agent.tokens[HubHarness.bundle]!
+        let (agent, token) = try await harness.installedAgent(behaviour: AgentBehaviour { _ in .never }, log: log)
         #expect(try await harness.post(token: token, payload: silent).status == 200)
         try await eventually("wake delivered") { log.deliveries.count == 1 }
         harness.clock.advance(seconds: 30)
@@ -69,10 +63,7 @@ import Testing
     @Test func overBudgetIsHeldAndRidesTheKeepAlive() async throws {
         let harness = try await HubHarness()
         let log = EventLog()
-        let agent = harness.agent(log: log)
-        agent.start()
-        try await eventually("app installed") { agent.tokens[HubHarness.bundle] != nil }
-        let token = agent.tokens[HubHarness.bundle]!
+        let (agent, token) = try await harness.installedAgent(log: log)
         for _ in 0..<4 { #expect(try await harness.post(token: token, payload: silent).status == 200) }
         try await eventually("three wakes on budget") { log.deliveries.count == 3 }
         #expect(harness.hub.policyCounters.held == 1)
@@ -113,10 +104,7 @@ import Testing
     @Test func uninstallMakesTheToken410() async throws {
         let harness = try await HubHarness()
         let log = EventLog()
-        let agent = harness.agent(log: log)
-        agent.start()
-        try await eventually("app installed") { agent.tokens[HubHarness.bundle] != nil }
-        let token = agent.tokens[HubHarness.bundle]!
+        let (agent, token) = try await harness.installedAgent(log: log)
         agent.send(.uninstall(bundleID: HubHarness.bundle))
         try await eventually("uninstalled") { agent.tokens[HubHarness.bundle] == nil }
         let response = try await harness.post(token: token, payload: alert)
@@ -275,27 +263,8 @@ enum RawWebSocket {
     static func exchange(host: String, port: Int, texts: [String], group: any EventLoopGroup) async throws -> [String]?
     {
         let collector = Collector()
-        let upgraded = try await ClientBootstrap(group: group).connect(host: host, port: port) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(upgradePipelineHandler: { channel, _ in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(collector)
-                        return true
-                    }
-                })
-                let head = HTTPRequestHead(
-                    version: .http1_1, method: .GET, uri: "/device",
-                    headers: ["host": "localhost", "content-length": "0"])
-                let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-                    configuration: .init(
-                        upgradeConfiguration: .init(
-                            upgradeRequestHead: head, upgraders: [upgrader],
-                            notUpgradingCompletionHandler: { $0.eventLoop.makeSucceededFuture(false) })))
-                return negotiated.map { ($0, channel) }
-            }
-        }.get()
-        guard upgraded.0 else { return nil }
-        let channel = upgraded.1
+        guard let channel = try? await open(host: host, port: port, group: group) else { return nil }
+        try await channel.pipeline.addHandler(collector)
         for text in texts {
             let frame = WebSocketFrame(
                 fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(string: text))

@@ -85,6 +85,14 @@ final class HubHarness: Sendable {
             onEvent: { log.append($0) })
     }
 
+    /// A started agent that has installed the app, and its token.
+    func installedAgent(behaviour: AgentBehaviour = .prompt, log: EventLog) async throws -> (DeviceAgent, String) {
+        let agent = self.agent(behaviour: behaviour, log: log)
+        agent.start()
+        try await eventually("app installed") { agent.tokens[Self.bundle] != nil }
+        return (agent, agent.tokens[Self.bundle]!)
+    }
+
     func post(token: String, payload: String, extra: [(String, String)] = []) async throws -> ProviderClient.Response {
         let client = try await ProviderClient.connect(
             host: "127.0.0.1", port: provider.boundAddresses[0].port!, security: .cleartext, group: group)
