@@ -44,20 +44,32 @@ public struct CollapseID: Hashable, Sendable, Codable {
     }
 }
 
-/// `apns-id`: a canonical UUID (8-4-4-4-12 hex). Kept exactly as the client sent it, since clients
+/// `apns-id`: a canonical UUID (8-4-4-4-12 hex). Answered exactly as the client sent it, since clients
 /// match responses by the exact string; a generated one is lower case.
+///
+/// Held as plain bits (128 for the UUID, 32 for which hex digits were upper case), not as text: ids
+/// are copied into every policy state, action and log entry, and a value without a reference costs no
+/// reference counting there. The text is written when it is needed (a response, a JSON body).
 public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
-    /// The id exactly as the client sent it (or as generated), for the response.
-    public let value: String
-    /// The 128 bits, for comparing and hashing without touching the text (ids are compared as UUIDs,
-    /// whatever their case).
+    /// The 128 bits, for comparing and hashing (ids are compared as UUIDs, whatever their case).
     public let high: UInt64
     public let low: UInt64
+    /// Bit `i` set: the i-th hex digit (of 32) was an upper-case letter in the text sent.
+    private let upperCaseDigits: UInt32
 
     public init?(header: String) {
-        guard let bits = Self.parse(header.utf8) else { return nil }
-        value = header
-        (high, low) = bits
+        guard let parsed = Self.parse(header.utf8) else { return nil }
+        (high, low, upperCaseDigits) = parsed
+    }
+
+    public init(high: UInt64, low: UInt64) {
+        self.init(high: high, low: low, upperCaseDigits: 0)
+    }
+
+    private init(high: UInt64, low: UInt64, upperCaseDigits: UInt32) {
+        self.high = high
+        self.low = low
+        self.upperCaseDigits = upperCaseDigits
     }
 
     /// A new random (version 4) id, lower case.
@@ -66,22 +78,7 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         var low = generator.next()
         high = (high & ~0xF000) | 0x4000  // version 4 (bits 12-15 of the third group)
         low = (low & ~(0xC << 60)) | (0x8 << 60)  // RFC 4122 variant
-        let text = String(unsafeUninitializedCapacity: 36) { buffer in
-            let hex: StaticString = "0123456789abcdef"
-            var out = 0
-            for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
-                    buffer[out] = UInt8(ascii: "-")
-                    out += 1
-                }
-                let word = nibble < 16 ? high : low
-                let value = Int((word >> UInt64(60 - (nibble % 16) * 4)) & 0xF)
-                buffer[out] = hex.utf8Start[value]
-                out += 1
-            }
-            return out
-        }
-        return APNsID(value: text, high: high, low: low)
+        return APNsID(high: high, low: low)
     }
 
     /// A new id from the system's random source (one syscall per id). The provider hot path uses a
@@ -91,10 +88,25 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         return generate(using: &generator)
     }
 
-    private init(value: String, high: UInt64, low: UInt64) {
-        self.value = value
-        self.high = high
-        self.low = low
+    /// The id as the client sent it (or lower case, when generated).
+    public var value: String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            let lower: StaticString = "0123456789abcdef"
+            let upper: StaticString = "0123456789ABCDEF"
+            var out = 0
+            for nibble in 0..<32 {
+                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
+                let word = nibble < 16 ? high : low
+                let digit = Int((word >> UInt64(60 - (nibble % 16) * 4)) & 0xF)
+                let table = upperCaseDigits & (1 << UInt32(nibble)) == 0 ? lower : upper
+                buffer[out] = table.utf8Start[digit]
+                out += 1
+            }
+            return out
+        }
     }
 
     public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.high == rhs.high && lhs.low == rhs.low }
@@ -120,12 +132,13 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
 
     public var description: String { value }
 
-    /// The 128 bits of a canonical UUID (8-4-4-4-12 hex digits), or nil.
-    static func parse(_ utf8: String.UTF8View) -> (UInt64, UInt64)? {
+    /// The 128 bits of a canonical UUID (8-4-4-4-12 hex digits) and its upper-case digits, or nil.
+    static func parse(_ utf8: String.UTF8View) -> (UInt64, UInt64, UInt32)? {
         guard utf8.count == 36 else { return nil }
-        func read(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+        func read(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64, UInt32)? {
             var high: UInt64 = 0
             var low: UInt64 = 0
+            var upperCase: UInt32 = 0
             var nibbles = 0
             for index in 0..<36 {
                 let byte = bytes[index]
@@ -137,13 +150,15 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
                 switch byte {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
                 case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte &- UInt8(ascii: "A") &+ 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                    digit = byte &- UInt8(ascii: "A") &+ 10
+                    upperCase |= 1 << UInt32(nibbles)
                 default: return nil
                 }
                 if nibbles < 16 { high = high << 4 | UInt64(digit) } else { low = low << 4 | UInt64(digit) }
                 nibbles += 1
             }
-            return (high, low)
+            return (high, low, upperCase)
         }
         if let result = utf8.withContiguousStorageIfAvailable(read) { return result }
         return Array(utf8).withUnsafeBufferPointer(read)

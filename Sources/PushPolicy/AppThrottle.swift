@@ -184,13 +184,19 @@ public struct AppThrottle: Sendable, Equatable {
     /// Time passed: deadlines that ran out, held pushes that expired.
     public mutating func advance(settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]) {
         guard let next = nextDeadline, next <= now else { return }
-        var due: [APNsID] = []
+        // Wakes past their deadline become `missed` in place (no temporary list); then expired held
+        // pushes and forgotten misses leave.
+        var index = pending.startIndex
+        while index < pending.endIndex {
+            if case .awaiting(let id, let deadline) = pending[index], deadline < now {
+                pending[index] = .missed(id, forgetAt: now.adding(seconds: settings.lateCompletionWindowSeconds))
+                penalise(id, settings: settings, now: now, into: &actions)
+            }
+            index += 1
+        }
         pending.removeAll { item in
             switch item {
-            case .awaiting(let id, let deadline):
-                guard deadline < now else { return false }
-                due.append(id)
-                return true
+            case .awaiting: return false
             case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
                 actions.append(.discard(entry.notification.id, rule: .expired))
@@ -199,7 +205,7 @@ public struct AppThrottle: Sendable, Equatable {
                 return forgetAt < now
             }
         }
-        for id in due { missed(id, settings: settings, now: now, into: &actions) }
+        trimMissed()
         compact()
     }
 
@@ -399,25 +405,37 @@ public struct AppThrottle: Sendable, Equatable {
     private mutating func missed(
         _ id: APNsID, settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]
     ) {
-        actions.append(.deadlineMissed(id))
         pending.append(.missed(id, forgetAt: now.adding(seconds: settings.lateCompletionWindowSeconds)))
-        var missedCount = 0
-        for item in pending.reversed() {
-            if case .missed = item { missedCount += 1 }
-        }
-        if missedCount > Self.recentlyMissedKept,
-            let oldest = pending.firstIndex(where: {
-                if case .missed = $0 { return true }
-                return false
-            })
-        {
-            pending.remove(at: oldest)
-        }
+        penalise(id, settings: settings, now: now, into: &actions)
+        trimMissed()
+    }
+
+    /// A wake's deadline passed: the app was terminated. Empty bucket, a strike, a cooling period.
+    private mutating func penalise(
+        _ id: APNsID, settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]
+    ) {
+        actions.append(.deadlineMissed(id))
         addStrikes(settings.missStrike, settings: settings, now: now)
         tokens = 0
         let cooling = Double(settings.coolingBaseSeconds) * pow2(max(0, Double(strikes) - 1))
         let seconds = Int64(min(Double(settings.coolingMaxSeconds), cooling))
         coolingUntil = max(coolingUntil, now.adding(seconds: seconds).milliseconds)
+    }
+
+    /// Keeps at most `recentlyMissedKept` missed wakes, forgetting the ones to be forgotten soonest.
+    private mutating func trimMissed() {
+        while true {
+            var count = 0
+            var oldest: Int?
+            var oldestAt = Int64.max
+            for index in pending.indices {
+                guard case .missed(_, let forgetAt) = pending[index] else { continue }
+                count += 1
+                if forgetAt.milliseconds < oldestAt { (oldest, oldestAt) = (index, forgetAt.milliseconds) }
+            }
+            guard count > Self.recentlyMissedKept, let oldest else { return }
+            pending.remove(at: oldest)
+        }
     }
 }
 

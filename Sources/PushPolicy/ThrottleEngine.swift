@@ -92,6 +92,8 @@ public struct ThrottleEngine: Sendable {
     private var lastBundle: (id: String, app: UInt32) = ("", .max)
     private var bundleIDs: [String] = []
     private var timers = TimerWheel<AppKey>()
+    /// The due timers' keys, reused between `advance` calls.
+    private var dueScratch: [AppKey] = []
 
     public init(settings: PolicySettings = PolicySettings(), decisionLogCapacity: Int = 100_000) {
         self.settings = settings
@@ -202,7 +204,12 @@ public struct ThrottleEngine: Sendable {
     /// Runs the timers that are due: missed deadlines, expired held pushes, forgotten misses.
     public mutating func advance(to now: UnixTime, into actions: inout [PolicyAction]) {
         let start = actions.count
-        for key in timers.takeDue(now.milliseconds) {
+        var due = dueScratch
+        dueScratch = []  // keeps the buffer uniquely referenced while the loop below reschedules
+        due.removeAll(keepingCapacity: true)
+        timers.takeDue(now.milliseconds, into: &due)
+        defer { dueScratch = due }
+        for key in due {
             guard let index = appIndex(key), let deadline = slots[Int(key.device)].apps.nextDeadline(at: index)
             else {
                 continue  // gone, or nothing left to do

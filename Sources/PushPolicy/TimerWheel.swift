@@ -18,15 +18,13 @@ struct TimerWheel<Key: Hashable & Sendable>: Sendable {
         }
     }
 
-    /// Removes and returns the keys filed in seconds up to and including the one `now` falls in.
-    mutating func takeDue(_ now: Int64) -> [Key] {
+    /// Moves the keys filed in seconds up to and including the one `now` falls in to `due`.
+    mutating func takeDue(_ now: Int64, into due: inout [Key]) {
         let limit = Self.bucket(now)
-        var due: [Key] = []
         while let second = seconds.minimum, second <= limit {
             seconds.popMinimum()
             if let keys = buckets.removeValue(forKey: second) { due.append(contentsOf: keys) }
         }
-        return due
     }
 
     private static func bucket(_ at: Int64) -> Int64 {

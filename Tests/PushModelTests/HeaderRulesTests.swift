@@ -85,6 +85,16 @@ import Testing
         }
     }
 
+    @Test(arguments: [
+        "0a9f4c1e-7b2d-4e8f-9a3c-5d6e7f8a9b0c", "0A9F4C1E-7B2D-4E8F-9A3C-5D6E7F8A9B0C",
+        "0a9F4c1E-7b2D-4E8f-9A3c-5d6E7f8A9b0C",
+    ])
+    func idsAreAnsweredInTheCaseSent(text: String) {
+        let id = APNsID(header: text)
+        #expect(id?.value == text)
+        #expect(id == APNsID(header: text.lowercased()), "compared as UUIDs, whatever the case")
+    }
+
     @Test func tokenBucket() {
         let start = UnixTime(seconds: 100)
         var bucket = TokenBucket(capacity: 2, refillIntervalMilliseconds: 1000, now: start)

@@ -192,6 +192,30 @@ import Testing
         #expect(app.snapshot(settings: settings, now: t0.adding(seconds: 31).plus(minutes: 30 + 15)).budgetLeft == 1)
     }
 
+    @Test mutating func aFewRecentMissesAreRememberedForLateCompletions() {
+        // Twelve wakes missed at once: the eight that are remembered answer `completedLate`; the oldest
+        // four are forgotten and their completions change nothing.
+        var app = AppThrottle()
+        var wakes: [PushNotification] = []
+        var actions: [PolicyAction] = []
+        for index in 0..<12 {
+            let wake = pushes.make(.silent)
+            wakes.append(wake)
+            app.received(wake, conditions: online, settings: settings, now: t0, into: &actions)
+            if index > 0 {
+                app.release(carrier: .keepAlive, conditions: online, settings: settings, now: t0, into: &actions)
+            }
+        }
+        actions.removeAll()
+        app.advance(settings: settings, now: t0.adding(seconds: 31), into: &actions)
+        #expect(actions == wakes.map { .deadlineMissed($0.id) })
+        actions.removeAll()
+        for wake in wakes {
+            app.completed(wake.id, result: .noData, settings: settings, now: t0.adding(seconds: 32), into: &actions)
+        }
+        #expect(actions == wakes.suffix(8).map { .completedLate($0.id, .noData) })
+    }
+
     @Test mutating func repeatedMissesLengthenCooling() {
         var app = AppThrottle()
         var coolings: [Int64] = []
