@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "DeviceAgent",
             dependencies: [
-                "DeviceProtocol",
+                "DeviceProtocol", "PushModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -96,6 +96,21 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The load generator: open- and closed-loop HTTP/2 traffic to any APNs-compatible server, its
+        // scenarios, measurements and reports (`pushgate bench`, `pushgate demo`).
+        .target(
+            name: "LoadGenerator",
+            dependencies: [
+                "PushModel", "PushPolicy", "ProviderAuth",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
         // Configuration (file, environment, flags) and composition of the services.
         .target(
             name: "Gateway",
@@ -115,7 +130,8 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "Gateway", "PushModel", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent", "DeviceProtocol",
+                "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent",
+                "DeviceProtocol", "DeviceHub", "LoadGenerator",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -161,6 +177,17 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "LoadGeneratorTests",
+            dependencies: [
+                "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "PushModel", "PushPolicy", "ProviderAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "PushModel", "ProviderAuth"]),

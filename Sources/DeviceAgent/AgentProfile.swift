@@ -1,3 +1,5 @@
+import PushModel
+
 /// A simulated app's behaviour, as the YAML files in Config/profiles describe it.
 public struct AgentProfile: Codable, Sendable, Equatable {
     public var work_ms_min: Int64 = 50
@@ -23,12 +25,7 @@ public struct AgentProfile: Codable, Sendable, Equatable {
 
     /// Every key is optional (its default applies); an unknown key is an error that names it.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyKey.self)
-        let known = Set(CodingKeys.allCases.map(\.rawValue))
-        if let unknown = container.allKeys.first(where: { !known.contains($0.stringValue) }) {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: [unknown], debugDescription: "unknown key '\(unknown.stringValue)'"))
-        }
+        try rejectUnknownKeys(decoder, known: CodingKeys.self)
         let values = try decoder.container(keyedBy: CodingKeys.self)
         func read<T: Decodable>(_ key: CodingKeys, _ fallback: T) throws -> T {
             try values.decodeIfPresent(T.self, forKey: key) ?? fallback
@@ -46,13 +43,6 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         low_power_seconds = try read(.low_power_seconds, defaults.low_power_seconds)
         fetch_url = try read(.fetch_url, defaults.fetch_url)
         fetch_timeout_ms = try read(.fetch_timeout_ms, defaults.fetch_timeout_ms)
-    }
-
-    struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
     }
 
     /// What is wrong with the profile, naming the key; nil when it is valid.

@@ -121,6 +121,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// Accept-to-device-ack latency of pushes delivered at once: p50, p90, p99, max (microseconds) and count.
+    /// The accept-to-ack histogram's non-empty buckets, [microseconds, count], so that a client (the
+    /// load generator) can take the difference of two readings.
+    public var deliveryLatencyBuckets: [[UInt64]] {
+        ackLatency.withLock { histogram in histogram.recordedValues().map { [$0.value, UInt64($0.count)] } }
+    }
+
     public var deliveryLatency: DeliveryLatency {
         ackLatency.withLock {
             DeliveryLatency(

@@ -53,7 +53,8 @@ public struct AdminRoutes: Sendable {
             return encode(
                 Counters(
                     policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount,
-                    acceptToDeviceAckMicroseconds: hub.deliveryLatency))
+                    acceptToDeviceAckMicroseconds: hub.deliveryLatency,
+                    acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets))
         }
         return error(404, "no such admin path: \(path)")
     }
@@ -116,4 +117,5 @@ struct Counters: Encodable {
     var hub: HubCounters
     var connectedDevices: Int
     var acceptToDeviceAckMicroseconds: DeliveryLatency
+    var acceptToDeviceAckBuckets: [[UInt64]]
 }

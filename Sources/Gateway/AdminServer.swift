@@ -46,7 +46,11 @@ public final class AdminServer: Service, Sendable {
     public func run() async throws {
         try await start()
         try? await gracefulShutdown()
-        try await channel.withLock { $0 }?.close()
+        await shutdown()
+    }
+
+    public func shutdown() async {
+        try? await channel.withLock { $0 }?.close()
     }
 }
 

@@ -62,7 +62,7 @@ public struct AppThrottle: Sendable, Equatable {
     ) {
         let expiresAt = Self.expiry(of: push, settings: settings)
         if let expiresAt, expiresAt < now {
-            actions.append(.discard(push.id, rule: .expired))
+            actions.append(.discard(push.id, rule: .expiredOnArrival))
             return
         }
         guard conditions.online else { return keep(push, expiresAt, .offline, conditions, settings, &actions) }
@@ -129,7 +129,7 @@ public struct AppThrottle: Sendable, Equatable {
         }
         let expiresAt = Self.expiry(of: push, settings: settings)
         if let expiresAt, expiresAt < now {
-            actions.append(.discard(push.id, rule: .expired))
+            actions.append(.discard(push.id, rule: .expiredOnArrival))
         } else {
             keep(push, expiresAt, .offline, DeviceConditions(online: false), settings, &actions)
         }

@@ -22,6 +22,8 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var completedFailed = 0
     public var completedLate = 0
     public var deadlinePenalties = 0
+    /// Pushes held at this moment (a gauge: holds minus releases and discards of held pushes).
+    public var heldNow = 0
 
     public init() {}
 
@@ -45,7 +47,10 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
             case .conditionEnded: releasedOnConditionEnded += 1
             default: deliveredImmediately += 1
             }
-        case .hold: held += 1
+            if rule.isRelease { heldNow -= 1 }
+        case .hold:
+            held += 1
+            heldNow += 1
         case .discard(_, let rule):
             switch rule {
             case .coalescedCollapseID, .coalescedNewest: coalesced += 1
@@ -53,6 +58,7 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
             case .notStoredExpirationZero: notStored += 1
             default: expired += 1
             }
+            if rule != .notStoredExpirationZero, rule != .expiredOnArrival { heldNow -= 1 }
         case .completed(_, let result):
             switch result {
             case .newData: completedNewData += 1

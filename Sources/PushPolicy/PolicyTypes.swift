@@ -58,7 +58,17 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case coalescedNewest = "coalesced_newer_push"
     case overflow = "discarded_overflow"
     case expired = "expired"
+    /// Past its expiration when it reached the policy (never held).
+    case expiredOnArrival = "expired_on_arrival"
     case notStoredExpirationZero = "not_stored_expiration_zero"
+
+    /// A delivery of a held push (with something that opened a delivery window).
+    var isRelease: Bool {
+        switch self {
+        case .piggybackAlert, .piggybackKeepAlive, .reconnect, .appOpened, .conditionEnded: return true
+        default: return false
+        }
+    }
 }
 
 /// What carried a release of held pushes.

@@ -36,3 +36,13 @@ func failing<T>(_ body: () throws -> T) throws -> T {
         throw ValidationError(error.description)
     }
 }
+
+func failing<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as ConfigError {
+        throw ValidationError(error.description)
+    } catch let error as RegistryFileError {
+        throw ValidationError(error.description)
+    }
+}

@@ -147,7 +147,10 @@ import Testing
         #expect(actions.rules == [.expired])
         #expect(actions.last == .discard(soon.id, rule: .expired))
         // Already expired on arrival.
-        #expect(receive(&app, pushes.make(.silent, expiration: .at(unixSeconds: t0.seconds - 1))).rules == [.expired])
+        #expect(
+            receive(&app, pushes.make(.silent, expiration: .at(unixSeconds: t0.seconds - 1))).rules == [
+                .expiredOnArrival
+            ])
     }
 
     @Test mutating func offlineKeepsOnePerApp() {

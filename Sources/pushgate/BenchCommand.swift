@@ -1,0 +1,231 @@
+import ArgumentParser
+import Foundation
+import Gateway
+import LoadGenerator
+import NIOPosix
+import ProviderAuth
+import Yams
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Load-test an APNs-compatible provider API (Pushgate or any other) with a push mix.",
+        discussion: """
+            Open loop (--rate, optionally --ramp-to) measures latency from each request's intended send time, \
+            so a stalled server shows as latency, not as fewer requests; --rate 0 is closed loop (as fast as \
+            --streams allow). With --admin pointing at a Pushgate admin API, the summary adds what the \
+            gateway did with the pushes (woken on budget, held, piggybacked, coalesced, deadline misses) and \
+            accept-to-device latency.
+            """)
+
+    @Option(help: "Server URL: https://host:port (TLS) or http://host:port (h2c).")
+    var url = "http://127.0.0.1:2198"
+
+    @Option(help: "Scenario: a name in Config/scenarios or a YAML file (default: the embedded 'realistic').")
+    var scenario: String?
+
+    @Option(help: "Requests per second, open loop (0: closed loop).")
+    var rate: Double?
+
+    @Option(help: "Ramp the rate linearly to this by the end.")
+    var rampTo: Double?
+
+    @Option(help: "Seconds to run.")
+    var duration: Double?
+
+    @Option(help: "Stop after this many requests.")
+    var count: Int?
+
+    @Option(help: "HTTP/2 connections.")
+    var connections: Int?
+
+    @Option(help: "Concurrent streams per connection.")
+    var streams: Int?
+
+    @Option(
+        help:
+            "Mix of built-in kinds, e.g. silent=60,alert=40 (kinds: \(PushKind.builtIn.map(\.name).joined(separator: ", ")))."
+    )
+    var mix: String?
+
+    @Option(help: "Device tokens: 'token topic' lines, as `pushgate simulate` writes them.")
+    var tokens = "simulated-tokens.txt"
+
+    @Option(help: "Topic for tokens listed without one.")
+    var topic: String?
+
+    @Option(help: "The .p8 key that signs provider tokens (absent: no authorization header).")
+    var key: String?
+
+    @Option(help: "Team id (the token's iss).")
+    var teamId: String?
+
+    @Option(help: "Key id (the token's kid).")
+    var keyId: String?
+
+    @Option(help: "Sign a new provider token every this many minutes (APNs: between 20 and 60).")
+    var tokenRefreshMinutes = 50
+
+    @Option(help: "CA to trust for https (PEM); absent: no verification (development).")
+    var caFile: String?
+
+    @Option(help: "A Pushgate admin API (http://127.0.0.1:2201) to read the gateway's own figures from.")
+    var admin: String?
+
+    @Option(help: "Bearer token for --admin when it requires one.")
+    var adminToken: String?
+
+    @Option(help: "Write every figure as JSON here.")
+    var json: String?
+
+    @Option(help: "Write a self-contained HTML report here.")
+    var html: String?
+
+    @Option(help: "Event-loop threads.")
+    var threads = 1
+
+    func validate() throws {
+        guard (20...60).contains(tokenRefreshMinutes) else {
+            throw ValidationError(
+                "--token-refresh-minutes must be between 20 and 60 (APNs' rule), got \(tokenRefreshMinutes)")
+        }
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+    }
+
+    func run() async throws {
+        let (host, port, tls) = try parseURL(url, flag: "--url")
+        var scenario = try loadScenario(scenario)
+        if let rate { scenario.rate = rate }
+        if let rampTo { scenario.ramp_to = rampTo }
+        if let duration { scenario.duration_seconds = duration }
+        if let count { scenario.count = count }
+        if let connections { scenario.connections = connections }
+        if let streams { scenario.streams = streams }
+        if let mix {
+            do { scenario.mix = try Scenario.mix(flag: mix) } catch { throw ValidationError(error.description) }
+        }
+        if let problem = scenario.problem() { throw ValidationError("scenario: \(problem)") }
+
+        let text: String
+        do {
+            text = try String(contentsOfFile: tokens, encoding: .utf8)
+        } catch {
+            throw ValidationError("--tokens: cannot read \(tokens) (run `pushgate simulate` to write one)")
+        }
+        var options: BenchOptions
+        do {
+            options = BenchOptions(
+                host: host, port: port, tls: tls, scenario: scenario,
+                targets: try PushTarget.parse(text, defaultTopic: topic))
+        } catch {
+            throw ValidationError("--tokens \(tokens): \(error.description)")
+        }
+        options.signer = try loadSigner(key: key, teamID: teamId, keyID: keyId)
+        options.tokenRefreshSeconds = tokenRefreshMinutes * 60
+        options.trustRoots = caFile.map { [$0] } ?? []
+        let adminTarget = try admin.map { try parseURL($0, flag: "--admin") }
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        defer { group.shutdownGracefully { _ in } }
+        let result = try await runBench(
+            options, group: group, admin: adminTarget.map { ($0.host, $0.port, adminToken) })
+        try write(result, json: json, html: html)
+    }
+}
+
+/// Runs a bench with live progress on a terminal, the gateway's figures when its admin API is known,
+/// and prints the summary.
+func runBench(
+    _ options: BenchOptions, group: MultiThreadedEventLoopGroup, admin: (host: String, port: Int, token: String?)?
+) async throws -> BenchResult {
+    func counters() async throws -> GatewayFigures.Counters? {
+        guard let admin else { return nil }
+        let (status, body) = try await AdminClient.get(
+            host: admin.host, port: admin.port, path: "/v1/counters", token: admin.token)
+        guard status == 200 else { throw ValidationError("--admin: /v1/counters answered \(status): \(body)") }
+        return try GatewayFigures.Counters(json: Data(body.utf8))
+    }
+    let before = try await counters()
+    let interactive = isatty(STDOUT_FILENO) != 0
+    var result: BenchResult
+    do {
+        result = try await BenchRunner.run(options, group: group) { progress in
+            guard interactive else { return }
+            print("\u{1B}[2K\r\(progress.line)", terminator: "")
+            fflush(nil)
+        }
+    } catch let error as BenchRunError {
+        throw ValidationError(error.description)
+    }
+    if interactive { print("\u{1B}[2K\r", terminator: "") }
+    if let before {
+        // Deliveries and their acknowledgements finish just after the last answer.
+        try await Task.sleep(for: .seconds(1))
+        if let after = try await counters() { result.gateway = GatewayFigures(from: before, to: after) }
+    }
+    print(BenchReport.summary(result))
+    return result
+}
+
+func write(_ result: BenchResult, json: String?, html: String?) throws {
+    if let json {
+        try result.json().write(to: URL(fileURLWithPath: json))
+        print("figures written to \(json)")
+    }
+    if let html {
+        try BenchReport.html(result).write(toFile: html, atomically: true, encoding: .utf8)
+        print("report written to \(html)")
+    }
+}
+
+/// host, port and whether it is https, from `http(s)://host:port`.
+func parseURL(_ text: String, flag: String) throws -> (host: String, port: Int, tls: Bool) {
+    guard let url = URL(string: text), let scheme = url.scheme, let host = url.host,
+        scheme == "http" || scheme == "https"
+    else { throw ValidationError("\(flag) must look like https://host:port or http://host:port, got '\(text)'") }
+    return (host, url.port ?? (scheme == "https" ? 443 : 80), scheme == "https")
+}
+
+/// The scenario named (Config/scenarios/NAME.yaml) or at a path; the embedded realistic one by default.
+func loadScenario(_ name: String?) throws -> Scenario {
+    guard let name else { return .realistic }
+    let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "Config/scenarios/\(name).yaml"
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        if name == "realistic" { return .realistic }
+        throw ValidationError("--scenario: no scenario at \(path)")
+    }
+    do {
+        return try YAMLDecoder().decode(Scenario.self, from: text)
+    } catch {
+        throw ValidationError("--scenario \(path): \(describe(error))")
+    }
+}
+
+/// A decoding error as a line naming the key.
+func describe(_ error: any Error) -> String {
+    switch error as? DecodingError {
+    case .dataCorrupted(let context), .typeMismatch(_, let context), .valueNotFound(_, let context):
+        let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        return "\(path.isEmpty ? "" : String(path.drop { $0 == "." }) + ": ")\(context.debugDescription)"
+    case .keyNotFound(let key, let context):
+        let path = (context.codingPath + [key]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        return "\(path.drop { $0 == "." }): missing"
+    default:
+        return "\(error)"
+    }
+}
+
+func loadSigner(key: String?, teamID: String?, keyID: String?) throws -> ProviderTokenSigner? {
+    guard let key else { return nil }
+    guard let teamID, let keyID else { throw ValidationError("--key needs --team-id and --key-id") }
+    let pem: String
+    do {
+        pem = try String(contentsOfFile: key, encoding: .utf8)
+    } catch {
+        throw ValidationError("--key: cannot read \(key)")
+    }
+    guard let signer = try? ProviderTokenSigner(teamID: teamID, keyID: keyID, p8PEM: pem) else {
+        throw ValidationError("--key: \(key) is not a P-256 private key in PEM (.p8) form")
+    }
+    return signer
+}

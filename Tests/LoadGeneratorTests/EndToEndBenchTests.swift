@@ -1,0 +1,86 @@
+import DeviceAgent
+import Foundation
+import Gateway
+import Logging
+import NIOPosix
+import PushModel
+import Testing
+
+@testable import LoadGenerator
+
+/// A short bench against a real gateway on loopback with simulated devices: the figures add up.
+@Suite struct EndToEndBenchTests {
+    @Test func aShortBenchAddsUp() async throws {
+        let topic = "com.example.app"
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let gateway = try await LocalGateway.start(
+            topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
+            logger: Logger(label: "test"))
+        var profile = AgentProfile()
+        profile.work_ms_min = 1
+        profile.work_ms_max = 5
+        profile.never_fraction = 0
+        profile.force_quit_per_hour = 0
+        profile.low_power_per_hour = 0
+        let fleet = SimulatedFleet(
+            host: "127.0.0.1", port: gateway.devicePort, devices: 20, apps: [topic], profile: profile, group: group)
+        fleet.start()
+        try await eventually("every device installed the app") { fleet.allInstalled }
+
+        // 20 devices and one token nobody has: every 21st request is rejected with BadDeviceToken.
+        var targets = fleet.tokenLines.map {
+            let fields = $0.split(separator: " ")
+            return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+        }
+        targets.append(PushTarget(token: String(repeating: "0f", count: 32), topic: topic))
+        let scenario = Scenario(
+            rate: 420, duration_seconds: 1, count: 420, connections: 3, streams: 20,
+            mix: try Scenario.mix(flag: "silent=60,alert=30,silent-collapsing=10"))
+        var options = BenchOptions(
+            host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario, targets: targets)
+        options.signer = gateway.signer
+        options.seed = 42
+
+        let before = try await counters(gateway)
+        var result = try await BenchRunner.run(options, group: group)
+        // Deliveries are written before the 200 is answered; their acknowledgements follow closely.
+        try await eventually("acknowledgements counted") {
+            let hub = gateway.services.hub.counters
+            return hub.acknowledged >= hub.delivered
+        }
+        result.gateway = GatewayFigures(from: before, to: try await counters(gateway))
+
+        #expect(result.sent == 420)
+        #expect(result.sent == result.accepted + result.rejectedCount + result.failedCount)
+        #expect(result.failed.isEmpty)
+        #expect(result.rejected == ["400 BadDeviceToken": 20])
+        #expect(result.kinds.reduce(0) { $0 + $1.sent } == 420)
+        let figures = try #require(result.gateway)
+        #expect(figures.silentAccepted == result.acceptedSilent)
+        #expect(figures.alertingAccepted == result.accepted - result.acceptedSilent)
+        #expect(figures.silentOutcomes == figures.silentAccepted, "every accepted silent push has one outcome")
+        #expect(figures.acceptToDeviceAck != nil)
+        #expect(figures.connectedDevices == 20)
+        #expect(result.timeline.reduce(0) { $0 + $1.sent } == 420)
+
+        fleet.stop()
+        try await gateway.stop()
+        try await group.shutdownGracefully()
+    }
+
+    func counters(_ gateway: LocalGateway) async throws -> GatewayFigures.Counters {
+        let (status, body) = try await AdminClient.get(
+            host: "127.0.0.1", port: gateway.adminPort, path: "/v1/counters", token: nil)
+        #expect(status == 200)
+        return try GatewayFigures.Counters(json: Data(body.utf8))
+    }
+}
+
+/// Polls a condition a test waits for across real connections (bounded; no sleeps on timed outcomes).
+func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
+    for _ in 0..<500 {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(10))  // clock-ok: polling a real socket's effect, bounded
+    }
+    Issue.record("timed out waiting: \(what)")
+}
