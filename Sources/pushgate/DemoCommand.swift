@@ -92,7 +92,10 @@ struct DemoCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(200))
         }
-        print("\(devices) simulated devices connected and installed \(bundle) in \(ContinuousClock.now - connecting)")
+        let took = ContinuousClock.now - connecting
+        print(
+            "\(devices) simulated devices connected and installed \(bundle) in "
+                + String(format: "%.1f s", Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18))
 
         var options = BenchOptions(
             host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario,
