@@ -36,6 +36,8 @@ public struct BenchRecorder: Sendable {
     /// Accepted (200) requests by the mix's kind index.
     public private(set) var acceptedByKind: [Int]
     public private(set) var sentByKind: [Int]
+    /// When the last answer came (nanoseconds since the start).
+    public private(set) var lastAnswerAt: Int64 = 0
     public private(set) var latency = Histogram<UInt64>(
         highestTrackableValue: highestMicroseconds, numberOfSignificantValueDigits: .three)
     /// Closed seconds, in order (every second up to the last event, empty ones included).
@@ -63,6 +65,7 @@ public struct BenchRecorder: Sendable {
     /// A request's end: its outcome, and its latency (from its intended send time in an open-loop run).
     public mutating func completed(kind: Int, _ outcome: Outcome, latencyNanoseconds: Int64, at nanoseconds: Int64) {
         roll(to: nanoseconds)
+        if case .failed = outcome {} else { lastAnswerAt = max(lastAnswerAt, nanoseconds) }
         switch outcome {
         case .accepted:
             accepted += 1

@@ -49,7 +49,8 @@ public enum BenchReport {
                 row(
                     "accept → device ack ms",
                     String(
-                        format: "p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  (%d immediate deliveries)", e.p50, e.p90, e.p99, e.max,
+                        format: "p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  (%d immediate deliveries)", e.p50, e.p90,
+                        e.p99, e.max,
                         e.count))
             }
         }

@@ -46,6 +46,7 @@ public struct BenchResult: Codable, Sendable {
     public var rejected: [String: Int]
     /// Requests without an answer, by cause.
     public var failed: [String: Int]
+    /// Accepted requests over the time from the start to the last answer.
     public var acceptedPerSecond: Double
     /// POST latency (from the intended send time in an open-loop run).
     public var latency: LatencyFigures
@@ -67,8 +68,9 @@ public struct BenchResult: Codable, Sendable {
         accepted = recorder.accepted
         rejected = recorder.rejected
         failed = recorder.failed
-        let busySeconds = Double(recorder.seconds.filter { $0.accepted > 0 }.count)
-        acceptedPerSecond = busySeconds > 0 ? Double(recorder.accepted) / busySeconds : 0
+        // Over the time the answers took: from the start to the last answer.
+        let answering = Double(recorder.lastAnswerAt) / 1e9
+        acceptedPerSecond = answering > 0 ? Double(recorder.accepted) / answering : 0
         latency = LatencyFigures(recorder.latency)
         percentileCurve = Self.curve(recorder.latency)
         kinds = mix.indices.map {

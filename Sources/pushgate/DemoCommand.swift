@@ -95,7 +95,8 @@ struct DemoCommand: AsyncParsableCommand {
         let took = ContinuousClock.now - connecting
         print(
             "\(devices) simulated devices connected and installed \(bundle) in "
-                + String(format: "%.1f s", Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18))
+                + String(format: "%.1f s", Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
+        )
 
         var options = BenchOptions(
             host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario,

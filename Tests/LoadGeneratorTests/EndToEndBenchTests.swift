@@ -63,6 +63,12 @@ import Testing
         #expect(figures.connectedDevices == 20)
         #expect(result.timeline.reduce(0) { $0 + $1.sent } == 420)
 
+        // Closed loop: as fast as 2 × 5 streams allow, stopped by the count.
+        options.scenario = Scenario(count: 210, connections: 2, streams: 5, mix: [PushKind.builtIn[0]])
+        let closed = try await BenchRunner.run(options, group: group)
+        #expect(closed.sent == 210)
+        #expect(closed.accepted == 200 && closed.rejected == ["400 BadDeviceToken": 10])
+
         fleet.stop()
         try await gateway.stop()
         try await group.shutdownGracefully()
