@@ -137,3 +137,19 @@ import Yams
         #expect(throws: ScenarioError.self) { try PushTarget.parse("aabb", defaultTopic: nil) }
     }
 }
+
+@Suite struct ProgressTests {
+    @Test func theProgressLineShowsRateErrorsAndTime() {
+        var second = BenchRecorder.Second(second: 3)
+        second.accepted = 990
+        second.rejected = 10
+        second.p99Milliseconds = 4.25
+        let progress = BenchProgress(
+            elapsedSeconds: 4.2, plannedSeconds: 20, sent: 4000, accepted: 3950, rejected: 40, failed: 2,
+            lastSecond: second)
+        #expect(progress.line.contains("1000/s"))
+        #expect(progress.line.contains("p99 4.25 ms"))
+        #expect(progress.line.contains("rejected 40"))
+        #expect(progress.line.contains("16s left"))
+    }
+}
