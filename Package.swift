@@ -190,6 +190,13 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "PushModel", "ProviderAuth"]),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "PushModel", "ProviderAuth",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ]
 )

@@ -7,8 +7,13 @@ import PushPolicy
 /// `AdminServer` serves them on the admin port; `pushgate lookup` reads them.
 public struct AdminRoutes: Sendable {
     let hub: DeviceHub
+    /// What `/ready` checks, by name: true when that part is ready.
+    let readiness: @Sendable () -> [String: Bool]
 
-    public init(hub: DeviceHub) { self.hub = hub }
+    public init(hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] }) {
+        self.hub = hub
+        self.readiness = readiness
+    }
 
     public struct Response: Sendable, Equatable {
         public var status: Int
@@ -20,7 +25,15 @@ public struct AdminRoutes: Sendable {
         let parts = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
         let resource = parts.count == 3 && parts[0] == "v1" ? parts[1] : nil
         if parts == ["health"] {
+            // Alive: the process answers.
             return Response(status: 200, json: #"{"status":"ok"}"#)
+        } else if parts == ["ready"] {
+            // Ready for traffic: every listener bound and not draining (orchestrators stop routing on 503).
+            let checks = readiness()
+            let ready = checks.values.allSatisfy { $0 }
+            return Response(
+                status: ready ? 200 : 503,
+                json: encode(Readiness(status: ready ? "ready" : "not ready", checks: checks)).json)
         } else if resource == "notifications" {
             let id = parts[2]
             guard let apnsID = APNsID(header: id) else { return error(400, "not an apns-id: \(id)") }
@@ -110,6 +123,11 @@ struct BudgetState: Codable {
         awaitingCompletion = snapshot.awaitingCompletion.map(\.value)
         appState = snapshot.appState.rawValue
     }
+}
+
+struct Readiness: Encodable {
+    var status: String
+    var checks: [String: Bool]
 }
 
 struct Counters: Encodable {

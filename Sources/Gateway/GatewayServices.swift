@@ -70,7 +70,9 @@ public struct GatewayServices: Sendable {
         admin =
             configuration.admin.enabled
             ? AdminServer(
-                routes: AdminRoutes(hub: hub), host: configuration.admin.host, port: configuration.admin.port,
+                routes: AdminRoutes(
+                    hub: hub, readiness: Self.readiness(provider, listeners.count, devices, deviceListeners.count)),
+                host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: logger) : nil
         reloader = RegistryReloader(
             configuration: configuration, context: context, directory: directory, logger: logger)
@@ -80,6 +82,21 @@ public struct GatewayServices: Sendable {
                 "keys": "\(keys.keys.count)", "certificates": "\(grants.byFingerprint.count)",
                 "device_tokens": "\(directory.snapshot.count)", "environment": "\(settings.environment.rawValue)",
             ])
+    }
+
+    /// `/ready`'s checks: the provider API's and the device port's listeners bound, and not draining.
+    static func readiness(
+        _ provider: ProviderServer, _ providerListeners: Int, _ devices: DeviceServer, _ deviceListeners: Int
+    )
+        -> @Sendable () -> [String: Bool]
+    {
+        {
+            [
+                "provider_listeners": provider.boundAddresses.count == providerListeners,
+                "device_listeners": devices.boundAddresses.count == deviceListeners,
+                "not_draining": !provider.context.isDraining,
+            ]
+        }
     }
 
     /// The TLS listener's context: the configured certificate, or the development one (created if
