@@ -101,7 +101,7 @@ let package = Package(
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "PushModel", "PushPolicy", "ProviderAuth",
+                "PushModel", "PushPolicy", "ProviderAuth", "ProviderClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

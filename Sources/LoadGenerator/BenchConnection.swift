@@ -23,6 +23,13 @@ struct RunPlan: Sendable {
         guard let schedule else { return 0 }
         return schedule.offset(of: index)
     }
+
+    /// Whether a connection whose next request is `next` has nothing more to send, `elapsed`
+    /// nanoseconds into the run (the count, the schedule, or a closed loop's duration ran out).
+    func isDone(next: Int, elapsed: Int64) -> Bool {
+        guard due(next) != nil else { return true }
+        return schedule == nil && elapsed >= durationNanoseconds
+    }
 }
 
 /// The current `authorization` header value, refreshed by the runner (APNs wants a new provider token
@@ -113,12 +120,8 @@ final class BenchConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     private var limit: Int { min(shared.plan.streams, serverStreamLimit ?? 0) }
-    private var planDone: Bool {
-        if cursor.next >= shared.plan.limit { return true }
-        if shared.plan.schedule == nil {
-            return shared.nanoseconds(.now()) >= shared.plan.durationNanoseconds
-        }
-        return shared.plan.due(cursor.next) == nil
+    private func planDone(_ now: NIODeadline) -> Bool {
+        shared.plan.isDone(next: cursor.next, elapsed: shared.nanoseconds(now))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -189,7 +192,7 @@ final class BenchConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         let now = NIODeadline.now()
         let elapsed = shared.nanoseconds(now)
         var wrote = false
-        while inFlight.count < limit, !planDone, let due = shared.plan.due(cursor.next) {
+        while inFlight.count < limit, !planDone(now), let due = shared.plan.due(cursor.next) {
             if shared.plan.schedule != nil, due > elapsed {
                 arm(context: context, at: shared.start + .nanoseconds(due))
                 break
@@ -201,12 +204,7 @@ final class BenchConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         }
         if wrote { context.flush() }
         flushSamples()
-        if planDone, inFlight.isEmpty {
-            context.close(promise: nil)
-        } else if shared.plan.schedule == nil, planDone == false, inFlight.isEmpty {
-            // Closed loop with nothing in flight cannot happen (the loop above fills it); keep it safe.
-            arm(context: context, at: now + .milliseconds(1))
-        }
+        if planDone(now), inFlight.isEmpty { context.close(promise: nil) }
     }
 
     private func send(context: ChannelHandlerContext, from: NIODeadline, now: NIODeadline) {

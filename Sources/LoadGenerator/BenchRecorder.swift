@@ -53,7 +53,6 @@ public struct BenchRecorder: Sendable {
 
     public var answered: Int { accepted + rejected.values.reduce(0, +) }
     public var failures: Int { failed.values.reduce(0, +) }
-    public var completed: Int { answered + failures }
 
     public mutating func sent(kind: Int, at nanoseconds: Int64) {
         roll(to: nanoseconds)

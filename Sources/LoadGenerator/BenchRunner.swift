@@ -4,6 +4,7 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import ProviderAuth
+import ProviderClient
 import PushModel
 import Synchronization
 
@@ -84,7 +85,7 @@ public enum BenchRunner {
             streams: scenario.effectiveStreams)
         let authorization = AuthorizationSource(
             try options.signer.map { "bearer " + (try $0.token(issuedAt: wallClock())) })
-        let sslContext = try options.tls ? makeTLSContext(options.trustRoots) : nil
+        let sslContext = try options.tls ? ProviderClient.tlsContext(trustRoots: options.trustRoots, alpn: ["h2"]) : nil
         let startedAt = Date()
         let shared = RunShared(
             plan: plan, mix: TrafficMix(scenario.mix), targets: options.targets,
@@ -194,25 +195,13 @@ public enum BenchRunner {
             }
             try? await finished.futureResult.get()
             let done = try await loop.submit {
-                cursor.next >= shared.plan.limit || shared.plan.due(cursor.next) == nil
-                    || (shared.plan.schedule == nil && shared.nanoseconds(.now()) >= shared.plan.durationNanoseconds)
+                shared.plan.isDone(next: cursor.next, elapsed: shared.nanoseconds(.now()))
             }.get()
             let pastEnd =
                 shared.nanoseconds(.now()) > Int64((options.scenario.effectiveDuration + options.drainSeconds) * 1e9)
             if done || pastEnd { return }
             try await Task.sleep(for: .milliseconds(100))
         }
-    }
-
-    static func makeTLSContext(_ roots: [String]) throws -> NIOSSLContext {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if roots.isEmpty {
-            tls.certificateVerification = .none
-        } else {
-            tls.trustRoots = .certificates(try roots.flatMap { try NIOSSLCertificate.fromPEMFile($0) })
-        }
-        tls.applicationProtocols = ["h2"]
-        return try NIOSSLContext(configuration: tls)
     }
 }
 

@@ -48,20 +48,7 @@ public struct ProviderClient: Sendable {
     ) async throws -> ProviderClient {
         var sslContext: NIOSSLContext?
         if case .tls(let roots, let alpn, let clientCertificate) = security {
-            var tls = TLSConfiguration.makeClientConfiguration()
-            if roots.isEmpty {
-                tls.certificateVerification = .none
-            } else {
-                tls.trustRoots = .certificates(try roots.flatMap { try NIOSSLCertificate.fromPEMFile($0) })
-            }
-            tls.applicationProtocols = alpn
-            if let clientCertificate {
-                tls.certificateChain = try NIOSSLCertificate.fromPEMFile(clientCertificate.chain).map {
-                    .certificate($0)
-                }
-                tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: clientCertificate.key, format: .pem))
-            }
-            sslContext = try NIOSSLContext(configuration: tls)
+            sslContext = try tlsContext(trustRoots: roots, alpn: alpn, clientCertificate: clientCertificate)
         }
         let context = sslContext
         // The pipeline is built before the connection is up, so no byte of the server's preface can
@@ -84,6 +71,25 @@ public struct ProviderClient: Sendable {
             try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
         }.get()
         return ProviderClient(channel: channel, multiplexer: multiplexer)
+    }
+
+    /// A client TLS context: the trust roots (PEM file paths; empty: no verification, for development
+    /// certificates), the ALPN protocols, and an optional client certificate chain and key (PEM paths).
+    public static func tlsContext(
+        trustRoots roots: [String], alpn: [String], clientCertificate: (chain: String, key: String)? = nil
+    ) throws -> NIOSSLContext {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if roots.isEmpty {
+            tls.certificateVerification = .none
+        } else {
+            tls.trustRoots = .certificates(try roots.flatMap { try NIOSSLCertificate.fromPEMFile($0) })
+        }
+        tls.applicationProtocols = alpn
+        if let clientCertificate {
+            tls.certificateChain = try NIOSSLCertificate.fromPEMFile(clientCertificate.chain).map { .certificate($0) }
+            tls.privateKey = .privateKey(try NIOSSLPrivateKey(file: clientCertificate.key, format: .pem))
+        }
+        return try NIOSSLContext(configuration: tls)
     }
 
     /// A POST as APNs clients send it: `:scheme https` even over h2c, no content-length.

@@ -189,15 +189,24 @@ func parseURL(_ text: String, flag: String) throws -> (host: String, port: Int, 
 /// The scenario named (Config/scenarios/NAME.yaml) or at a path; the embedded realistic one by default.
 func loadScenario(_ name: String?) throws -> Scenario {
     guard let name else { return .realistic }
-    let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "Config/scenarios/\(name).yaml"
+    return try loadNamedYAML(
+        name, directory: "Config/scenarios", flag: "--scenario", embedded: ("realistic", Scenario.realistic))
+}
+
+/// A YAML file named in `directory` (NAME.yaml) or at a path, decoded with errors that name the flag, the
+/// file and the key; `embedded` answers for its name when the file is not there (outside the repository).
+func loadNamedYAML<T: Decodable>(_ name: String, directory: String, flag: String, embedded: (String, T))
+    throws -> T
+{
+    let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "\(directory)/\(name).yaml"
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-        if name == "realistic" { return .realistic }
-        throw ValidationError("--scenario: no scenario at \(path)")
+        if name == embedded.0 { return embedded.1 }
+        throw ValidationError("\(flag): no file at \(path)")
     }
     do {
-        return try YAMLDecoder().decode(Scenario.self, from: text)
+        return try YAMLDecoder().decode(T.self, from: text)
     } catch {
-        throw ValidationError("--scenario \(path): \(describe(error))")
+        throw ValidationError("\(flag) \(path): \(describe(error))")
     }
 }
 

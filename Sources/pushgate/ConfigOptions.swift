@@ -28,21 +28,17 @@ struct ConfigOptions: ParsableArguments {
 
 /// Exits with a message naming the problem (a configuration key, a file, a flag) instead of a trace.
 func failing<T>(_ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch let error as ConfigError {
-        throw ValidationError(error.description)
-    } catch let error as RegistryFileError {
-        throw ValidationError(error.description)
-    }
+    do { return try body() } catch { throw described(error) }
 }
 
 func failing<T>(_ body: () async throws -> T) async throws -> T {
-    do {
-        return try await body()
-    } catch let error as ConfigError {
-        throw ValidationError(error.description)
-    } catch let error as RegistryFileError {
-        throw ValidationError(error.description)
+    do { return try await body() } catch { throw described(error) }
+}
+
+private func described(_ error: any Error) -> any Error {
+    switch error {
+    case let error as ConfigError: return ValidationError(error.description)
+    case let error as RegistryFileError: return ValidationError(error.description)
+    default: return error
     }
 }

@@ -1,14 +1,10 @@
 import ArgumentParser
-import Crypto
 import DeviceAgent
 import Foundation
 import Gateway
 import LoadGenerator
 import Logging
-import NIOCore
 import NIOPosix
-import ProviderAuth
-import PushModel
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -5,7 +5,6 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
-import Yams
 
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -72,17 +71,8 @@ struct SimulateCommand: AsyncParsableCommand {
 
 /// Reads a behaviour profile: Config/profiles/NAME.yaml, or a path.
 func loadProfile(_ name: String) throws -> AgentProfile {
-    let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "Config/profiles/\(name).yaml"
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-        if name == "default" { return AgentProfile() }
-        throw ValidationError("--profile: no profile at \(path)")
-    }
-    let loaded: AgentProfile
-    do {
-        loaded = try YAMLDecoder().decode(AgentProfile.self, from: text)
-    } catch {
-        throw ValidationError("--profile \(path): \(describe(error))")
-    }
-    if let problem = loaded.problem() { throw ValidationError("--profile \(path): \(problem)") }
+    let loaded = try loadNamedYAML(
+        name, directory: "Config/profiles", flag: "--profile", embedded: ("default", AgentProfile()))
+    if let problem = loaded.problem() { throw ValidationError("--profile \(name): \(problem)") }
     return loaded
 }
