@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // Typed values, the reason table, header and payload validation. No NIO.
@@ -35,7 +36,7 @@ let package = Package(
         .target(
             name: "DeviceHub",
             dependencies: [
-                "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
+                "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "PushStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -45,6 +46,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // What must survive a restart: devices, tokens, notifications and budgets, behind one protocol
+        // with in-memory, SQLite (GRDB) and PostgreSQL backends; group commit.
+        .target(
+            name: "PushStore",
+            dependencies: [
+                "PushModel", "PushPolicy",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The simulated device: the tests, `pushgate simulate` and the load generator reuse it.
@@ -115,7 +126,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "DeviceHub",
+                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "DeviceHub", "PushStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -147,6 +158,14 @@ let package = Package(
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
+        .testTarget(
+            name: "PushStoreTests",
+            dependencies: [
+                "PushStore", "PushPolicy", "PushModel",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "DeviceHubTests",
             dependencies: [
@@ -188,6 +207,16 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // Child processes killed with SIGKILL and SIGTERM (needs the pushgate binary, built by `swift test`).
+        .testTarget(
+            name: "CrashSafetyTests",
+            dependencies: [
+                "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel", "PushStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(

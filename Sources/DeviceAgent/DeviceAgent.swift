@@ -38,6 +38,8 @@ public enum AgentEvent: Sendable, Equatable {
     case installed(InstalledApp)
     case uninstalled(bundleID: String)
     case delivered(Delivery, viaKeepAlive: Bool)
+    /// A notification delivered again (the gateway delivers at least once, e.g. after a crash): acknowledged, not shown twice.
+    case duplicate(apnsID: String)
     case completed(apnsID: String, result: String)
     /// The app will not call its completion handler for this wake (it will miss its deadline).
     case leftUncompleted(apnsID: String)
@@ -73,6 +75,7 @@ public final class DeviceAgent: Sendable {
     struct AgentState {
         var identity: Identity?
         var installed: [String: String] = [:]
+        var seen = RecentIDs(capacity: 4096)
         var channel: (any Channel)?
         var stopped = false
         var attempts = 0
@@ -243,6 +246,9 @@ public final class DeviceAgent: Sendable {
 
     private func deliver(_ delivery: Delivery, viaKeepAlive: Bool, on channel: any Channel) {
         send(.ack(apnsID: delivery.apnsID))
+        guard state.withLock({ $0.seen.insert(delivery.apnsID) }) else {
+            return onEvent(.duplicate(apnsID: delivery.apnsID))
+        }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
         guard delivery.kind == "background" else { return }
         switch behaviour.wake(delivery) {
@@ -323,5 +329,29 @@ private final class AgentHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
+    }
+}
+
+/// The apns-ids delivered most recently, to recognise a second delivery of one (bounded: the oldest
+/// are forgotten first).
+struct RecentIDs: Sendable {
+    let capacity: Int
+    private var set: Set<String> = []
+    private var order: [String] = []
+    private var next = 0
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// False when the id was seen recently.
+    mutating func insert(_ id: String) -> Bool {
+        guard set.insert(id).inserted else { return false }
+        if order.count < capacity {
+            order.append(id)
+        } else {
+            set.remove(order[next])
+            order[next] = id
+            next = (next + 1) % capacity
+        }
+        return true
     }
 }

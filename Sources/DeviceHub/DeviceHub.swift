@@ -5,6 +5,7 @@ import NIOCore
 import ProviderAPI
 import PushModel
 import PushPolicy
+import PushStore
 import Synchronization
 
 /// A connected device as the hub reaches it: a channel to write gateway messages to, from any thread.
@@ -19,12 +20,15 @@ public protocol DeviceSession: AnyObject, Sendable {
 public final class DeviceHub: NotificationIntake, Sendable {
     public let registry: DeviceRegistry
     public let settings: HubSettings
+    /// With a store, accepted pushes are answered once committed, and every decision is written.
+    public let writer: StoreWriter?
     let clock: @Sendable () -> UnixTime
     let logger: Logger
     private let engine: Mutex<ThrottleEngine>
     private let sessions = Mutex<[DeviceID: any DeviceSession]>([:])
     private let hubCounters = Mutex(HubCounters())
     private let deadlineSeconds: Int
+    private let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
     /// closes the accept-to-device latency (bounded; the rest is not measured).
     private let awaitingAck = Mutex<[APNsID: NIODeadline]>([:])
@@ -37,11 +41,15 @@ public final class DeviceHub: NotificationIntake, Sendable {
         clock: @escaping @Sendable () -> UnixTime = UnixTime.now
     ) {
         self.registry = registry
+        self.writer = registry.writer
         self.settings = settings
         self.clock = clock
         self.logger = logger
         self.deadlineSeconds = Int(policy.completionDeadlineSeconds)
-        self.engine = Mutex(ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity))
+        self.policy = policy
+        var engine = ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity)
+        engine.tracksChanges = registry.writer != nil
+        self.engine = Mutex(engine)
     }
 
     // MARK: From the provider API
@@ -50,11 +58,26 @@ public final class DeviceHub: NotificationIntake, Sendable {
         guard let device = registry.slot(of: notification.deviceToken) else {
             // A scripted token (`pushgate tokens`) has no device to deliver to: accepted and counted.
             hubCounters.withLock { $0.acceptedWithoutDevice += 1 }
-            return .now(.accepted)
+            guard let writer else { return .now(.accepted) }
+            let promise = eventLoop.makePromise(of: Void.self)
+            writer.enqueue(promise: promise) {
+                $0.notifications.append(
+                    StoredNotification(
+                        notification: notification, expiresAt: nil, deviceID: nil, state: .noDevice, rule: nil))
+            }
+            return .later(promise.futureResult.map { .accepted })
         }
         let accepted = NIODeadline.now()
         let now = clock()
-        let actions = engine.withLock { $0.received(notification, device: device, now: now) }
+        let (actions, budgets) = withEngine { $0.received(notification, device: device, now: now) }
+        var reply = IntakeReply.now(.accepted)
+        if let writer {
+            // Written before it is delivered, so that the device's ack follows the insert.
+            let promise = eventLoop.makePromise(of: Void.self)
+            let stored = Self.stored(notification, deviceID: registry.deviceID(of: device), actions, policy: policy)
+            persist(actions, budgets: budgets, now: now, inserting: stored, promise: promise, to: writer)
+            reply = .later(promise.futureResult.map { .accepted })
+        }
         if actions.contains(where: {
             if case .deliver(let push, _, _) = $0 { return push === notification }
             return false
@@ -64,7 +87,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
             }
         }
         carryOut(actions, device: device, now: now)
-        return .now(.accepted)
+        return reply
     }
 
     // MARK: From device sessions
@@ -74,10 +97,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         // Under the engine's lock (then the sessions'), so a failed delivery cannot mark the device
         // offline between its new session and the policy hearing of it.
-        let (previous, actions) = engine.withLock { engine in
+        let ((previous, actions), budgets) = withEngine { engine in
             let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
             return (previous, engine.connected(device: device, now: now))
         }
+        persist(actions, budgets: budgets, now: now)
         if let previous, previous !== session {
             previous.close(reason: "replaced", reconnectAfterMilliseconds: nil)
         }
@@ -98,7 +122,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// A keep-alive: the answer carries the held pushes released to the device.
     func keepAlive(_ device: DeviceID, sequence: Int) -> GatewayMessage {
         let now = clock()
-        let actions = engine.withLock { $0.keepAlive(device: device, now: now) }
+        let (actions, budgets) = withEngine { $0.keepAlive(device: device, now: now) }
+        persist(actions, budgets: budgets, now: now)
         var deliveries: [Delivery] = []
         for action in actions {
             if case .deliver(let push, let rule, let wake) = action {
@@ -114,6 +139,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     func acknowledged(_ device: DeviceID, apnsID: String) {
         hubCounters.withLock { $0.acknowledged += 1 }
+        if let writer, let id = APNsID(header: apnsID) {
+            let now = clock()
+            writer.enqueue {
+                $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
+            }
+        }
         guard let id = APNsID(header: apnsID), let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) })
         else { return }
         let microseconds = UInt64(max(0, (NIODeadline.now() - accepted).nanoseconds / 1000))
@@ -141,24 +172,29 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     func completed(_ device: DeviceID, bundleID: String, apnsID: APNsID, result: CompletionResult) {
         let now = clock()
-        let actions = engine.withLock {
+        let (actions, budgets) = withEngine {
             $0.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
         }
+        persist(actions, budgets: budgets, now: now)
         carryOut(actions, device: device, now: now)
     }
 
     func appStateChanged(_ device: DeviceID, bundleID: String, state: AppState) {
         let now = clock()
-        let actions = engine.withLock { $0.appStateChanged(device: device, bundleID: bundleID, to: state, now: now) }
+        let (actions, budgets) = withEngine {
+            $0.appStateChanged(device: device, bundleID: bundleID, to: state, now: now)
+        }
+        persist(actions, budgets: budgets, now: now)
         carryOut(actions, device: device, now: now)
     }
 
     func conditionsChanged(_ device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
         let now = clock()
-        let actions = engine.withLock {
+        let (actions, budgets) = withEngine {
             $0.conditionsChanged(
                 device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now)
         }
+        persist(actions, budgets: budgets, now: now)
         carryOut(actions, device: device, now: now)
     }
 
@@ -167,7 +203,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Runs the policy's due timers (completion deadlines, expiry). The server calls it every tick.
     public func tick() {
         let now = clock()
-        let actions = engine.withLock { $0.advance(to: now) }
+        let (actions, budgets) = withEngine { $0.advance(to: now) }
+        persist(actions, budgets: budgets, now: now)
         if !actions.isEmpty { carryOut(actions, device: nil, now: now) }
     }
 
@@ -212,12 +249,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let byDevice = Dictionary(grouping: undeliverable, by: \.0)
         for (target, entries) in byDevice {
             let pushes = entries.map(\.1)
-            let session = engine.withLock { engine -> (any DeviceSession)? in
+            let (session, budgets) = withEngine { engine -> (any DeviceSession)? in
                 // It may have come back meanwhile: then it gets them now.
                 if let session = sessions.withLock({ $0[target] }) { return session }
-                _ = engine.undeliverable(pushes, device: target, now: now)
+                let kept = engine.undeliverable(pushes, device: target, now: now)
+                persist(kept, budgets: [:], now: now)
                 return nil
             }
+            persist([], budgets: budgets, now: now)
             if let session {
                 for case .deliver(let push, let rule, let wake) in actions where pushes.contains(where: { $0 === push })
                 {
@@ -227,6 +266,120 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 hubCounters.withLock { $0.requeued += pushes.count }
             }
         }
+    }
+
+    // MARK: The store
+
+    /// Runs `body` on the engine; with a store, also reads the budgets of the devices it changed.
+    private func withEngine<R>(_ body: (inout ThrottleEngine) -> R) -> (R, [String: [AppBudget]]) {
+        engine.withLock { engine in
+            let result = body(&engine)
+            guard writer != nil else { return (result, [:]) }
+            var budgets: [String: [AppBudget]] = [:]
+            for device in engine.takeChangedDevices() {
+                guard let id = registry.deviceID(of: device) else { continue }
+                budgets[id] = engine.budgets(of: device).map { AppBudget(bundleID: $0.bundleID, budget: $0.budget) }
+            }
+            return (result, budgets)
+        }
+    }
+
+    /// Writes what the policy decided: the new notification (if any), what became of held ones, and the
+    /// changed budgets, in one change to the next commit.
+    private func persist(
+        _ actions: [PolicyAction], budgets: [String: [AppBudget]], now: UnixTime, inserting: StoredNotification? = nil,
+        promise: EventLoopPromise<Void>? = nil, to writer: StoreWriter? = nil
+    ) {
+        guard let writer = writer ?? self.writer else { return }
+        var outcomes: [NotificationOutcome] = []
+        for action in actions {
+            switch action {
+            case .discard(let id, let rule) where id != inserting?.notification.id:
+                outcomes.append(NotificationOutcome(apnsID: id, state: .discarded, rule: rule, at: now))
+            case .deliver(let push, let rule, _) where rule.isRelease:
+                outcomes.append(NotificationOutcome(apnsID: push.id, state: .pending, rule: rule, at: now))
+            case .hold(let id, let rule) where id != inserting?.notification.id:
+                outcomes.append(NotificationOutcome(apnsID: id, state: .pending, rule: rule, at: now))
+            default:
+                continue
+            }
+        }
+        guard inserting != nil || !outcomes.isEmpty || !budgets.isEmpty || promise != nil else { return }
+        writer.enqueue(promise: promise) { batch in
+            if let inserting { batch.notifications.append(inserting) }
+            batch.outcomes.append(contentsOf: outcomes)
+            for (device, apps) in budgets { batch.budgets[device] = apps }
+        }
+    }
+
+    /// A new notification as the store keeps it, with what the policy decided for it.
+    static func stored(
+        _ push: PushNotification, deviceID: String?, _ actions: [PolicyAction], policy: PolicySettings
+    ) -> StoredNotification {
+        var state = NotificationState.pending
+        var rule: Rule?
+        for action in actions {
+            switch action {
+            case .deliver(let delivered, let decided, _) where delivered === push: rule = decided
+            case .hold(push.id, let decided): rule = decided
+            case .discard(push.id, let decided):
+                state = .discarded
+                rule = decided
+            default: continue
+            }
+        }
+        return StoredNotification(
+            notification: push, expiresAt: policy.expiry(of: push), deviceID: deviceID, state: state, rule: rule)
+    }
+
+    /// Brings back what the store kept: devices and tokens, budgets, and pending notifications (held
+    /// for their devices, which are offline until they connect). Returns how many were restored.
+    @discardableResult
+    public func restore(_ snapshot: StoreSnapshot) -> Int {
+        registry.restore(devices: snapshot.devices, tokens: snapshot.tokens)
+        let now = clock()
+        struct Key: Hashable {
+            var device: String
+            var bundleID: String
+        }
+        var budgets: [Key: ThrottleBudget] = [:]
+        for device in snapshot.budgets {
+            for app in device.apps { budgets[Key(device: device.deviceID, bundleID: app.bundleID)] = app.budget }
+        }
+        var held: [Key: [HeldPush]] = [:]
+        var order: [Key] = []
+        for stored in snapshot.pending {
+            guard let device = stored.deviceID else { continue }
+            let key = Key(device: device, bundleID: stored.notification.bundleID)
+            if held[key] == nil { order.append(key) }
+            held[key, default: []].append(
+                HeldPush(notification: stored.notification, expiresAt: stored.expiresAt, rule: .offline))
+        }
+        for key in budgets.keys where held[key] == nil { order.append(key) }
+        var overflow: [APNsID] = []
+        var restored = 0
+        engine.withLock { engine in
+            for key in order {
+                guard let slot = registry.slot(ofDevice: key.device) else { continue }
+                let pushes = held[key] ?? []
+                let budget =
+                    budgets[key]
+                    ?? ThrottleBudget(tokens: nil, strikes: 0, settledAt: 0, coolingUntil: 0, appState: .background)
+                let dropped = engine.restore(
+                    device: slot, bundleID: key.bundleID, budget: budget, held: pushes, now: now)
+                overflow += dropped
+                restored += pushes.count - dropped.count
+            }
+            _ = engine.takeChangedDevices()
+        }
+        if let writer, !overflow.isEmpty {
+            writer.enqueue { batch in
+                batch.outcomes += overflow.map {
+                    NotificationOutcome(apnsID: $0, state: .discarded, rule: .overflow, at: now)
+                }
+            }
+        }
+        return restored
     }
 
     func delivery(_ push: PushNotification, rule: Rule, wake: Bool) -> Delivery {

@@ -1,12 +1,15 @@
 import Crypto
 import Foundation
+import ProviderAPI
 import PushModel
 import PushPolicy
+import PushStore
 import Synchronization
 
 /// Who the devices are: their identities and secrets, the apps they installed and the tokens issued
-/// for them. It answers the provider API's token lookups (`DeviceDirectory`). In memory for now; the
-/// store issue makes it durable.
+/// for them. It answers the provider API's token lookups (`DeviceDirectory`) from memory; with a
+/// store, every change is also written to it (the caller waits for the commit before answering the
+/// device) and `restore` brings it back at start.
 public final class DeviceRegistry: DeviceDirectory {
     struct Device {
         var id: String
@@ -27,8 +30,45 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     private let state = Mutex(State())
+    let writer: StoreWriter?
+    let clock: @Sendable () -> UnixTime
 
-    public init() {}
+    public init(writer: StoreWriter? = nil, clock: @escaping @Sendable () -> UnixTime = UnixTime.now) {
+        self.writer = writer
+        self.clock = clock
+    }
+
+    /// Brings back the devices (slots in registration order) and their tokens from the store.
+    public func restore(devices: [StoredDevice], tokens: [StoredToken]) {
+        state.withLock { state in
+            for stored in devices where state.devices[stored.id] == nil {
+                let slot = DeviceID(state.bySlot.count)
+                state.bySlot.append(stored.id)
+                state.devices[stored.id] = Device(id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:])
+            }
+            for stored in tokens {
+                guard var device = state.devices[stored.deviceID],
+                    let token = DeviceToken(stored.token, lengths: 2...4096)
+                else { continue }
+                if let since = stored.unregisteredAt {
+                    state.tokens[token] = TokenRecord(
+                        slot: device.slot, status: .unregistered(bundleID: stored.bundleID, since: since))
+                } else {
+                    device.apps[stored.bundleID] = token
+                    state.devices[device.id] = device
+                    state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: stored.bundleID))
+                }
+            }
+        }
+    }
+
+    /// The slot of a device id.
+    public func slot(ofDevice id: String) -> DeviceID? { state.withLock { $0.devices[id]?.slot } }
+
+    /// The device id of a slot, for the store.
+    public func deviceID(of slot: DeviceID) -> String? {
+        state.withLock { Int(slot) < $0.bySlot.count ? $0.bySlot[Int(slot)] : nil }
+    }
 
     // MARK: Provider lookups
 
@@ -55,12 +95,15 @@ public final class DeviceRegistry: DeviceDirectory {
     public func register() -> (id: String, secret: String, slot: DeviceID) {
         let id = UUID().uuidString.lowercased()
         let secret = Self.randomHex(bytes: 32)
+        let hash = Self.hash(secret)
         let slot = state.withLock { state -> DeviceID in
             let slot = DeviceID(state.bySlot.count)
             state.bySlot.append(id)
-            state.devices[id] = Device(id: id, slot: slot, secretHash: Self.hash(secret), apps: [:])
+            state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:])
             return slot
         }
+        let now = clock()
+        writer?.enqueue { $0.devices.append(StoredDevice(id: id, secretHash: hash, createdAt: now)) }
         return (id, secret, slot)
     }
 
@@ -93,6 +136,11 @@ public final class DeviceRegistry: DeviceDirectory {
             device.apps[bundleID] = token
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .active(bundleID: bundleID))
+            // Under the lock, so the store sees a token's changes in the order they happened.
+            writer?.enqueue {
+                $0.tokens.append(
+                    StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil))
+            }
             return token
         }
     }
@@ -106,6 +154,10 @@ public final class DeviceRegistry: DeviceDirectory {
             else { return false }
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
+            writer?.enqueue {
+                $0.tokens.append(
+                    StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now))
+            }
             return true
         }
     }

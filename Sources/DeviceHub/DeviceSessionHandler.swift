@@ -115,7 +115,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         switch (state, message) {
         case (.awaitingHello, .register):
             let device = hub.registry.register()
-            send(.registered(deviceID: device.id, secret: device.secret), context)
+            sendOnceCommitted(.registered(deviceID: device.id, secret: device.secret), context)
         case (.awaitingHello, .hello(let id, let secret)):
             guard let device = hub.registry.authenticate(id: id, secret: secret), let session else {
                 hub.count { $0.authenticationFailures += 1 }
@@ -132,10 +132,10 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             guard Topic(bundleID) != nil, let token = hub.registry.install(bundleID, on: device) else {
                 return send(.error(message: "install: '\(bundleID)' is not a bundle id"), context)
             }
-            send(.installed(InstalledApp(bundleID: bundleID, token: token.hex)), context)
+            sendOnceCommitted(.installed(InstalledApp(bundleID: bundleID, token: token.hex)), context)
         case (.authenticated(let device), .uninstall(let bundleID)):
             if hub.registry.uninstall(bundleID, on: device, at: hub.clock()) {
-                send(.uninstalled(bundleID: bundleID), context)
+                sendOnceCommitted(.uninstalled(bundleID: bundleID), context)
             } else {
                 send(.error(message: "uninstall: '\(bundleID)' is not installed"), context)
             }
@@ -160,6 +160,22 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             close(context, reason: "protocol_error", "already authenticated")
         case (.closed, _):
             break
+        }
+    }
+
+    /// Answers a registry change once the store has it, so that a device never holds an identity or a
+    /// token the gateway could forget in a crash.
+    private func sendOnceCommitted(_ message: GatewayMessage, _ context: ChannelHandlerContext) {
+        guard let writer = hub.writer else { return send(message, context) }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        writer.enqueue(promise: promise) { _ in }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        promise.futureResult.whenComplete { result in
+            let (handler, context) = bound.value
+            switch result {
+            case .success: handler.send(message, context)
+            case .failure: handler.close(context, reason: "store_error", "the gateway could not store the change")
+            }
         }
     }
 

@@ -25,6 +25,7 @@ public enum AdminClient {
                 }
                 .connect(host: host, port: port).get()
         } catch {
+            promise.fail(error)  // never left unfulfilled, whether or not a handler got it
             throw Failure(
                 description:
                     "cannot reach the admin API at \(host):\(port) (is `pushgate serve` running? admin.port?): \(error)"

@@ -12,7 +12,7 @@ public struct ConfigKey: Sendable, Hashable {
 }
 
 public enum ConfigKeys {
-    public static let all: [ConfigKey] = core + devices + policy + admin
+    public static let all: [ConfigKey] = core + devices + policy + admin + store
 
     static let core: [ConfigKey] = [
         .init(
@@ -123,6 +123,31 @@ public enum ConfigKeys {
         .init(
             name: "devices.reload_seconds", defaultValue: "1",
             doc: "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading."),
+    ]
+
+    /// The store (docs/store.md).
+    static let store: [ConfigKey] = [
+        .init(
+            name: "store.backend", defaultValue: "sqlite",
+            doc:
+                "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir) or memory (nothing survives a restart; same as `serve --ephemeral`). postgres (several nodes) is being built."
+        ),
+        .init(
+            name: "store.sqlite.path", defaultValue: "",
+            doc: "The SQLite database file (WAL mode). Empty: data_dir/pushgate.sqlite."),
+        .init(
+            name: "store.sqlite.synchronous", defaultValue: "full",
+            doc:
+                "full: a 200 is on disk (survives a power loss); normal: survives a crash of the process, not of the machine, and commits faster."
+        ),
+        .init(
+            name: "store.retention_seconds", defaultValue: "86400",
+            doc:
+                "How long delivered and discarded notifications stay in the store (for lookups) before they are pruned."
+        ),
+        .init(
+            name: "store.prune_seconds", defaultValue: "60",
+            doc: "How often finished notifications past the retention are pruned and expired ones marked."),
     ]
 
     /// The admin API.

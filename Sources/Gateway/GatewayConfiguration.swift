@@ -4,6 +4,24 @@ import Logging
 import ProviderAPI
 import PushModel
 import PushPolicy
+import PushStore
+
+/// Where and how the gateway keeps what must survive a restart.
+public struct StoreSettings: Sendable, Equatable {
+    public enum Backend: String, Sendable, CaseIterable {
+        case sqlite
+        case postgres
+        case memory
+    }
+
+    public var backend: Backend = .sqlite
+    public var sqlitePath = "./data/pushgate.sqlite"
+    public var synchronous: SQLiteStore.Synchronous = .full
+    public var retentionSeconds: Int64 = 86400
+    public var pruneSeconds: Int64 = 60
+
+    public init() {}
+}
 
 /// The gateway's configuration in typed values, validated at start.
 public struct GatewayConfiguration: Sendable {
@@ -44,6 +62,7 @@ public struct GatewayConfiguration: Sendable {
     public var hub: HubSettings
     public var admin: Listener
     public var adminToken: String?
+    public var store: StoreSettings
 
     public init(_ raw: RawConfiguration) throws {
         var reader = ConfigReader(raw: raw)
@@ -143,7 +162,23 @@ public struct GatewayConfiguration: Sendable {
                 message:
                     "required when admin.host (\(admin.host)) is not loopback: the admin API shows devices and tokens")
         }
+        store = try Self.store(&reader, dataDirectory: dataDirectory)
         readKeys = reader.read
+    }
+
+    static func store(_ reader: inout ConfigReader, dataDirectory: String) throws -> StoreSettings {
+        var store = StoreSettings()
+        store.backend = try reader.parse("store.backend", expected: "sqlite, postgres or memory") {
+            StoreSettings.Backend(rawValue: $0)
+        }
+        let path = try reader.string("store.sqlite.path")
+        store.sqlitePath = path.isEmpty ? (dataDirectory as NSString).appendingPathComponent("pushgate.sqlite") : path
+        store.synchronous = try reader.parse("store.sqlite.synchronous", expected: "full or normal") {
+            SQLiteStore.Synchronous(rawValue: $0)
+        }
+        store.retentionSeconds = Int64(try reader.int("store.retention_seconds", in: 0...(365 * 86400)))
+        store.pruneSeconds = Int64(try reader.int("store.prune_seconds", in: 1...86400))
+        return store
     }
 
     static func policy(_ reader: inout ConfigReader) throws -> PolicySettings {

@@ -7,6 +7,7 @@ import NIOSSL
 import ProviderAPI
 import ProviderAuth
 import PushModel
+import PushStore
 import ServiceLifecycle
 
 /// The gateway assembled from its configuration: the provider API's listeners and the registry reloader,
@@ -20,20 +21,32 @@ public struct GatewayServices: Sendable {
     public let devices: DeviceServer
     public let reloader: RegistryReloader
     public let admin: AdminServer?
+    public let store: StoreService
 
-    /// In dependency order: devices first, so that the provider API never hands a push to a hub that is not up.
-    public var services: [any Service] { [devices, provider, reloader] + (admin.map { [$0] } ?? []) }
+    /// In dependency order: the store first and devices next, so that the provider API never hands a
+    /// push to a hub that is not up; shutdown runs in reverse, so the store commits last.
+    public var services: [any Service] { [store, devices, provider, reloader] + (admin.map { [$0] } ?? []) }
 
-    public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) throws {
+    /// Opens the store (migrations, then what it kept is restored into the hub) and assembles the services.
+    public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) async throws {
         self.configuration = configuration
         let settings = configuration.provider
         let keys = try RegistryFiles.loadKeys(configuration.keysFile)
         let grants = try RegistryFiles.loadCertificates(configuration.certificatesFile)
         directory = InMemoryDeviceDirectory(
             try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
+        let backend = try StoreService.backend(configuration.store)
+        let snapshot = try await backend.open(now: UnixTime.now())
+        store = StoreService(backend: backend, settings: configuration.store, logger: Logger(label: "pushgate.store"))
         hub = DeviceHub(
-            registry: DeviceRegistry(), policy: configuration.policy, settings: configuration.hub,
+            registry: DeviceRegistry(writer: store.writer), policy: configuration.policy, settings: configuration.hub,
             logger: Logger(label: "pushgate.devices"))
+        let restored = hub.restore(snapshot)
+        logger.info(
+            "store opened",
+            metadata: [
+                "backend": "\(backend.kind)", "devices": "\(snapshot.devices.count)", "held_restored": "\(restored)",
+            ])
         context = ProviderContext(
             settings: settings, keys: keys, directory: CombinedDirectory([hub.registry, directory]), intake: hub,
             certificateGrants: grants)
@@ -71,7 +84,8 @@ public struct GatewayServices: Sendable {
             configuration.admin.enabled
             ? AdminServer(
                 routes: AdminRoutes(
-                    hub: hub, readiness: Self.readiness(provider, listeners.count, devices, deviceListeners.count)),
+                    hub: hub,
+                    readiness: Self.readiness(provider, listeners.count, devices, deviceListeners.count, store)),
                 host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: logger) : nil
         reloader = RegistryReloader(
@@ -84,9 +98,11 @@ public struct GatewayServices: Sendable {
             ])
     }
 
-    /// `/ready`'s checks: the provider API's and the device port's listeners bound, and not draining.
+    /// `/ready`'s checks: the provider API's and the device port's listeners bound, not draining, and
+    /// the store answering (its last check and commit succeeded).
     static func readiness(
-        _ provider: ProviderServer, _ providerListeners: Int, _ devices: DeviceServer, _ deviceListeners: Int
+        _ provider: ProviderServer, _ providerListeners: Int, _ devices: DeviceServer, _ deviceListeners: Int,
+        _ store: StoreService
     )
         -> @Sendable () -> [String: Bool]
     {
@@ -95,6 +111,7 @@ public struct GatewayServices: Sendable {
                 "provider_listeners": provider.boundAddresses.count == providerListeners,
                 "device_listeners": devices.boundAddresses.count == deviceListeners,
                 "not_draining": !provider.context.isDraining,
+                "store": store.isHealthy,
             ]
         }
     }

@@ -36,7 +36,8 @@ public struct LocalGateway: Sendable {
                 team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
                 topics: [topic], environment: nil),
             to: configuration.keysFile)
-        let services = try GatewayServices(configuration: configuration, group: group, logger: logger)
+        let services = try await GatewayServices(configuration: configuration, group: group, logger: logger)
+        services.store.start()
         try await services.devices.start()
         try await services.provider.start()
         try await services.admin?.start()
@@ -52,6 +53,7 @@ public struct LocalGateway: Sendable {
         try await services.provider.shutdown()
         try await services.devices.shutdown()
         await services.admin?.shutdown()
+        await services.store.shutdown()
         try? FileManager.default.removeItem(atPath: dataDirectory)
     }
 }

@@ -109,7 +109,13 @@ public struct ProviderClient: Sendable {
                 try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
             }
         }
-        let stream = try await streamPromise.futureResult.get()
+        let stream: any Channel
+        do {
+            stream = try await streamPromise.futureResult.get()
+        } catch {
+            promise.fail(error)  // no stream, so no handler will ever answer it
+            throw error
+        }
         let writes = stream.eventLoop.submit {
             for step in steps {
                 switch step {

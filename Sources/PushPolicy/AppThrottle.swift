@@ -439,6 +439,31 @@ public struct AppThrottle: Sendable, Equatable {
     }
 }
 
+// In this file: it sets the private state.
+extension AppThrottle {
+    public var budget: ThrottleBudget {
+        ThrottleBudget(
+            tokens: tokens.isNaN ? nil : tokens, strikes: strikes, settledAt: settledAt, coolingUntil: coolingUntil,
+            appState: appState)
+    }
+
+    /// A state brought back from the store: its budget and its held pushes (oldest first; beyond
+    /// `maximumHeld`, the oldest are returned as overflow to discard). Wakes that were awaiting their
+    /// completion are not restored: the app was not running while the gateway was down.
+    public init(restoring budget: ThrottleBudget, held: [HeldPush], overflow: inout [APNsID]) {
+        self.init()
+        tokens = budget.tokens ?? .nan
+        strikes = budget.strikes
+        settledAt = budget.settledAt
+        coolingUntil = budget.coolingUntil
+        appState = budget.appState
+        let kept = held.suffix(Self.maximumHeld)
+        overflow.append(contentsOf: held.dropLast(kept.count).map(\.notification.id))
+        pending = kept.map { .held($0) }
+        compact()
+    }
+}
+
 @inline(__always)
 func pow2(_ x: Double) -> Double { exp2(x) }
 

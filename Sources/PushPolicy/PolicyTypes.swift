@@ -63,7 +63,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case notStoredExpirationZero = "not_stored_expiration_zero"
 
     /// A delivery of a held push (with something that opened a delivery window).
-    var isRelease: Bool {
+    public var isRelease: Bool {
         switch self {
         case .piggybackAlert, .piggybackKeepAlive, .reconnect, .appOpened, .conditionEnded: return true
         default: return false
@@ -111,6 +111,12 @@ public struct HeldPush: Sendable, Equatable {
     public var notification: PushNotification
     public var expiresAt: UnixTime?
     public var rule: Rule
+
+    public init(notification: PushNotification, expiresAt: UnixTime?, rule: Rule) {
+        self.notification = notification
+        self.expiresAt = expiresAt
+        self.rule = rule
+    }
 
     var isSilent: Bool { notification.notificationClass == .silent }
 }

@@ -94,6 +94,9 @@ public struct ThrottleEngine: Sendable {
     private var timers = TimerWheel<AppKey>()
     /// The due timers' keys, reused between `advance` calls.
     private var dueScratch: [AppKey] = []
+    /// Devices whose state changed since `takeChangedDevices()`, when `tracksChanges` (for a store).
+    private var changed: [DeviceID] = []
+    public var tracksChanges = false
 
     public init(settings: PolicySettings = PolicySettings(), decisionLogCapacity: Int = 100_000) {
         self.settings = settings
@@ -287,6 +290,50 @@ public struct ThrottleEngine: Sendable {
         Int(device) < slots.count ? slots[Int(device)].conditions : DeviceConditions()
     }
 
+    // MARK: Persistence
+
+    /// The devices whose state changed since the last call (each once, in no particular order), when
+    /// `tracksChanges` is on: the store writes their budgets.
+    public mutating func takeChangedDevices() -> [DeviceID] {
+        guard !changed.isEmpty else { return [] }
+        defer { changed.removeAll(keepingCapacity: true) }
+        if changed.count == 1 { return changed }
+        var seen = Set<DeviceID>()
+        return changed.filter { seen.insert($0).inserted }
+    }
+
+    /// The device's per-app budgets, for the store (apps without state have a full bucket and are absent).
+    public func budgets(of device: DeviceID) -> [(bundleID: String, budget: ThrottleBudget)] {
+        guard Int(device) < slots.count else { return [] }
+        let apps = slots[Int(device)].apps
+        return apps.ids.compactMap { app in
+            apps.index(of: app).map { (bundleIDs[Int(app)], apps.state(at: $0).budget) }
+        }
+    }
+
+    /// Brings back a (device, app)'s state from the store, at start: the device is offline until it
+    /// connects, and its held pushes go out then. Returns the ids of held pushes beyond the limit, which
+    /// the caller records as overflowed.
+    public mutating func restore(
+        device: DeviceID, bundleID: String, budget: ThrottleBudget, held: [HeldPush], now: UnixTime
+    ) -> [APNsID] {
+        ensureSlot(device)
+        slots[Int(device)].conditions.online = false
+        var overflow: [APNsID] = []
+        let state = AppThrottle(restoring: budget, held: held, overflow: &overflow)
+        let key = AppKey(device: device, app: appID(bundleID))
+        if let index = appIndex(key) {
+            slots[Int(device)].apps.withState(at: index) { $0 = state }
+        } else {
+            _ = slots[Int(device)].apps.append(AppEntry(app: key.app, state: state))
+            stateCount += 1
+        }
+        counters.heldNow += held.count - overflow.count
+        counters.overflowed += overflow.count
+        if let next = state.nextDeadline { timers.schedule(next.milliseconds, key) }
+        return overflow
+    }
+
     // MARK: Plumbing
 
     private mutating func appID(_ bundleID: String) -> UInt32 {
@@ -337,6 +384,7 @@ public struct ThrottleEngine: Sendable {
             stateCount += 1
         }
         let settings = self.settings
+        if tracksChanges { changed.append(key.device) }
         let (before, after, idle) = slots[device].apps.withState(at: index!) { app -> (UnixTime?, UnixTime?, Bool) in
             let before = app.nextDeadline
             body(&app, settings, &actions)

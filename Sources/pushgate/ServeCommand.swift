@@ -11,7 +11,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
+    @Flag(help: "Keep everything in memory (store.backend=memory): nothing survives a restart.")
+    var ephemeral = false
+
     func run() async throws {
+        var options = self.options
+        if ephemeral { options.overrides.append("store.backend=memory") }
         let configuration = try failing { try options.load() }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -21,7 +26,9 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "pushgate")
         let threads = configuration.eventLoops == 0 ? System.coreCount : configuration.eventLoops
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let gateway = try failing { try GatewayServices(configuration: configuration, group: group, logger: logger) }
+        let gateway = try await failing {
+            try await GatewayServices(configuration: configuration, group: group, logger: logger)
+        }
         let services = ServiceGroup(
             configuration: .init(
                 services: gateway.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },

@@ -20,7 +20,7 @@ import Testing
         #expect(ready?["status"] as? String == "ready")
         #expect(
             (ready?["checks"] as? [String: Bool]) == [
-                "provider_listeners": true, "device_listeners": true, "not_draining": true,
+                "provider_listeners": true, "device_listeners": true, "not_draining": true, "store": true,
             ])
 
         // Shutting the provider API down drains it: not ready any more, still alive.

@@ -1,0 +1,286 @@
+import Foundation
+import GRDB
+import PushModel
+import PushPolicy
+
+/// The embedded store: one SQLite file in WAL mode (GRDB). A commit is one transaction; with
+/// `synchronous: full` (the default) it is on disk when `commit` returns, so a power loss does not
+/// lose it either; `normal` survives a crash of the process but not of the machine.
+public final class SQLiteStore: StoreBackend {
+    public let kind = "sqlite"
+    public let path: String
+    private let pool: DatabasePool
+
+    public enum Synchronous: String, Sendable, CaseIterable {
+        case full
+        case normal
+    }
+
+    public init(path: String, synchronous: Synchronous = .full) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.label = "pushgate.store"
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw StoreError("cannot open the SQLite database at \(path): \(error)")
+        }
+    }
+
+    // MARK: Schema
+
+    /// Version n's statements are `migrations[n - 1]`.
+    static let migrations: [[String]] = [
+        [
+            """
+            CREATE TABLE devices (
+                id TEXT PRIMARY KEY NOT NULL, secret_hash BLOB NOT NULL, created_at INTEGER NOT NULL)
+            """,
+            """
+            CREATE TABLE tokens (
+                token TEXT PRIMARY KEY NOT NULL, device_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                unregistered_at INTEGER)
+            """,
+            """
+            CREATE TABLE notifications (
+                seq INTEGER PRIMARY KEY, team_id TEXT NOT NULL, apns_id TEXT NOT NULL,
+                device_token TEXT NOT NULL, topic TEXT NOT NULL, bundle_id TEXT NOT NULL, push_type TEXT NOT NULL,
+                priority INTEGER NOT NULL, expiration INTEGER, collapse_id TEXT, class TEXT NOT NULL,
+                payload BLOB NOT NULL, received_at INTEGER NOT NULL, expires_at INTEGER, device_id TEXT,
+                state INTEGER NOT NULL, rule TEXT, finished_at INTEGER)
+            """,
+            // apns-id first: the same index answers outcomes and lookups by id, and keeps (team, id) unique.
+            "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
+            "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
+            "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
+            """
+            CREATE TABLE app_budgets (
+                device_id TEXT NOT NULL, bundle_id TEXT NOT NULL, tokens REAL, strikes REAL NOT NULL,
+                settled_at INTEGER NOT NULL, cooling_until INTEGER NOT NULL, app_state TEXT NOT NULL,
+                PRIMARY KEY (device_id, bundle_id)) WITHOUT ROWID
+            """,
+        ]
+    ]
+
+    private func migrate() throws {
+        try pool.write { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            let current = try Int.fetchOne(db, sql: "SELECT MAX(version) FROM schema_version") ?? 0
+            guard current <= Schema.latestVersion else { throw StoreError.newerSchema(current, where: "at \(path)") }
+            for version in (current + 1)..<(Schema.latestVersion + 1) {
+                for statement in Self.migrations[version - 1] { try db.execute(sql: statement) }
+                try db.execute(sql: "INSERT INTO schema_version (version) VALUES (?)", arguments: [version])
+            }
+        }
+    }
+
+    // MARK: StoreBackend
+
+    public func open(now: UnixTime) async throws -> StoreSnapshot {
+        try migrate()
+        try await pool.write { db in try Self.expire(db, now: now, atStart: true) }
+        return try await pool.read { db in
+            var snapshot = StoreSnapshot()
+            let devices = try Row.fetchCursor(
+                db, sql: "SELECT id, secret_hash, created_at FROM devices ORDER BY rowid")
+            while let row = try devices.next() {
+                snapshot.devices.append(
+                    StoredDevice(
+                        id: row[0], secretHash: [UInt8](row[1] as Data),
+                        createdAt: UnixTime(milliseconds: row[2])))
+            }
+            let tokens = try Row.fetchCursor(
+                db, sql: "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY rowid")
+            while let row = try tokens.next() {
+                snapshot.tokens.append(
+                    StoredToken(
+                        token: row[0], deviceID: row[1], bundleID: row[2],
+                        unregisteredAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) }))
+            }
+            snapshot.budgets = try Self.budgets(db)
+            let pending = try Row.fetchCursor(db, sql: Self.selectNotification + " WHERE state = 0 ORDER BY seq")
+            while let row = try pending.next() { snapshot.pending.append(try Self.notification(row)) }
+            return snapshot
+        }
+    }
+
+    public func commit(_ batch: StoreBatch) async throws {
+        guard !batch.isEmpty else { return }
+        try await pool.write { db in
+            if !batch.devices.isEmpty {
+                let insert = try db.cachedStatement(
+                    sql: "INSERT OR IGNORE INTO devices (id, secret_hash, created_at) VALUES (?, ?, ?)")
+                for device in batch.devices {
+                    try insert.execute(
+                        arguments: [device.id, Data(device.secretHash), device.createdAt.milliseconds])
+                }
+            }
+            if !batch.tokens.isEmpty {
+                let upsert = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO tokens (token, device_id, bundle_id, unregistered_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
+                        """)
+                for token in batch.tokens {
+                    try upsert.execute(
+                        arguments: [token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds])
+                }
+            }
+            if !batch.notifications.isEmpty {
+                let insert = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type,
+                            priority, expiration, collapse_id, class, payload, received_at, expires_at, device_id,
+                            state, rule, finished_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (apns_id, team_id) DO NOTHING
+                        """)
+                for stored in batch.notifications {
+                    let c = NotificationColumns(stored)
+                    let finished: Int64? = stored.state == .pending ? nil : c.receivedAt
+                    try insert.execute(arguments: [
+                        c.teamID, c.apnsID, c.deviceToken, c.topic, c.bundleID, c.pushType, c.priority,
+                        c.expiration, c.collapseID, c.notificationClass, Data(c.payload), c.receivedAt, c.expiresAt,
+                        c.deviceID, c.state, c.rule, finished,
+                    ])
+                }
+            }
+            if !batch.outcomes.isEmpty {
+                let update = try db.cachedStatement(
+                    sql: """
+                        UPDATE notifications SET state = ?, rule = COALESCE(?, rule), finished_at = ?
+                        WHERE apns_id = ?
+                        """)
+                for outcome in batch.outcomes {
+                    let finished: Int64? = outcome.state == .pending ? nil : outcome.at.milliseconds
+                    try update.execute(arguments: [
+                        outcome.state.rawValue, outcome.rule?.rawValue, finished, outcome.apnsID.value,
+                    ])
+                }
+            }
+            if !batch.budgets.isEmpty {
+                let clear = try db.cachedStatement(sql: "DELETE FROM app_budgets WHERE device_id = ?")
+                let insert = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO app_budgets (device_id, bundle_id, tokens, strikes, settled_at, cooling_until,
+                            app_state) VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """)
+                for (device, apps) in batch.budgets {
+                    try clear.execute(arguments: [device])
+                    for app in apps {
+                        let budget = app.budget
+                        try insert.execute(arguments: [
+                            device, app.bundleID, budget.tokens.map { Double($0) }, Double(budget.strikes),
+                            budget.settledAt, budget.coolingUntil, budget.appState.rawValue,
+                        ])
+                    }
+                }
+            }
+        }
+    }
+
+    public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
+        try await pool.write { db in
+            let expired = try Self.expire(db, now: now, atStart: false)
+            try db.execute(
+                sql: "DELETE FROM notifications WHERE state <> 0 AND finished_at < ?",
+                arguments: [finishedBefore.milliseconds])
+            return PruneResult(removed: db.changesCount, expired: expired)
+        }
+    }
+
+    public func notification(_ id: APNsID) async throws -> StoredNotification? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: Self.selectNotification + " WHERE apns_id = ? ORDER BY seq DESC LIMIT 1",
+                arguments: [id.value]
+            ).map(Self.notification)
+        }
+    }
+
+    public func counts() async throws -> [NotificationState: Int] {
+        try await pool.read { db in
+            var counts: [NotificationState: Int] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT state, COUNT(*) FROM notifications GROUP BY state")
+            while let row = try rows.next() {
+                if let state = NotificationState(rawValue: row[0]) { counts[state] = row[1] }
+            }
+            return counts
+        }
+    }
+
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func close() async throws {
+        try pool.close()
+    }
+
+    // MARK: Rows
+
+    static let selectNotification = """
+        SELECT team_id, apns_id, device_token, topic, bundle_id, push_type, priority, expiration, collapse_id,
+            class, payload, received_at, expires_at, device_id, state, rule FROM notifications
+        """
+
+    static func notification(_ row: Row) throws -> StoredNotification {
+        try NotificationColumns(
+            teamID: row[0], apnsID: row[1], deviceToken: row[2], topic: row[3], bundleID: row[4], pushType: row[5],
+            priority: row[6], expiration: row[7], collapseID: row[8], notificationClass: row[9],
+            payload: [UInt8](row[10] as Data), receivedAt: row[11], expiresAt: row[12], deviceID: row[13],
+            state: row[14], rule: row[15]
+        ).stored()
+    }
+
+    static func budgets(_ db: Database) throws -> [DeviceBudgets] {
+        var result: [DeviceBudgets] = []
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT device_id, bundle_id, tokens, strikes, settled_at, cooling_until, app_state
+                FROM app_budgets ORDER BY device_id, bundle_id
+                """)
+        while let row = try rows.next() {
+            let deviceID: String = row[0]
+            let state: String = row[6]
+            guard let appState = AppState(rawValue: state) else {
+                throw StoreError(
+                    "app_budgets: device \(deviceID) has app_state '\(state)', which this pushgate cannot read")
+            }
+            let app = AppBudget(
+                bundleID: row[1],
+                budget: ThrottleBudget(
+                    tokens: (row[2] as Double?).map(Float.init), strikes: Float(row[3] as Double), settledAt: row[4],
+                    coolingUntil: row[5], appState: appState))
+            if result.last?.deviceID == deviceID {
+                result[result.count - 1].apps.append(app)
+            } else {
+                result.append(DeviceBudgets(deviceID: deviceID, apps: [app]))
+            }
+        }
+        return result
+    }
+
+    /// Marks pending notifications past their expiry as expired (at start, `apns-expiration: 0` ones too).
+    static func expire(_ db: Database, now: UnixTime, atStart: Bool) throws -> Int {
+        try db.execute(
+            sql: """
+                UPDATE notifications SET state = 2, finished_at = ?,
+                    rule = CASE WHEN expires_at IS NULL THEN ? ELSE ? END
+                WHERE state = 0 AND (expires_at < ? \(atStart ? "OR expires_at IS NULL" : ""))
+                """,
+            arguments: [
+                now.milliseconds, Rule.notStoredExpirationZero.rawValue, Rule.expired.rawValue, now.milliseconds,
+            ])
+        return db.changesCount
+    }
+}

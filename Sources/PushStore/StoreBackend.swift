@@ -1,0 +1,42 @@
+import PushModel
+
+/// Where the gateway keeps what must survive a restart. Three backends implement it (in memory,
+/// SQLite, PostgreSQL) and one contract test suite runs against each.
+public protocol StoreBackend: Sendable {
+    /// `memory`, `sqlite` or `postgres`, for logs and `/ready`.
+    var kind: String { get }
+    /// Runs the migrations (refusing a database newer than this binary) and reads the snapshot; pending
+    /// notifications past their expiry at `now` are marked expired and left out.
+    func open(now: UnixTime) async throws -> StoreSnapshot
+    /// Applies the batch in one transaction; when this returns, it is durable.
+    func commit(_ batch: StoreBatch) async throws
+    /// Removes finished notifications finished before `finishedBefore`; marks pending ones past their
+    /// expiry at `now` as expired.
+    func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult
+    /// A stored notification by apns-id (lookups; the most recent if several teams used the id).
+    func notification(_ id: APNsID) async throws -> StoredNotification?
+    /// How many notifications are stored, by state.
+    func counts() async throws -> [NotificationState: Int]
+    /// Whether the database answers (`/ready`).
+    func ping() async throws
+    func close() async throws
+}
+
+/// A store that cannot be used, with a message for the operator.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+
+    static func newerSchema(_ found: Int, where place: String) -> StoreError {
+        StoreError(
+            "the database \(place) has schema version \(found); this pushgate knows versions up to "
+                + "\(Schema.latestVersion). Run a newer pushgate, or point store settings at another database.")
+    }
+}
+
+/// The schema's numbered migrations: each backend has its statements for every version, and
+/// `schema_version` records the highest applied.
+public enum Schema {
+    public static let latestVersion = 1
+}

@@ -1,0 +1,143 @@
+import PushModel
+import PushPolicy
+
+/// A registered device as the store keeps it (its slot is its place in registration order).
+public struct StoredDevice: Sendable, Equatable {
+    public var id: String
+    public var secretHash: [UInt8]
+    public var createdAt: UnixTime
+
+    public init(id: String, secretHash: [UInt8], createdAt: UnixTime) {
+        self.id = id
+        self.secretHash = secretHash
+        self.createdAt = createdAt
+    }
+}
+
+/// A token issued to an app on a device; `unregisteredAt` is set once the app is uninstalled.
+public struct StoredToken: Sendable, Equatable {
+    public var token: String
+    public var deviceID: String
+    public var bundleID: String
+    public var unregisteredAt: UnixTime?
+
+    public init(token: String, deviceID: String, bundleID: String, unregisteredAt: UnixTime?) {
+        self.token = token
+        self.deviceID = deviceID
+        self.bundleID = bundleID
+        self.unregisteredAt = unregisteredAt
+    }
+}
+
+/// Where an accepted notification stands. Only `pending` ones are brought back after a restart.
+public enum NotificationState: Int, Sendable, Codable {
+    /// Held, or delivered and not yet acknowledged by the device.
+    case pending = 0
+    /// Acknowledged by the device.
+    case delivered = 1
+    /// Coalesced, expired, overflowed or not stored, by design (the rule says which).
+    case discarded = 2
+    /// For a scripted token (`pushgate tokens`) with no device to deliver to.
+    case noDevice = 3
+}
+
+/// An accepted notification and where it stands.
+public struct StoredNotification: Sendable, Equatable {
+    public var notification: PushNotification
+    /// When the policy stops keeping it (nil: never stored, `apns-expiration: 0`).
+    public var expiresAt: UnixTime?
+    public var deviceID: String?
+    public var state: NotificationState
+    /// The policy's last decision about it.
+    public var rule: Rule?
+
+    public init(
+        notification: PushNotification, expiresAt: UnixTime?, deviceID: String?, state: NotificationState, rule: Rule?
+    ) {
+        self.notification = notification
+        self.expiresAt = expiresAt
+        self.deviceID = deviceID
+        self.state = state
+        self.rule = rule
+    }
+}
+
+/// A later change to a stored notification, found by its apns-id.
+public struct NotificationOutcome: Sendable, Equatable {
+    public var apnsID: APNsID
+    public var state: NotificationState
+    public var rule: Rule?
+    public var at: UnixTime
+
+    public init(apnsID: APNsID, state: NotificationState, rule: Rule?, at: UnixTime) {
+        self.apnsID = apnsID
+        self.state = state
+        self.rule = rule
+        self.at = at
+    }
+}
+
+/// A device's per-app throttle budgets; they replace whatever was stored for the device.
+public struct DeviceBudgets: Sendable, Equatable {
+    public var deviceID: String
+    public var apps: [AppBudget]
+
+    public init(deviceID: String, apps: [AppBudget]) {
+        self.deviceID = deviceID
+        self.apps = apps
+    }
+}
+
+public struct AppBudget: Sendable, Equatable {
+    public var bundleID: String
+    public var budget: ThrottleBudget
+
+    public init(bundleID: String, budget: ThrottleBudget) {
+        self.bundleID = bundleID
+        self.budget = budget
+    }
+}
+
+/// One transaction's worth of changes, applied in this order: devices, tokens, notifications (a
+/// notification whose (team, apns-id) is already stored is not stored again), outcomes, budgets.
+public struct StoreBatch: Sendable {
+    public var devices: [StoredDevice] = []
+    public var tokens: [StoredToken] = []
+    public var notifications: [StoredNotification] = []
+    public var outcomes: [NotificationOutcome] = []
+    /// By device id: the latest change for a device replaces an earlier one in the same batch.
+    public var budgets: [String: [AppBudget]] = [:]
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        devices.isEmpty && tokens.isEmpty && notifications.isEmpty && outcomes.isEmpty && budgets.isEmpty
+    }
+
+    public var count: Int { devices.count + tokens.count + notifications.count + outcomes.count + budgets.count }
+}
+
+/// What a gateway needs from the store when it starts: devices in registration order, their tokens,
+/// their budgets, and the notifications still pending (oldest first; ones that expired meanwhile are
+/// marked expired by the store and left out).
+public struct StoreSnapshot: Sendable {
+    public var devices: [StoredDevice] = []
+    public var tokens: [StoredToken] = []
+    public var budgets: [DeviceBudgets] = []
+    public var pending: [StoredNotification] = []
+
+    public init() {}
+}
+
+/// What a pruning pass removed.
+public struct PruneResult: Sendable, Equatable {
+    /// Finished notifications (delivered, discarded, no device) older than the retention.
+    public var removed: Int
+    /// Pending notifications past their expiry, marked expired.
+    public var expired: Int
+
+    public init(removed: Int, expired: Int) {
+        self.removed = removed
+        self.expired = expired
+    }
+}

@@ -1,0 +1,119 @@
+import NIOCore
+import Synchronization
+
+/// Group commit: changes from every connection collect in one batch while the previous commit runs;
+/// then one transaction (one fsync) commits them all and their promises are kept. Under load a commit
+/// carries hundreds of notifications, so durability costs little throughput; when idle, a change
+/// commits at once.
+public final class StoreWriter: Sendable {
+    public let backend: any StoreBackend
+
+    private struct State {
+        var batch = StoreBatch()
+        var promises: [EventLoopPromise<Void>] = []
+        var wakeup: CheckedContinuation<Void, Never>?
+        var finishing = false
+        var figures = CommitFigures()
+    }
+
+    private let state = Mutex(State())
+
+    public init(backend: any StoreBackend) {
+        self.backend = backend
+    }
+
+    /// Adds changes to the next commit; `promise` succeeds once they are durable, or fails with the
+    /// commit's error.
+    public func enqueue(promise: EventLoopPromise<Void>? = nil, _ change: (inout StoreBatch) -> Void) {
+        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            change(&state.batch)
+            if let promise { state.promises.append(promise) }
+            defer { state.wakeup = nil }
+            return state.wakeup
+        }
+        wakeup?.resume()
+    }
+
+    /// Commits until `finish()` is called and everything enqueued before it is committed.
+    public func run() async {
+        while true {
+            let taken = await next()
+            guard let (batch, promises) = taken else { return }
+            let started = ContinuousClock.now
+            do {
+                try await backend.commit(batch)
+                let elapsed = ContinuousClock.now - started
+                state.withLock { $0.figures.committed(batch.count, elapsed: elapsed) }
+                for promise in promises { promise.succeed() }
+            } catch {
+                state.withLock { $0.figures.failures += 1 }
+                for promise in promises { promise.fail(error) }
+            }
+        }
+    }
+
+    /// Stops `run` once what was enqueued so far is committed.
+    public func finish() {
+        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.finishing = true
+            defer { state.wakeup = nil }
+            return state.wakeup
+        }
+        wakeup?.resume()
+    }
+
+    public var figures: CommitFigures { state.withLock { $0.figures } }
+
+    /// The next batch, waiting for one; nil when finishing with nothing left.
+    private func next() async -> (StoreBatch, [EventLoopPromise<Void>])? {
+        while true {
+            enum Step {
+                case take(StoreBatch, [EventLoopPromise<Void>])
+                case stop
+                case wait
+            }
+            let step = state.withLock { state -> Step in
+                if !state.batch.isEmpty || !state.promises.isEmpty {
+                    defer {
+                        state.batch = StoreBatch()
+                        state.promises = []
+                    }
+                    return .take(state.batch, state.promises)
+                }
+                return state.finishing ? .stop : .wait
+            }
+            switch step {
+            case .take(let batch, let promises): return (batch, promises)
+            case .stop: return nil
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { state -> Bool in
+                        if !state.batch.isEmpty || !state.promises.isEmpty || state.finishing { return true }
+                        state.wakeup = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+        }
+    }
+}
+
+/// The writer's figures: how many commits, how big, how long.
+public struct CommitFigures: Sendable, Equatable, Codable {
+    public var commits = 0
+    public var changes = 0
+    public var largestBatch = 0
+    public var failures = 0
+    public var totalMicroseconds: Int64 = 0
+    public var slowestMicroseconds: Int64 = 0
+
+    mutating func committed(_ size: Int, elapsed: Duration) {
+        let micros = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        commits += 1
+        changes += size
+        largestBatch = max(largestBatch, size)
+        totalMicroseconds += micros
+        slowestMicroseconds = max(slowestMicroseconds, micros)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A `pushgate serve` child process on loopback ports, for tests that kill it.
+final class GatewayProcess: @unchecked Sendable {
+    /// The `pushgate` binary `swift test` built beside the tests, when there is one.
+    static let binary: String? = {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [directory, directory.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("pushgate").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }()
+
+    let process = Process()
+    let log: FileHandle
+
+    init(arguments: [String], logPath: String) throws {
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.executableURL = URL(fileURLWithPath: Self.binary!)
+        process.arguments = arguments
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+    }
+
+    func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+
+    /// Waits for the exit (bounded) and returns the status, or nil if it did not exit in time.
+    func exitStatus(within seconds: Int) async -> Int32? {
+        for _ in 0..<(seconds * 50) {
+            if !process.isRunning { return process.terminationStatus }
+            try? await Task.sleep(for: .milliseconds(20))  // clock-ok: waiting for a real process, bounded
+        }
+        return nil
+    }
+
+    /// Free loopback ports (bound, read, released).
+    static func freePorts(_ count: Int) async throws -> [Int] {
+        var channels: [any Channel] = []
+        for _ in 0..<count {
+            channels.append(
+                try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0)
+                    .get())
+        }
+        let ports = channels.compactMap { $0.localAddress?.port }
+        for channel in channels { try await channel.close() }
+        return ports
+    }
+}
+
+func eventually(_ what: String, seconds: Int = 30, _ condition: () async throws -> Bool) async throws {
+    for _ in 0..<(seconds * 20) {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(50))  // clock-ok: polling a real process's effect, bounded
+    }
+    Issue.record("timed out waiting: \(what)")
+}

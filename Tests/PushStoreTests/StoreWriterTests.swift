@@ -1,0 +1,117 @@
+import NIOCore
+import NIOPosix
+import PushModel
+import PushStore
+import Synchronization
+import Testing
+
+@Suite struct StoreWriterTests {
+    /// While one commit runs, everything enqueued meanwhile goes into the next one, and every promise is
+    /// kept only once its change is committed.
+    @Test func changesEnqueuedDuringACommitShareTheNextOne() async throws {
+        let backend = GatedBackend()
+        let writer = StoreWriter(backend: backend)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let running = Task { await writer.run() }
+
+        let first = loop.makePromise(of: Void.self)
+        writer.enqueue(promise: first) { $0.notifications.append(Samples.stored(1)) }
+        await backend.waitForCommits(started: 1)
+        // The first commit is held open: these pile up.
+        let rest = (2...51).map { n in
+            let promise = loop.makePromise(of: Void.self)
+            writer.enqueue(promise: promise) { $0.notifications.append(Samples.stored(n)) }
+            return promise.futureResult
+        }
+        backend.release()
+        try await first.futureResult.get()
+        for future in rest { try await future.get() }
+        writer.finish()
+        await running.value
+
+        #expect(backend.batchSizes == [1, 50])
+        #expect(writer.figures.commits == 2)
+        #expect(writer.figures.largestBatch == 50)
+        #expect(try await backend.inner.counts() == [.pending: 51])
+    }
+
+    @Test func aFailedCommitFailsItsPromisesAndTheWriterGoesOn() async throws {
+        let backend = GatedBackend(failFirst: true)
+        backend.release()
+        let writer = StoreWriter(backend: backend)
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let running = Task { await writer.run() }
+        let failing = loop.makePromise(of: Void.self)
+        writer.enqueue(promise: failing) { $0.notifications.append(Samples.stored(1)) }
+        await #expect(throws: StoreError.self) { try await failing.futureResult.get() }
+        let next = loop.makePromise(of: Void.self)
+        writer.enqueue(promise: next) { $0.notifications.append(Samples.stored(2)) }
+        try await next.futureResult.get()
+        writer.finish()
+        await running.value
+        #expect(writer.figures.failures == 1)
+        #expect(writer.figures.commits == 1)
+    }
+}
+
+/// A memory store whose first commit waits until the test releases it.
+final class GatedBackend: StoreBackend {
+    let kind = "gated"
+    let inner = MemoryStore()
+    private struct State {
+        var released = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var started = 0
+        var sizes: [Int] = []
+        var failFirst: Bool
+    }
+    private let state: Mutex<State>
+
+    init(failFirst: Bool = false) { state = Mutex(State(failFirst: failFirst)) }
+
+    var batchSizes: [Int] { state.withLock { $0.sizes } }
+
+    func release() {
+        let waiting = state.withLock { state in
+            state.released = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    func waitForCommits(started count: Int) async {
+        while state.withLock({ $0.started < count }) { await Task.yield() }
+    }
+
+    func commit(_ batch: StoreBatch) async throws {
+        state.withLock {
+            $0.started += 1
+            $0.sizes.append(batch.count)
+        }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.released { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        if state.withLock({ state in
+            defer { state.failFirst = false }
+            return state.failFirst
+        }) {
+            throw StoreError("disk full")
+        }
+        try await inner.commit(batch)
+    }
+
+    func open(now: UnixTime) async throws -> StoreSnapshot { try await inner.open(now: now) }
+    func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
+        try await inner.prune(finishedBefore: finishedBefore, now: now)
+    }
+    func notification(_ id: APNsID) async throws -> StoredNotification? { try await inner.notification(id) }
+    func counts() async throws -> [NotificationState: Int] { try await inner.counts() }
+    func ping() async throws {}
+    func close() async throws {}
+}

@@ -1,0 +1,77 @@
+import Foundation
+import GRDB
+import PushModel
+import PushPolicy
+import PushStore
+import Testing
+
+/// A backend the contract suite runs against, and where its data lives.
+enum StoreUnderTest: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    static var available: [StoreUnderTest] { allCases }
+
+    func makePlace() throws -> StorePlace {
+        switch self {
+        case .memory:
+            return StorePlace(path: "", memory: MemoryStore())
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "pushgate-store-\(UUID().uuidString.prefix(8))")
+            return StorePlace(path: directory.appendingPathComponent("pushgate.sqlite").path, memory: nil)
+        }
+    }
+}
+
+/// Opens the same data again, as a restarted gateway would.
+struct StorePlace: Sendable {
+    var path: String
+    var memory: MemoryStore?
+
+    func open() async throws -> any StoreBackend {
+        if let memory { return memory }
+        return try SQLiteStore(path: path)
+    }
+
+    func remove() {
+        guard !path.isEmpty else { return }
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
+    }
+}
+
+enum Samples {
+    static func id(_ n: Int) -> APNsID { APNsID(header: String(format: "00000000-0000-4000-8000-%012d", n))! }
+    static func token(_ n: Int) -> String { String(format: "%064x", n) }
+
+    static func stored(
+        _ n: Int, team: String = "TEAM000001", state: NotificationState = .pending, rule: Rule? = .overBudget,
+        kind: NotificationClass = .silent, collapse: String? = nil, payload: [UInt8]? = nil,
+        expiresAt: UnixTime? = StoreContractTests.t0.adding(seconds: 86400), expiration: Expiration = .storeByDefault
+    ) -> StoredNotification {
+        let push = PushNotification(
+            id: id(n), deviceToken: DeviceToken(token(n))!, topic: Topic("com.example.a")!, bundleID: "com.example.a",
+            pushType: kind == .silent ? .background : .alert, priority: kind == .silent ? .conservePower : .immediate,
+            expiration: expiration, collapseID: collapse.flatMap { CollapseID(header: $0) }, notificationClass: kind,
+            payload: payload ?? Array(#"{"aps":{"content-available":1}}"#.utf8), teamID: team,
+            receivedAt: StoreContractTests.t0)
+        return StoredNotification(
+            notification: push, expiresAt: expiration == .immediateOnly ? nil : expiresAt, deviceID: "dev-a",
+            state: state, rule: rule)
+    }
+
+    static func budget(tokens: Float?, state: AppState = .background) -> ThrottleBudget {
+        ThrottleBudget(
+            tokens: tokens, strikes: 1.5, settledAt: StoreContractTests.t0.milliseconds,
+            coolingUntil: StoreContractTests.t0.milliseconds + 60_000, appState: state)
+    }
+
+    /// Runs a statement on a SQLite file behind the store's back, as an operator would.
+    static func sqlite(_ path: String, _ sql: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: sql) }
+        try queue.close()
+    }
+}
