@@ -52,32 +52,8 @@ done
 
 HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
 
-run() { # name uris shape -> "req/s p50 p99 ok total"
-  # Two passes: throughput without h2load's per-request log (which costs h2load enough to cap nghttpd),
-  # then latency percentiles from the log of a second pass.
-  local name=$1 uris=$2 shape=$3 log="$WORK/$1.log"
-  rm -f "$log"
-  # shellcheck disable=SC2086
-  taskset -c 1 h2load $shape -D $DURATION --warm-up-time $WARMUP -d "$WORK/body.json" "${HEADERS[@]}" \
-    -i "$uris" > "$WORK/$name.out" 2>&1 || true
-  # shellcheck disable=SC2086
-  taskset -c 1 h2load $shape -D $DURATION --warm-up-time $WARMUP -d "$WORK/body.json" "${HEADERS[@]}" \
-    -i "$uris" --log-file "$log" > "$WORK/$name-latency.out" 2>&1 || true
-  python3 - "$log" "$WORK/$name.out" <<'PY'
-import re, sys
-lat = []; ok = 0
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) >= 3:
-        lat.append(int(parts[2]))
-        ok += parts[1] == "200"
-lat.sort()
-out = open(sys.argv[2]).read()
-rps = re.search(r"finished in .*?, ([\d.]+) req/s", out)
-def pct(p): return lat[min(len(lat) - 1, int(len(lat) * p))] / 1000 if lat else float("nan")
-print(f"{float(rps.group(1)) if rps else 0:.0f} {pct(0.50):.2f} {pct(0.99):.2f} {ok} {len(lat)}")
-PY
-}
+# shellcheck source=Benchmarks/h2load-run.sh
+source Benchmarks/h2load-run.sh
 
 echo
 echo "Provider API vs nghttpd — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m)"

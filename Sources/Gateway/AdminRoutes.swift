@@ -2,6 +2,7 @@ import DeviceHub
 import Foundation
 import PushModel
 import PushPolicy
+import PushStore
 
 /// The admin API's answers, apart from HTTP: a path in, a status and a JSON body out.
 /// `AdminServer` serves them on the admin port; `pushgate lookup` reads them.
@@ -10,8 +11,14 @@ public struct AdminRoutes: Sendable {
     /// What `/ready` checks, by name: true when that part is ready.
     let readiness: @Sendable () -> [String: Bool]
 
-    public init(hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] }) {
+    let storeFigures: @Sendable () -> CommitFigures?
+
+    public init(
+        hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] },
+        storeFigures: @escaping @Sendable () -> CommitFigures? = { nil }
+    ) {
         self.hub = hub
+        self.storeFigures = storeFigures
         self.readiness = readiness
     }
 
@@ -67,7 +74,7 @@ public struct AdminRoutes: Sendable {
                 Counters(
                     policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount,
                     acceptToDeviceAckMicroseconds: hub.deliveryLatency,
-                    acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets))
+                    acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets, store: storeFigures()))
         }
         return error(404, "no such admin path: \(path)")
     }
@@ -136,4 +143,6 @@ struct Counters: Encodable {
     var connectedDevices: Int
     var acceptToDeviceAckMicroseconds: DeliveryLatency
     var acceptToDeviceAckBuckets: [[UInt64]]
+    /// The store writer's commits (absent without a store).
+    var store: CommitFigures?
 }

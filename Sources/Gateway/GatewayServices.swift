@@ -85,7 +85,8 @@ public struct GatewayServices: Sendable {
             ? AdminServer(
                 routes: AdminRoutes(
                     hub: hub,
-                    readiness: Self.readiness(provider, listeners.count, devices, deviceListeners.count, store)),
+                    readiness: Self.readiness(provider, listeners.count, devices, deviceListeners.count, store),
+                    storeFigures: { [store] in store.writer.figures }),
                 host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: logger) : nil
         reloader = RegistryReloader(

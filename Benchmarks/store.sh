@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The store's cost: accepted pushes/s through the provider API with each store backend, side by side in
+# one run (as in provider-api.sh: gateway on core 0 with one event loop, h2load on core 1), and the
+# time a restart takes with 1,000,000 held notifications in SQLite.
+#
+# Usage: Benchmarks/store.sh [seconds per run, default 8] [held notifications, default 1000000]
+# Needs: nghttp2-client (h2load), taskset, python3, curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${1:-8}
+HELD=${2:-1000000}
+WARMUP=2
+TOKENS=1000
+PORT=22198
+ADMIN=22201
+SHAPE="-c 16 -m 32"
+
+for tool in h2load taskset python3 curl; do
+  command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client util-linux python3 curl)"; exit 1; }
+done
+
+swift build -c release --product pushgate >&2
+PG="$(swift build -c release --show-bin-path)/pushgate"
+WORK=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+COMMON=(--set event_loops=1 --set provider.tls.enabled=false --set provider.h2c.port=$PORT
+  --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0 --set log.level=warning
+  --set devices.reload_seconds=0 --set devices.tls.enabled=false --set admin.port=$ADMIN)
+printf '{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refresh","since":1800000000}}' > "$WORK/body.json"
+
+# shellcheck source=Benchmarks/h2load-run.sh
+source Benchmarks/h2load-run.sh
+
+wait_ready() {
+  for _ in $(seq 1 600); do
+    curl -sf "http://127.0.0.1:$ADMIN/ready" >/dev/null 2>&1 && return 0
+    sleep 0.01
+  done
+  echo "gateway not ready" >&2; return 1
+}
+
+measure() { # name, then settings -> table row
+  local name=$1; shift
+  local data="$WORK/$name"
+  mkdir -p "$data"
+  local settings=(--set "data_dir=$data" "${COMMON[@]}" "$@")
+  (cd "$data" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${settings[@]}" >/dev/null)
+  "$PG" tokens register --topic com.example.app --count $TOKENS "${settings[@]}" > "$data/tokens.txt"
+  JWT=$("$PG" keys token --key "$data/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+  HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
+  sed "s#^#http://127.0.0.1:$PORT/3/device/#" "$data/tokens.txt" > "$data/uris.txt"
+  taskset -c 0 "$PG" serve "${settings[@]}" 2> "$data/pushgate.log" &
+  local pid=$!
+  wait_ready
+  read -r rps p50 p99 ok n <<< "$(run "$name" "$data/uris.txt" "$SHAPE")"
+  local counters
+  counters=$(curl -sf "http://127.0.0.1:$ADMIN/v1/counters" | python3 -c '
+import json, sys
+c = json.load(sys.stdin).get("store", {})
+print(c.get("commits", "?"), c.get("changes", "?"), c.get("largestBatch", "?"))' 2>/dev/null || echo "? ? ?")
+  kill -TERM $pid; wait $pid || true
+  read -r commits changes largest <<< "$counters"
+  echo "| $name | $rps | $p50 | $p99 | $ok / $n | $commits | $largest |"
+  echo "$rps" > "$WORK/$name.rps"
+}
+
+echo
+echo "Store backends — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m)"
+echo "POST /3/device/<one of $TOKENS scripted tokens>, h2load $SHAPE, ${DURATION}s after ${WARMUP}s warm-up; gateway on core 0, h2load on core 1"
+echo "Every 200 is answered after the notification is committed (except memory)."
+echo
+echo "| store | requests/s | p50 ms | p99 ms | 200s / answered (latency pass) | commits | largest batch |"
+echo "|---|---|---|---|---|---|---|"
+measure memory --set store.backend=memory
+measure sqlite-full --set store.backend=sqlite --set store.sqlite.synchronous=full
+measure sqlite-normal --set store.backend=sqlite --set store.sqlite.synchronous=normal
+python3 -c "
+m, f, n = (float(open('$WORK/' + x + '.rps').read()) for x in ('memory', 'sqlite-full', 'sqlite-normal'))
+print(f'\nSQLite durable (full) / memory: {f / m:.2f}; SQLite normal / memory: {n / m:.2f}')"
+
+# Recovery: $HELD pending notifications for 10,000 devices (100 each, the per-app limit) written into
+# the database of a gateway that ran once, then the time from starting it to /ready.
+data="$WORK/recovery"
+mkdir -p "$data"
+settings=(--set "data_dir=$data" "${COMMON[@]}")
+"$PG" serve "${settings[@]}" 2> "$data/first.log" &
+pid=$!
+wait_ready
+kill -TERM $pid; wait $pid || true
+python3 - "$data/pushgate.sqlite" "$HELD" <<'PY'
+import sqlite3, sys, uuid, time
+db = sqlite3.connect(sys.argv[1]); held = int(sys.argv[2]); devices = 10000
+now = int(time.time() * 1000)
+db.executemany("INSERT INTO devices (id, secret_hash, created_at) VALUES (?, ?, ?)",
+               ((f"dev-{d:05d}", b"\0" * 32, now) for d in range(devices)))
+db.executemany("INSERT INTO tokens (token, device_id, bundle_id, unregistered_at) VALUES (?, ?, ?, NULL)",
+               ((f"{d:064x}", f"dev-{d:05d}", "com.example.app") for d in range(devices)))
+payload = b'{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refresh","since":1800000000}}'
+def rows():
+    for n in range(held):
+        d = n % devices
+        yield ("TEAM123456", str(uuid.UUID(int=n + 1)), f"{d:064x}", "com.example.app", "com.example.app",
+               "background", 5, None, None, "silent", payload, now, now + 86400000, f"dev-{d:05d}", 0,
+               "held_offline")
+db.executemany("""INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type,
+  priority, expiration, collapse_id, class, payload, received_at, expires_at, device_id, state, rule)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", rows())
+db.commit()
+PY
+start=$(date +%s.%N)
+"$PG" serve "${settings[@]}" 2> "$data/second.log" &
+pid=$!
+wait_ready
+end=$(date +%s.%N)
+RSS=$(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo '?')
+kill -TERM $pid; wait $pid || true
+restored=$(grep -o 'held_restored=[0-9]*' "$data/second.log" | head -1)
+python3 -c "print(f'\nRecovery: {$HELD:,} held notifications in SQLite, start to /ready: {$end - $start:.2f} s ($restored; RSS ${RSS} kB)')"
