@@ -4,7 +4,10 @@
 # time a restart takes with 1,000,000 held notifications in SQLite.
 #
 # Usage: Benchmarks/store.sh [seconds per run, default 8] [held notifications, default 1000000]
-# Needs: nghttp2-client (h2load), taskset, python3, curl.
+# PostgreSQL is measured too when POSTGRES_URL names a database whose user may create databases
+# (`sudo bash .ci/postgres.sh` makes postgres://pushgate:pushgate@127.0.0.1:5432/pushgate_test); the
+# server shares the machine's two cores with the gateway and h2load.
+# Needs: nghttp2-client (h2load), taskset, python3, curl; psql for PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}
@@ -14,6 +17,8 @@ TOKENS=1000
 PORT=22198
 ADMIN=22201
 SHAPE="-c 16 -m 32"
+# More settings for the durable runs, e.g. EXTRA="--set event_loops=2".
+read -r -a EXTRA <<< "${EXTRA:-}"
 
 for tool in h2load taskset python3 curl; do
   command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client util-linux python3 curl)"; exit 1; }
@@ -73,11 +78,21 @@ echo
 echo "| store | requests/s | p50 ms | p99 ms | 200s / answered (latency pass) | commits | largest batch |"
 echo "|---|---|---|---|---|---|---|"
 measure memory --set store.backend=memory
-measure sqlite-full --set store.backend=sqlite --set store.sqlite.synchronous=full
-measure sqlite-normal --set store.backend=sqlite --set store.sqlite.synchronous=normal
-python3 -c "
-m, f, n = (float(open('$WORK/' + x + '.rps').read()) for x in ('memory', 'sqlite-full', 'sqlite-normal'))
-print(f'\nSQLite durable (full) / memory: {f / m:.2f}; SQLite normal / memory: {n / m:.2f}')"
+measure sqlite-full --set store.backend=sqlite --set store.sqlite.synchronous=full "${EXTRA[@]}"
+measure sqlite-normal --set store.backend=sqlite --set store.sqlite.synchronous=normal "${EXTRA[@]}"
+if [ -n "${POSTGRES_URL:-}" ]; then
+  bench_db="pushgate_bench_$$"
+  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $bench_db"
+  trap 'kill $(jobs -p) 2>/dev/null || true; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $bench_db WITH (FORCE)" || true; rm -rf "$WORK"' EXIT
+  measure postgres --set store.backend=postgres --set "store.postgres.url=${POSTGRES_URL%/*}/$bench_db" "${EXTRA[@]}"
+fi
+python3 - "$WORK" <<'PY'
+import os, sys
+rps = {n: float(open(os.path.join(sys.argv[1], n + ".rps")).read())
+       for n in ("memory", "sqlite-full", "sqlite-normal", "postgres") if os.path.exists(os.path.join(sys.argv[1], n + ".rps"))}
+print()
+print("; ".join(f"{n} / memory: {v / rps['memory']:.2f}" for n, v in rps.items() if n != "memory"))
+PY
 
 # Recovery: $HELD pending notifications for 10,000 devices (100 each, the per-app limit) written into
 # the database of a gateway that ran once, then the time from starting it to /ready.
@@ -114,6 +129,6 @@ pid=$!
 wait_ready
 end=$(date +%s.%N)
 RSS=$(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo '?')
+restored=$(curl -sf "http://127.0.0.1:$ADMIN/v1/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["policy"]["heldNow"])')
 kill -TERM $pid; wait $pid || true
-restored=$(grep -o 'held_restored=[0-9]*' "$data/second.log" | head -1)
-python3 -c "print(f'\nRecovery: {$HELD:,} held notifications in SQLite, start to /ready: {$end - $start:.2f} s ($restored; RSS ${RSS} kB)')"
+python3 -c "print(f'\nRecovery: {$HELD:,} held notifications in SQLite, start to /ready: {$end - $start:.2f} s ({$restored:,} held after restart; RSS ${RSS} kB)')"

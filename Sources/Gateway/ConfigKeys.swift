@@ -130,7 +130,7 @@ public enum ConfigKeys {
         .init(
             name: "store.backend", defaultValue: "sqlite",
             doc:
-                "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir) or memory (nothing survives a restart; same as `serve --ephemeral`). postgres (several nodes) is being built."
+                "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir), postgres (store.postgres.url), or memory (nothing survives a restart; same as `serve --ephemeral`)."
         ),
         .init(
             name: "store.sqlite.path", defaultValue: "",
@@ -139,6 +139,11 @@ public enum ConfigKeys {
             name: "store.sqlite.synchronous", defaultValue: "full",
             doc:
                 "full: a 200 is on disk (survives a power loss); normal: survives a crash of the process, not of the machine, and commits faster."
+        ),
+        .init(
+            name: "store.postgres.url", defaultValue: "",
+            doc:
+                "With store.backend postgres: postgres://user:password@host:port/database (plain TCP; loopback or a trusted network)."
         ),
         .init(
             name: "store.retention_seconds", defaultValue: "86400",

@@ -17,6 +17,7 @@ public struct StoreSettings: Sendable, Equatable {
     public var backend: Backend = .sqlite
     public var sqlitePath = "./data/pushgate.sqlite"
     public var synchronous: SQLiteStore.Synchronous = .full
+    public var postgresURL = ""
     public var retentionSeconds: Int64 = 86400
     public var pruneSeconds: Int64 = 60
 
@@ -175,6 +176,12 @@ public struct GatewayConfiguration: Sendable {
         store.sqlitePath = path.isEmpty ? (dataDirectory as NSString).appendingPathComponent("pushgate.sqlite") : path
         store.synchronous = try reader.parse("store.sqlite.synchronous", expected: "full or normal") {
             SQLiteStore.Synchronous(rawValue: $0)
+        }
+        store.postgresURL = try reader.string("store.postgres.url")
+        if store.backend == .postgres, store.postgresURL.isEmpty {
+            throw ConfigError(
+                key: "store.postgres.url", source: reader.raw.value("store.postgres.url").source,
+                message: "required when store.backend is postgres (postgres://user:password@host:port/database)")
         }
         store.retentionSeconds = Int64(try reader.int("store.retention_seconds", in: 0...(365 * 86400)))
         store.pruneSeconds = Int64(try reader.int("store.prune_seconds", in: 1...86400))

@@ -39,7 +39,9 @@ public struct GatewayServices: Sendable {
         let snapshot = try await backend.open(now: UnixTime.now())
         store = StoreService(backend: backend, settings: configuration.store, logger: Logger(label: "pushgate.store"))
         hub = DeviceHub(
-            registry: DeviceRegistry(writer: store.writer), policy: configuration.policy, settings: configuration.hub,
+            // In memory, nothing survives the process anyway: the hub answers at once and writes nothing.
+            registry: DeviceRegistry(writer: configuration.store.backend == .memory ? nil : store.writer),
+            policy: configuration.policy, settings: configuration.hub,
             logger: Logger(label: "pushgate.devices"))
         let restored = hub.restore(snapshot)
         logger.info(

@@ -30,8 +30,11 @@ public final class StoreService: Service, Sendable {
         case .memory: return MemoryStore()
         case .sqlite: return try SQLiteStore(path: settings.sqlitePath, synchronous: settings.synchronous)
         case .postgres:
-            throw ConfigError(
-                key: "store.backend", source: nil, message: "postgres is not available in this build yet; use sqlite")
+            do {
+                return try PostgresStore(url: settings.postgresURL)
+            } catch let error as StoreError {
+                throw ConfigError(key: "store.postgres.url", source: nil, message: error.message)
+            }
         }
     }
 

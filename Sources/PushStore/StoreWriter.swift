@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Group commit: changes from every connection collect in one batch while the previous commit runs;
@@ -12,6 +13,8 @@ public final class StoreWriter: Sendable {
         var batch = StoreBatch()
         var promises: [EventLoopPromise<Void>] = []
         var wakeup: CheckedContinuation<Void, Never>?
+        /// A loop will wake the writer at the end of its round.
+        var wakeScheduled = false
         var finishing = false
         var figures = CommitFigures()
     }
@@ -24,10 +27,33 @@ public final class StoreWriter: Sendable {
 
     /// Adds changes to the next commit; `promise` succeeds once they are durable, or fails with the
     /// commit's error.
+    ///
+    /// Called on an event loop, the writer is woken once that loop has handled what it read in this
+    /// round, so that every request of the round shares one commit (rather than the first one waking
+    /// the writer, which then commits it alone).
     public func enqueue(promise: EventLoopPromise<Void>? = nil, _ change: (inout StoreBatch) -> Void) {
-        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop
+        let (wakeup, deferToLoop) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
             change(&state.batch)
             if let promise { state.promises.append(promise) }
+            guard state.wakeup != nil else { return (nil, false) }
+            if loop != nil {
+                guard !state.wakeScheduled else { return (nil, false) }
+                state.wakeScheduled = true
+                return (nil, true)
+            }
+            defer { state.wakeup = nil }
+            return (state.wakeup, false)
+        }
+        if deferToLoop, let loop {
+            loop.execute { self.wake() }
+        }
+        wakeup?.resume()
+    }
+
+    private func wake() {
+        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.wakeScheduled = false
             defer { state.wakeup = nil }
             return state.wakeup
         }
@@ -44,11 +70,27 @@ public final class StoreWriter: Sendable {
                 try await backend.commit(batch)
                 let elapsed = ContinuousClock.now - started
                 state.withLock { $0.figures.committed(batch.count, elapsed: elapsed) }
-                for promise in promises { promise.succeed() }
+                Self.complete(promises) { $0.succeed() }
             } catch {
                 state.withLock { $0.figures.failures += 1 }
-                for promise in promises { promise.fail(error) }
+                Self.complete(promises) { $0.fail(error) }
             }
+        }
+    }
+
+    /// Keeps the promises on their own event loops, one task per loop: completing hundreds of promises
+    /// from this thread one by one would wake each loop hundreds of times.
+    private static func complete(
+        _ promises: [EventLoopPromise<Void>], _ body: @escaping @Sendable (EventLoopPromise<Void>) -> Void
+    ) {
+        guard promises.count > 1 else { return promises.forEach(body) }
+        var byLoop: [ObjectIdentifier: (any EventLoop, [EventLoopPromise<Void>])] = [:]
+        for promise in promises {
+            let loop = promise.futureResult.eventLoop
+            byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(promise)
+        }
+        for (loop, group) in byLoop.values {
+            loop.execute { group.forEach(body) }
         }
     }
 

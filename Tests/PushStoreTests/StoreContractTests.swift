@@ -10,8 +10,7 @@ import Testing
 
     @Test(arguments: StoreUnderTest.available)
     func whatIsCommittedIsThereAfterReopening(_ kind: StoreUnderTest) async throws {
-        let place = try kind.makePlace()
-        defer { place.remove() }
+        let place = try await kind.makePlace()
         let store = try await place.open()
         _ = try await store.open(now: Self.t0)
         var batch = StoreBatch()
@@ -58,12 +57,12 @@ import Testing
         #expect(found?.rule == .alerting)
         #expect(try await reopened.counts() == [.pending: 1, .delivered: 1])
         try await reopened.close()
+        await place.remove()
     }
 
     @Test(arguments: StoreUnderTest.available)
     func anAPNsIDIsStoredOncePerTeam(_ kind: StoreUnderTest) async throws {
-        let place = try kind.makePlace()
-        defer { place.remove() }
+        let place = try await kind.makePlace()
         let store = try await place.open()
         _ = try await store.open(now: Self.t0)
         var batch = StoreBatch()
@@ -81,12 +80,12 @@ import Testing
         #expect(snapshot.pending.first?.notification.payload == Samples.stored(7).notification.payload)
         #expect(Set(snapshot.pending.map { $0.notification.teamID }) == ["TEAMAAAAAA", "TEAMBBBBBB"])
         try await store.close()
+        await place.remove()
     }
 
     @Test(arguments: StoreUnderTest.available)
     func expiredAndOneAttemptPushesAreNotBroughtBack(_ kind: StoreUnderTest) async throws {
-        let place = try kind.makePlace()
-        defer { place.remove() }
+        let place = try await kind.makePlace()
         let store = try await place.open()
         _ = try await store.open(now: Self.t0)
         var batch = StoreBatch()
@@ -103,12 +102,12 @@ import Testing
         #expect(try await store.notification(expiring.notification.id)?.rule == .expired)
         #expect(try await store.notification(once.notification.id)?.rule == .notStoredExpirationZero)
         try await store.close()
+        await place.remove()
     }
 
     @Test(arguments: StoreUnderTest.available)
     func pruningRemovesFinishedNotificationsPastTheRetention(_ kind: StoreUnderTest) async throws {
-        let place = try kind.makePlace()
-        defer { place.remove() }
+        let place = try await kind.makePlace()
         let store = try await place.open()
         _ = try await store.open(now: Self.t0)
         var batch = StoreBatch()
@@ -133,19 +132,21 @@ import Testing
         try await store.commit(budgets)
         #expect(try await store.open(now: Self.t0).budgets.isEmpty)
         try await store.close()
+        await place.remove()
     }
 
-    @Test func aNewerSQLiteDatabaseIsRefused() async throws {
-        let place = try StoreUnderTest.sqlite.makePlace()
-        defer { place.remove() }
+    @Test(arguments: StoreUnderTest.available.filter { $0 != .memory })
+    func aNewerDatabaseIsRefused(_ kind: StoreUnderTest) async throws {
+        let place = try await kind.makePlace()
         let store = try await place.open()
         _ = try await store.open(now: Self.t0)
         try await store.close()
-        try Samples.sqlite(place.path, "INSERT INTO schema_version (version) VALUES (\(Schema.latestVersion + 1))")
+        try await place.execute("INSERT INTO schema_version (version) VALUES (\(Schema.latestVersion + 1))")
         let newer = try await place.open()
         let error = await #expect(throws: StoreError.self) { _ = try await newer.open(now: Self.t0) }
         #expect(error?.message.contains("schema version \(Schema.latestVersion + 1)") == true)
-        #expect(error?.message.contains(place.path) == true)
+        #expect(error?.message.contains(kind == .sqlite ? place.path : "pushgate_test_") == true)
         try await newer.close()
+        await place.remove()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import PostgresNIO
 import PushModel
 import PushPolicy
 import PushStore
@@ -9,36 +10,87 @@ import Testing
 enum StoreUnderTest: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case sqlite
+    /// With `TEST_POSTGRES_URL` (a database whose user may create databases; `.ci/run` starts a
+    /// server and sets it): each test gets a database of its own.
+    case postgres
 
     var testDescription: String { rawValue }
 
-    static var available: [StoreUnderTest] { allCases }
+    static let postgresURL = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"]
 
-    func makePlace() throws -> StorePlace {
+    static var available: [StoreUnderTest] {
+        if postgresURL == nil {
+            print("PostgreSQL contract tests skipped: set TEST_POSTGRES_URL (see docs/store.md)")
+            return [.memory, .sqlite]
+        }
+        return allCases
+    }
+
+    func makePlace() async throws -> StorePlace {
         switch self {
         case .memory:
-            return StorePlace(path: "", memory: MemoryStore())
+            return StorePlace(kind: self, path: "", memory: MemoryStore())
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "pushgate-store-\(UUID().uuidString.prefix(8))")
-            return StorePlace(path: directory.appendingPathComponent("pushgate.sqlite").path, memory: nil)
+            return StorePlace(kind: self, path: directory.appendingPathComponent("pushgate.sqlite").path, memory: nil)
+        case .postgres:
+            let name = "pushgate_test_\(UUID().uuidString.prefix(8).lowercased())"
+            try await Postgres.run(Self.postgresURL!, "CREATE DATABASE \(name)")
+            var components = URLComponents(string: Self.postgresURL!)!
+            components.path = "/" + name
+            return StorePlace(kind: self, path: components.string!, memory: nil)
+        }
+    }
+}
+
+/// Statements run behind the store's back, as an operator would.
+enum Postgres {
+    static func run(_ url: String, _ sql: String) async throws {
+        let components = URLComponents(string: url)!
+        let configuration = PostgresClient.Configuration(
+            host: components.host!, port: components.port ?? 5432, username: components.user!,
+            password: components.password, database: String(components.path.dropFirst()), tls: .disable)
+        let client = PostgresClient(configuration: configuration)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            try await client.query(PostgresQuery(unsafeSQL: sql))
+            group.cancelAll()
         }
     }
 }
 
 /// Opens the same data again, as a restarted gateway would.
 struct StorePlace: Sendable {
+    var kind: StoreUnderTest
     var path: String
     var memory: MemoryStore?
 
     func open() async throws -> any StoreBackend {
-        if let memory { return memory }
-        return try SQLiteStore(path: path)
+        switch kind {
+        case .memory: return memory!
+        case .sqlite: return try SQLiteStore(path: path)
+        case .postgres: return try PostgresStore(url: path)
+        }
     }
 
-    func remove() {
-        guard !path.isEmpty else { return }
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
+    /// Runs a statement on the store's database behind its back.
+    func execute(_ sql: String) async throws {
+        switch kind {
+        case .memory: break
+        case .sqlite: try Samples.sqlite(path, sql)
+        case .postgres: try await Postgres.run(path, sql)
+        }
+    }
+
+    func remove() async {
+        switch kind {
+        case .memory: break
+        case .sqlite: try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
+        case .postgres:
+            let name = URLComponents(string: path)!.path.dropFirst()
+            try? await Postgres.run(StoreUnderTest.postgresURL!, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
     }
 }
 

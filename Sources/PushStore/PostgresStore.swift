@@ -1,0 +1,336 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import PushModel
+import PushPolicy
+
+/// The store on PostgreSQL (postgres-nio), for several gateway nodes on one database. A commit is one
+/// transaction of a few statements whatever its size: every kind of change goes in as arrays
+/// (`UNNEST`), so a batch of thousands costs a handful of round trips.
+public final class PostgresStore: StoreBackend {
+    public let kind = "postgres"
+    /// The URL without its password, for messages.
+    public let place: String
+    private let client: PostgresClient
+    private let running: Task<Void, Never>
+    private let logger = Logger(label: "pushgate.store.postgres")
+
+    /// `postgres://user:password@host:port/database` (`postgresql://` too; port 5432 by default).
+    public init(url: String) throws {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme),
+            let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+        else {
+            throw StoreError(
+                "store.postgres.url: expected postgres://user:password@host:port/database, got '\(Self.redacted(url))'")
+        }
+        let database = String(components.path.drop { $0 == "/" })
+        let port = components.port ?? 5432
+        place = "postgres://\(user)@\(host):\(port)/\(database)"
+        let configuration = PostgresClient.Configuration(
+            host: host, port: port, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+        let client = PostgresClient(configuration: configuration)
+        self.client = client
+        running = Task { await client.run() }
+    }
+
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? "?"
+    }
+
+    // MARK: Schema
+
+    static let migrations: [[String]] = [
+        [
+            "CREATE TABLE devices (id TEXT PRIMARY KEY, secret_hash BYTEA NOT NULL, created_at BIGINT NOT NULL, seq BIGSERIAL)",
+            """
+            CREATE TABLE tokens (token TEXT PRIMARY KEY, device_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                unregistered_at BIGINT, seq BIGSERIAL)
+            """,
+            """
+            CREATE TABLE notifications (
+                seq BIGSERIAL PRIMARY KEY, team_id TEXT NOT NULL, apns_id TEXT NOT NULL,
+                device_token TEXT NOT NULL, topic TEXT NOT NULL, bundle_id TEXT NOT NULL, push_type TEXT NOT NULL,
+                priority BIGINT NOT NULL, expiration BIGINT, collapse_id TEXT, class TEXT NOT NULL,
+                payload BYTEA NOT NULL, received_at BIGINT NOT NULL, expires_at BIGINT, device_id TEXT,
+                state BIGINT NOT NULL, rule TEXT, finished_at BIGINT)
+            """,
+            "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
+            "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
+            "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
+            """
+            CREATE TABLE app_budgets (
+                device_id TEXT NOT NULL, bundle_id TEXT NOT NULL, tokens DOUBLE PRECISION,
+                strikes DOUBLE PRECISION NOT NULL, settled_at BIGINT NOT NULL, cooling_until BIGINT NOT NULL,
+                app_state TEXT NOT NULL, PRIMARY KEY (device_id, bundle_id))
+            """,
+        ]
+    ]
+
+    private func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // Nodes starting together migrate one at a time.
+            try await connection.query("SELECT pg_advisory_xact_lock(7418)", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)", logger: logger)
+            var current = 0
+            for try await version in try await connection.query(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version", logger: logger
+            ).decode(Int64.self) {
+                current = Int(version)
+            }
+            guard current <= Schema.latestVersion else {
+                throw StoreError.newerSchema(current, where: "at \(place)")
+            }
+            for version in (current + 1)..<(Schema.latestVersion + 1) {
+                for statement in Self.migrations[version - 1] {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let number = Int64(version)
+                try await connection.query("INSERT INTO schema_version (version) VALUES (\(number))", logger: logger)
+            }
+        }
+    }
+
+    // MARK: StoreBackend
+
+    public func open(now: UnixTime) async throws -> StoreSnapshot {
+        do {
+            try await migrate()
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError("cannot use the PostgreSQL database at \(place): \(String(reflecting: error))")
+        }
+        _ = try await expire(now: now, atStart: true)
+        var snapshot = StoreSnapshot()
+        for try await (id, hash, created) in try await client.query(
+            "SELECT id, secret_hash, created_at FROM devices ORDER BY seq", logger: logger
+        ).decode((String, ByteBuffer, Int64).self) {
+            snapshot.devices.append(
+                StoredDevice(id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created)))
+        }
+        for try await (token, device, bundle, unregistered) in try await client.query(
+            "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY seq", logger: logger
+        ).decode((String, String, String, Int64?).self) {
+            snapshot.tokens.append(
+                StoredToken(
+                    token: token, deviceID: device, bundleID: bundle,
+                    unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) }))
+        }
+        for try await (device, bundle, tokens, strikes, settled, cooling, state) in try await client.query(
+            """
+            SELECT device_id, bundle_id, tokens, strikes, settled_at, cooling_until, app_state FROM app_budgets
+            ORDER BY device_id, bundle_id
+            """, logger: logger
+        ).decode((String, String, Double?, Double, Int64, Int64, String).self) {
+            guard let appState = AppState(rawValue: state) else {
+                throw StoreError(
+                    "app_budgets: device \(device) has app_state '\(state)', which this pushgate cannot read")
+            }
+            let app = AppBudget(
+                bundleID: bundle,
+                budget: ThrottleBudget(
+                    tokens: tokens.map { Float($0) }, strikes: Float(strikes), settledAt: settled,
+                    coolingUntil: cooling, appState: appState))
+            if snapshot.budgets.last?.deviceID == device {
+                snapshot.budgets[snapshot.budgets.count - 1].apps.append(app)
+            } else {
+                snapshot.budgets.append(DeviceBudgets(deviceID: device, apps: [app]))
+            }
+        }
+        let rows = try await client.query(
+            PostgresQuery(unsafeSQL: Self.selectNotification + " WHERE state = 0 ORDER BY seq"), logger: logger)
+        for try await row in rows { snapshot.pending.append(try Self.notification(row)) }
+        return snapshot
+    }
+
+    public func commit(_ batch: StoreBatch) async throws {
+        guard !batch.isEmpty else { return }
+        let logger = self.logger
+        try await client.withTransaction(logger: logger) { connection in
+            if !batch.devices.isEmpty {
+                let ids = batch.devices.map(\.id)
+                let hashes = batch.devices.map { ByteBuffer(bytes: $0.secretHash) }
+                let created = batch.devices.map(\.createdAt.milliseconds)
+                try await connection.query(
+                    """
+                    INSERT INTO devices (id, secret_hash, created_at)
+                    SELECT * FROM UNNEST(\(ids)::text[], \(hashes)::bytea[], \(created)::bigint[])
+                    ON CONFLICT (id) DO NOTHING
+                    """, logger: logger)
+            }
+            if !batch.tokens.isEmpty {
+                // The last change to a token in the batch wins, as if applied one by one.
+                var last: [String: StoredToken] = [:]
+                var order: [String] = []
+                for token in batch.tokens {
+                    if last.updateValue(token, forKey: token.token) == nil { order.append(token.token) }
+                }
+                let tokens = order.map { last[$0]! }
+                let values = tokens.map(\.token)
+                let devices = tokens.map(\.deviceID)
+                let bundles = tokens.map(\.bundleID)
+                let unregistered = tokens.map { $0.unregisteredAt?.milliseconds ?? -1 }
+                try await connection.query(
+                    """
+                    INSERT INTO tokens (token, device_id, bundle_id, unregistered_at)
+                    SELECT t, d, b, NULLIF(u, -1)
+                    FROM UNNEST(\(values)::text[], \(devices)::text[], \(bundles)::text[], \(unregistered)::bigint[])
+                        AS x(t, d, b, u)
+                    ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
+                    """, logger: logger)
+            }
+            if !batch.notifications.isEmpty {
+                let columns = batch.notifications.map(NotificationColumns.init)
+                let finished = zip(batch.notifications, columns).map { $0.state == .pending ? -1 : $1.receivedAt }
+                try await connection.query(
+                    """
+                    INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type, priority,
+                        expiration, collapse_id, class, payload, received_at, expires_at, device_id, state, rule,
+                        finished_at)
+                    SELECT a, b, c, d, e, f, g, NULLIF(h, -1), NULLIF(i, ''), j, k, l, NULLIF(m, -1), NULLIF(n, ''),
+                        o, NULLIF(p, ''), NULLIF(q, -1)
+                    FROM UNNEST(\(columns.map(\.teamID))::text[], \(columns.map(\.apnsID))::text[],
+                        \(columns.map(\.deviceToken))::text[], \(columns.map(\.topic))::text[],
+                        \(columns.map(\.bundleID))::text[], \(columns.map(\.pushType))::text[],
+                        \(columns.map(\.priority))::bigint[], \(columns.map { $0.expiration ?? -1 })::bigint[],
+                        \(columns.map { $0.collapseID ?? "" })::text[], \(columns.map(\.notificationClass))::text[],
+                        \(columns.map { ByteBuffer(bytes: $0.payload) })::bytea[], \(columns.map(\.receivedAt))::bigint[],
+                        \(columns.map { $0.expiresAt ?? -1 })::bigint[], \(columns.map { $0.deviceID ?? "" })::text[],
+                        \(columns.map(\.state))::bigint[], \(columns.map { $0.rule ?? "" })::text[],
+                        \(finished)::bigint[])
+                        AS x(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q)
+                    ON CONFLICT (apns_id, team_id) DO NOTHING
+                    """, logger: logger)
+            }
+            if !batch.outcomes.isEmpty {
+                // One row per id, as if applied one by one: the last state, the last rule given.
+                var merged: [APNsID: NotificationOutcome] = [:]
+                var order: [APNsID] = []
+                for outcome in batch.outcomes {
+                    if var previous = merged[outcome.apnsID] {
+                        previous.state = outcome.state
+                        previous.at = outcome.at
+                        if let rule = outcome.rule { previous.rule = rule }
+                        merged[outcome.apnsID] = previous
+                    } else {
+                        merged[outcome.apnsID] = outcome
+                        order.append(outcome.apnsID)
+                    }
+                }
+                let outcomes = order.map { merged[$0]! }
+                let ids = outcomes.map(\.apnsID.value)
+                let states = outcomes.map { Int64($0.state.rawValue) }
+                let rules = outcomes.map { $0.rule?.rawValue ?? "" }
+                let finished = outcomes.map { $0.state == .pending ? -1 : $0.at.milliseconds }
+                try await connection.query(
+                    """
+                    UPDATE notifications n SET state = o.s, rule = COALESCE(NULLIF(o.r, ''), n.rule),
+                        finished_at = NULLIF(o.f, -1)
+                    FROM UNNEST(\(ids)::text[], \(states)::bigint[], \(rules)::text[], \(finished)::bigint[])
+                        AS o(i, s, r, f)
+                    WHERE n.apns_id = o.i
+                    """, logger: logger)
+            }
+            if !batch.budgets.isEmpty {
+                let devices = Array(batch.budgets.keys)
+                try await connection.query(
+                    "DELETE FROM app_budgets WHERE device_id = ANY(\(devices)::text[])", logger: logger)
+                let rows = batch.budgets.flatMap { device, apps in apps.map { (device, $0) } }
+                if !rows.isEmpty {
+                    try await connection.query(
+                        """
+                        INSERT INTO app_budgets (device_id, bundle_id, tokens, strikes, settled_at, cooling_until,
+                            app_state)
+                        SELECT d, b, NULLIF(t, 'NaN'), s, se, c, a
+                        FROM UNNEST(\(rows.map(\.0))::text[], \(rows.map(\.1.bundleID))::text[],
+                            \(rows.map { Double($0.1.budget.tokens ?? .nan) })::float8[],
+                            \(rows.map { Double($0.1.budget.strikes) })::float8[],
+                            \(rows.map(\.1.budget.settledAt))::bigint[], \(rows.map(\.1.budget.coolingUntil))::bigint[],
+                            \(rows.map(\.1.budget.appState.rawValue))::text[]) AS x(d, b, t, s, se, c, a)
+                        """, logger: logger)
+                }
+            }
+        }
+    }
+
+    public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
+        let expired = try await expire(now: now, atStart: false)
+        let before = finishedBefore.milliseconds
+        let removed = try await count(
+            "WITH gone AS (DELETE FROM notifications WHERE state <> 0 AND finished_at < \(before) RETURNING 1) SELECT COUNT(*) FROM gone"
+        )
+        return PruneResult(removed: removed, expired: expired)
+    }
+
+    public func notification(_ id: APNsID) async throws -> StoredNotification? {
+        var query = PostgresQuery(unsafeSQL: Self.selectNotification + " WHERE apns_id = $1 ORDER BY seq DESC LIMIT 1")
+        query.binds.append(id.value)
+        for try await row in try await client.query(query, logger: logger) { return try Self.notification(row) }
+        return nil
+    }
+
+    public func counts() async throws -> [NotificationState: Int] {
+        var counts: [NotificationState: Int] = [:]
+        for try await (state, count) in try await client.query(
+            "SELECT state, COUNT(*) FROM notifications GROUP BY state", logger: logger
+        ).decode((Int64, Int64).self) {
+            if let state = NotificationState(rawValue: Int(state)) { counts[state] = Int(count) }
+        }
+        return counts
+    }
+
+    public func ping() async throws {
+        try await client.query("SELECT 1", logger: logger)
+    }
+
+    public func close() async throws {
+        running.cancel()
+        await running.value
+    }
+
+    // MARK: Rows
+
+    static let selectNotification = SQLiteStore.selectNotification
+
+    static func notification(_ row: PostgresRow) throws -> StoredNotification {
+        let r = row.makeRandomAccess()
+        return try NotificationColumns(
+            teamID: r[0].decode(String.self), apnsID: r[1].decode(String.self), deviceToken: r[2].decode(String.self),
+            topic: r[3].decode(String.self), bundleID: r[4].decode(String.self), pushType: r[5].decode(String.self),
+            priority: r[6].decode(Int64.self), expiration: r[7].decode(Int64?.self),
+            collapseID: r[8].decode(String?.self), notificationClass: r[9].decode(String.self),
+            payload: Array(buffer: r[10].decode(ByteBuffer.self)), receivedAt: r[11].decode(Int64.self),
+            expiresAt: r[12].decode(Int64?.self), deviceID: r[13].decode(String?.self), state: r[14].decode(Int64.self),
+            rule: r[15].decode(String?.self)
+        ).stored()
+    }
+
+    private func expire(now: UnixTime, atStart: Bool) async throws -> Int {
+        let at = now.milliseconds
+        let zero = Rule.notStoredExpirationZero.rawValue
+        let expired = Rule.expired.rawValue
+        let condition = atStart ? "(expires_at < \(at) OR expires_at IS NULL)" : "expires_at < \(at)"
+        var query = PostgresQuery(
+            unsafeSQL: """
+                WITH changed AS (
+                    UPDATE notifications SET state = 2, finished_at = $1,
+                        rule = CASE WHEN expires_at IS NULL THEN $2 ELSE $3 END
+                    WHERE state = 0 AND \(condition) RETURNING 1)
+                SELECT COUNT(*) FROM changed
+                """)
+        query.binds.append(at)
+        query.binds.append(zero)
+        query.binds.append(expired)
+        return try await count(query)
+    }
+
+    private func count(_ query: PostgresQuery) async throws -> Int {
+        for try await value in try await client.query(query, logger: logger).decode(Int64.self) { return Int(value) }
+        return 0
+    }
+}
