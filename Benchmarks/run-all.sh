@@ -3,6 +3,7 @@
 # the commit: Benchmarks/results/<date>-<commit>.md (printed as it goes). Each section prints the
 # ratios measured in its own run (absolute figures drift on a shared machine).
 # Usage: Benchmarks/run-all.sh [quick]   — quick: shorter runs, for a smoke check of the scripts.
+# With POSTGRES_URL set (see Benchmarks/store.sh), the store section measures PostgreSQL too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=${1:-}
@@ -28,11 +29,13 @@ if [ "$QUICK" = quick ]; then
   section "Silent-push policy" bash Benchmarks/policy.sh 100000 500000
   section "Device fleet" bash Benchmarks/devices.sh 1000 10
   section "Push rates" bash Benchmarks/bench-rates.sh 1000 3 1000 5000
+  section "Store backends" bash Benchmarks/store.sh 3 10000
 else
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 8
   section "Silent-push policy" bash Benchmarks/policy.sh
   section "Device fleet" bash Benchmarks/devices.sh 10000 60
   section "End to end (h2load, alerting pushes)" bash Benchmarks/end-to-end.sh 10000 5000 20
   section "Push rates (pushgate bench, realistic mix)" bash Benchmarks/bench-rates.sh 10000 10
+  section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000
 fi
 echo "written to $OUT"
