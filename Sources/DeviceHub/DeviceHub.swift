@@ -69,15 +69,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
         let accepted = NIODeadline.now()
         let now = clock()
-        let (actions, budgets) = withEngine { $0.received(notification, device: device, now: now) }
-        var reply = IntakeReply.now(.accepted)
-        if let writer {
-            // Written before it is delivered, so that the device's ack follows the insert.
-            let promise = eventLoop.makePromise(of: Void.self)
-            let stored = Self.stored(notification, deviceID: registry.deviceID(of: device), actions, policy: policy)
-            persist(actions, budgets: budgets, now: now, inserting: stored, promise: promise, to: writer)
-            reply = .later(promise.futureResult.map { .accepted })
-        }
+        // Enqueued for the store before it is delivered, so that the device's ack follows the insert.
+        let promise = writer.map { _ in eventLoop.makePromise(of: Void.self) }
+        let actions = decide(
+            now: now, inserting: notification, promise: promise,
+            { $0.received(notification, device: device, now: now) }, persisting: { $0 })
+        let reply = promise.map { IntakeReply.later($0.futureResult.map { .accepted }) } ?? .now(.accepted)
         if actions.contains(where: {
             if case .deliver(let push, _, _) = $0 { return push === notification }
             return false
@@ -97,11 +94,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         // Under the engine's lock (then the sessions'), so a failed delivery cannot mark the device
         // offline between its new session and the policy hearing of it.
-        let ((previous, actions), budgets) = withEngine { engine in
-            let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
-            return (previous, engine.connected(device: device, now: now))
-        }
-        persist(actions, budgets: budgets, now: now)
+        let (previous, actions) = decide(
+            now: now,
+            { engine in
+                let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
+                return (previous, engine.connected(device: device, now: now))
+            }, persisting: { $0.1 })
         if let previous, previous !== session {
             previous.close(reason: "replaced", reconnectAfterMilliseconds: nil)
         }
@@ -122,8 +120,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// A keep-alive: the answer carries the held pushes released to the device.
     func keepAlive(_ device: DeviceID, sequence: Int) -> GatewayMessage {
         let now = clock()
-        let (actions, budgets) = withEngine { $0.keepAlive(device: device, now: now) }
-        persist(actions, budgets: budgets, now: now)
+        let actions = decide(now: now) { $0.keepAlive(device: device, now: now) }
         var deliveries: [Delivery] = []
         for action in actions {
             if case .deliver(let push, let rule, let wake) = action {
@@ -172,29 +169,26 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     func completed(_ device: DeviceID, bundleID: String, apnsID: APNsID, result: CompletionResult) {
         let now = clock()
-        let (actions, budgets) = withEngine {
+        let actions = decide(now: now) {
             $0.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
         }
-        persist(actions, budgets: budgets, now: now)
         carryOut(actions, device: device, now: now)
     }
 
     func appStateChanged(_ device: DeviceID, bundleID: String, state: AppState) {
         let now = clock()
-        let (actions, budgets) = withEngine {
+        let actions = decide(now: now) {
             $0.appStateChanged(device: device, bundleID: bundleID, to: state, now: now)
         }
-        persist(actions, budgets: budgets, now: now)
         carryOut(actions, device: device, now: now)
     }
 
     func conditionsChanged(_ device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
         let now = clock()
-        let (actions, budgets) = withEngine {
+        let actions = decide(now: now) {
             $0.conditionsChanged(
                 device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now)
         }
-        persist(actions, budgets: budgets, now: now)
         carryOut(actions, device: device, now: now)
     }
 
@@ -203,8 +197,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Runs the policy's due timers (completion deadlines, expiry). The server calls it every tick.
     public func tick() {
         let now = clock()
-        let (actions, budgets) = withEngine { $0.advance(to: now) }
-        persist(actions, budgets: budgets, now: now)
+        let actions = decide(now: now) { $0.advance(to: now) }
         if !actions.isEmpty { carryOut(actions, device: nil, now: now) }
     }
 
@@ -249,14 +242,13 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let byDevice = Dictionary(grouping: undeliverable, by: \.0)
         for (target, entries) in byDevice {
             let pushes = entries.map(\.1)
-            let (session, budgets) = withEngine { engine -> (any DeviceSession)? in
-                // It may have come back meanwhile: then it gets them now.
-                if let session = sessions.withLock({ $0[target] }) { return session }
-                let kept = engine.undeliverable(pushes, device: target, now: now)
-                persist(kept, budgets: [:], now: now)
-                return nil
-            }
-            persist([], budgets: budgets, now: now)
+            let (session, _) = decide(
+                now: now,
+                { engine -> ((any DeviceSession)?, [PolicyAction]) in
+                    // It may have come back meanwhile: then it gets them now.
+                    if let session = sessions.withLock({ $0[target] }) { return (session, []) }
+                    return (nil, engine.undeliverable(pushes, device: target, now: now))
+                }, persisting: { $0.1 })
             if let session {
                 for case .deliver(let push, let rule, let wake) in actions where pushes.contains(where: { $0 === push })
                 {
@@ -270,27 +262,44 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     // MARK: The store
 
-    /// Runs `body` on the engine; with a store, also reads the budgets of the devices it changed.
-    private func withEngine<R>(_ body: (inout ThrottleEngine) -> R) -> (R, [String: [AppBudget]]) {
+    /// Runs `body` on the engine and, with a store, enqueues what it decided (the actions `persisting`
+    /// picks from its result, the changed budgets, the new notification) before the engine's lock is
+    /// released: the store sees decisions in the order the policy made them, so an outcome never
+    /// reaches it before the insert of its notification.
+    private func decide<R>(
+        now: UnixTime, inserting push: PushNotification? = nil, promise: EventLoopPromise<Void>? = nil,
+        _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
+    ) -> R {
         engine.withLock { engine in
             let result = body(&engine)
-            guard writer != nil else { return (result, [:]) }
+            guard writer != nil else { return result }
             var budgets: [String: [AppBudget]] = [:]
             for device in engine.takeChangedDevices() {
                 guard let id = registry.deviceID(of: device) else { continue }
                 budgets[id] = engine.budgets(of: device).map { AppBudget(bundleID: $0.bundleID, budget: $0.budget) }
             }
-            return (result, budgets)
+            let actions = persisting(result)
+            let stored = push.map { push in
+                Self.stored(
+                    push, deviceID: registry.slot(of: push.deviceToken).flatMap(registry.deviceID(of:)), actions,
+                    policy: policy)
+            }
+            persist(actions, budgets: budgets, now: now, inserting: stored, promise: promise)
+            return result
         }
+    }
+
+    private func decide(now: UnixTime, _ body: (inout ThrottleEngine) -> [PolicyAction]) -> [PolicyAction] {
+        decide(now: now, body, persisting: { $0 })
     }
 
     /// Writes what the policy decided: the new notification (if any), what became of held ones, and the
     /// changed budgets, in one change to the next commit.
     private func persist(
         _ actions: [PolicyAction], budgets: [String: [AppBudget]], now: UnixTime, inserting: StoredNotification? = nil,
-        promise: EventLoopPromise<Void>? = nil, to writer: StoreWriter? = nil
+        promise: EventLoopPromise<Void>? = nil
     ) {
-        guard let writer = writer ?? self.writer else { return }
+        guard let writer else { return }
         var outcomes: [NotificationOutcome] = []
         for action in actions {
             switch action {
