@@ -227,8 +227,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         case .success(let value): result = value
         case .failure: result = .rejected(Rejection(.internalServerError))
         }
+        // Not flushed here: the store answers a whole commit's requests in one event-loop task, and the
+        // flush `respond` queues runs after it, once for all of them.
         respond(id, responseID: responseID, result: result, context: context)
-        flushIfNeeded(context: context)
     }
 
     // MARK: Responses
