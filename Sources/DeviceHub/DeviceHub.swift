@@ -72,7 +72,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         // Enqueued for the store before it is delivered, so that the device's ack follows the insert.
         let promise = writer.map { _ in eventLoop.makePromise(of: Void.self) }
         let actions = decide(
-            now: now, inserting: notification, promise: promise,
+            now: now, inserting: (notification, device), promise: promise,
             { $0.received(notification, device: device, now: now) }, persisting: { $0 })
         let reply = promise.map { IntakeReply.later($0.futureResult.map { .accepted }) } ?? .now(.accepted)
         if actions.contains(where: {
@@ -136,14 +136,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     func acknowledged(_ device: DeviceID, apnsID: String) {
         hubCounters.withLock { $0.acknowledged += 1 }
-        if let writer, let id = APNsID(header: apnsID) {
+        guard let id = APNsID(header: apnsID) else { return }
+        if let writer {
             let now = clock()
             writer.enqueue {
                 $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
             }
         }
-        guard let id = APNsID(header: apnsID), let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) })
-        else { return }
+        guard let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) }) else { return }
         let microseconds = UInt64(max(0, (NIODeadline.now() - accepted).nanoseconds / 1000))
         ackLatency.withLock { _ = $0.record(microseconds) }
     }
@@ -267,7 +267,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// released: the store sees decisions in the order the policy made them, so an outcome never
     /// reaches it before the insert of its notification.
     private func decide<R>(
-        now: UnixTime, inserting push: PushNotification? = nil, promise: EventLoopPromise<Void>? = nil,
+        now: UnixTime, inserting: (push: PushNotification, device: DeviceID)? = nil,
+        promise: EventLoopPromise<Void>? = nil,
         _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
     ) -> R {
         engine.withLock { engine in
@@ -279,10 +280,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 budgets[id] = engine.budgets(of: device).map { AppBudget(bundleID: $0.bundleID, budget: $0.budget) }
             }
             let actions = persisting(result)
-            let stored = push.map { push in
-                Self.stored(
-                    push, deviceID: registry.slot(of: push.deviceToken).flatMap(registry.deviceID(of:)), actions,
-                    policy: policy)
+            let stored = inserting.map {
+                Self.stored($0.push, deviceID: registry.deviceID(of: $0.device), actions, policy: policy)
             }
             persist(actions, budgets: budgets, now: now, inserting: stored, promise: promise)
             return result
@@ -371,11 +370,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
             for key in order {
                 guard let slot = registry.slot(ofDevice: key.device) else { continue }
                 let pushes = held[key] ?? []
-                let budget =
-                    budgets[key]
-                    ?? ThrottleBudget(tokens: nil, strikes: 0, settledAt: 0, coolingUntil: 0, appState: .background)
                 let dropped = engine.restore(
-                    device: slot, bundleID: key.bundleID, budget: budget, held: pushes, now: now)
+                    device: slot, bundleID: key.bundleID, budget: budgets[key] ?? .untouched, held: pushes)
                 overflow += dropped
                 restored += pushes.count - dropped.count
             }

@@ -13,6 +13,10 @@ public struct ThrottleBudget: Sendable, Equatable {
     public var coolingUntil: Int64
     public var appState: AppState
 
+    /// An app the policy has no state for: a full bucket, no strikes, in the background.
+    public static let untouched = ThrottleBudget(
+        tokens: nil, strikes: 0, settledAt: 0, coolingUntil: 0, appState: .background)
+
     public init(tokens: Float?, strikes: Float, settledAt: Int64, coolingUntil: Int64, appState: AppState) {
         self.tokens = tokens
         self.strikes = strikes

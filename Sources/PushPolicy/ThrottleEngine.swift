@@ -315,7 +315,7 @@ public struct ThrottleEngine: Sendable {
     /// connects, and its held pushes go out then. Returns the ids of held pushes beyond the limit, which
     /// the caller records as overflowed.
     public mutating func restore(
-        device: DeviceID, bundleID: String, budget: ThrottleBudget, held: [HeldPush], now: UnixTime
+        device: DeviceID, bundleID: String, budget: ThrottleBudget, held: [HeldPush]
     ) -> [APNsID] {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false

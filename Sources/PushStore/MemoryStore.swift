@@ -39,7 +39,8 @@ public final class MemoryStore: StoreBackend {
             var snapshot = StoreSnapshot()
             snapshot.devices = state.devices
             snapshot.tokens = state.tokenOrder.compactMap { state.tokens[$0] }
-            snapshot.budgets = state.devices.compactMap { state.budgets[$0.id] }
+            // As the SQL backends give them: every device's, ordered by device id.
+            snapshot.budgets = state.budgets.keys.sorted().compactMap { state.budgets[$0] }
             snapshot.pending = state.order.compactMap { key in
                 guard let row = state.rows[key], row.stored.state == .pending else { return nil }
                 return row.stored
@@ -75,7 +76,9 @@ public final class MemoryStore: StoreBackend {
                 }
             }
             for (device, apps) in batch.budgets {
-                state.budgets[device] = apps.isEmpty ? nil : DeviceBudgets(deviceID: device, apps: apps)
+                state.budgets[device] =
+                    apps.isEmpty
+                    ? nil : DeviceBudgets(deviceID: device, apps: apps.sorted { $0.bundleID < $1.bundleID })
             }
         }
     }
