@@ -142,7 +142,8 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             }
         }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
-        let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(using: &random)
+        let now = providerContext.clock()
+        let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
         if draining || providerContext.isDraining {
             streams[id] = StreamState(responseID: responseID, phase: .rejected(Rejection(.shutdown)))
@@ -150,7 +151,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             if decider == nil {
                 decider = PushRequestDecider(context: providerContext, identity: identity(context: context))
             }
-            switch decider!.decideHead(head, now: providerContext.clock()) {
+            switch decider!.decideHead(head, now: now) {
             case .success(let accepted):
                 streams[id] = StreamState(responseID: responseID, phase: .collecting(accepted))
             case .failure(let rejection):

@@ -81,6 +81,16 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         return APNsID(high: high, low: low)
     }
 
+    /// A new time-ordered (version 7, RFC 9562) id, lower case: 48 bits of Unix milliseconds, then 74 random
+    /// bits. Ids generated one after another sort together, so the store's index on apns-id grows at its end
+    /// instead of touching a random page per notification.
+    public static func generate<R: RandomNumberGenerator>(at time: UnixTime, using generator: inout R) -> APNsID {
+        let milliseconds = UInt64(truncatingIfNeeded: max(0, time.milliseconds)) & 0xFFFF_FFFF_FFFF
+        let high = (milliseconds << 16) | 0x7000 | (generator.next() & 0x0FFF)
+        let low = (generator.next() & ~(0xC << 60)) | (0x8 << 60)  // RFC 4122 variant
+        return APNsID(high: high, low: low)
+    }
+
     /// A new id from the system's random source (one syscall per id). The provider hot path uses a
     /// per-connection `FastRandom` instead.
     public static func generate() -> APNsID {

@@ -85,6 +85,17 @@ import Testing
         }
     }
 
+    @Test func timeOrderedIDsSortByTheirMillisecond() throws {
+        var random = FastRandom()
+        let earlier = APNsID.generate(at: UnixTime(milliseconds: 1_800_000_000_000), using: &random)
+        let later = APNsID.generate(at: UnixTime(milliseconds: 1_800_000_000_001), using: &random)
+        #expect(earlier.value.hasPrefix("01a3185c-5000-7"), "48 bits of milliseconds, then version 7")
+        #expect(earlier.value < later.value)
+        let variant = try #require(earlier.value.split(separator: "-").dropFirst(3).first?.first)
+        #expect("89ab".contains(variant), "RFC 4122 variant")
+        #expect(APNsID(header: later.value) == later)
+    }
+
     @Test(arguments: [
         "0a9f4c1e-7b2d-4e8f-9a3c-5d6e7f8a9b0c", "0A9F4C1E-7B2D-4E8F-9A3C-5D6E7F8A9B0C",
         "0a9F4c1E-7b2D-4E8f-9A3c-5d6E7f8A9b0C",
