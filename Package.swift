@@ -165,11 +165,15 @@ let package = Package(
         .testTarget(
             name: "PushStoreTests",
             dependencies: [
-                "PushStore", "PushPolicy", "PushModel",
+                "PushStore", "PushPolicy", "PushModel", "TestSupport",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: [.product(name: "PostgresNIO", package: "postgres-nio")],
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "DeviceHubTests",
@@ -218,7 +222,7 @@ let package = Package(
         .testTarget(
             name: "CrashSafetyTests",
             dependencies: [
-                "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel", "PushStore",
+                "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel", "PushStore", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

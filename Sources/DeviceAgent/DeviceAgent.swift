@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
+import PushModel
 import Synchronization
 
 /// How a simulated app answers a background wake.
@@ -75,7 +76,7 @@ public final class DeviceAgent: Sendable {
     struct AgentState {
         var identity: Identity?
         var installed: [String: String] = [:]
-        var seen = RecentIDs(capacity: 4096)
+        var seen = RecentSet<String>(capacity: 4096)
         var channel: (any Channel)?
         var stopped = false
         var attempts = 0
@@ -329,29 +330,5 @@ private final class AgentHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-}
-
-/// The apns-ids delivered most recently, to recognise a second delivery of one (bounded: the oldest
-/// are forgotten first).
-struct RecentIDs: Sendable {
-    let capacity: Int
-    private var set: Set<String> = []
-    private var order: [String] = []
-    private var next = 0
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    /// False when the id was seen recently.
-    mutating func insert(_ id: String) -> Bool {
-        guard set.insert(id).inserted else { return false }
-        if order.count < capacity {
-            order.append(id)
-        } else {
-            set.remove(order[next])
-            order[next] = id
-            next = (next + 1) % capacity
-        }
-        return true
     }
 }

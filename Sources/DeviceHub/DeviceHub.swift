@@ -24,11 +24,19 @@ public final class DeviceHub: NotificationIntake, Sendable {
     public let writer: StoreWriter?
     let clock: @Sendable () -> UnixTime
     let logger: Logger
-    private let engine: Mutex<ThrottleEngine>
-    private let sessions = Mutex<[DeviceID: any DeviceSession]>([:])
-    private let hubCounters = Mutex(HubCounters())
+    let engine: Mutex<ThrottleEngine>
+    let sessions = Mutex<[DeviceID: any DeviceSession]>([:])
+    let hubCounters = Mutex(HubCounters())
+    /// With several nodes on one PostgreSQL database: the store they share (nil on a single node).
+    let cluster: (any ClusterStore)?
+    /// Devices this node is taking over, with the work that waits until their state is loaded (called
+    /// with whether the claim succeeded).
+    let claims = Mutex<[DeviceID: [@Sendable (Bool) -> Void]]>([:])
+    /// Notifications this node's policy took from the store (routed or loaded with a claimed device),
+    /// so that one arriving both ways runs once.
+    let adopted = Mutex(RecentSet<APNsID>(capacity: 65_536))
     private let deadlineSeconds: Int
-    private let policy: PolicySettings
+    let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
     /// closes the accept-to-device latency (bounded; the rest is not measured).
     private let awaitingAck = Mutex<[APNsID: NIODeadline]>([:])
@@ -50,6 +58,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         var engine = ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity)
         engine.tracksChanges = registry.writer != nil
         self.engine = Mutex(engine)
+        self.cluster = registry.nodeID == nil ? nil : registry.writer?.backend as? any ClusterStore
     }
 
     // MARK: From the provider API
@@ -67,12 +76,18 @@ public final class DeviceHub: NotificationIntake, Sendable {
             }
             return .later(promise.futureResult.map { .accepted })
         }
+        if cluster != nil { return submitInCluster(notification, device: device, on: eventLoop) }
+        return submitHere(notification, device: device, on: eventLoop)
+    }
+
+    /// Runs the policy for a push to a device this node owns.
+    func submitHere(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop) -> IntakeReply {
         let accepted = NIODeadline.now()
         let now = clock()
         // Enqueued for the store before it is delivered, so that the device's ack follows the insert.
         let promise = writer.map { _ in eventLoop.makePromise(of: Void.self) }
         let actions = decide(
-            now: now, inserting: (notification, device), promise: promise,
+            now: now, inserting: (notification, device, true), promise: promise,
             { $0.received(notification, device: device, now: now) }, persisting: { $0 })
         let reply = promise.map { IntakeReply.later($0.futureResult.map { .accepted }) } ?? .now(.accepted)
         if actions.contains(where: {
@@ -91,6 +106,21 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// A device authenticated: its session replaces any earlier one, and what was kept is delivered.
     func connected(_ device: DeviceID, session: any DeviceSession) {
+        if cluster != nil, registry.owner(of: device) != registry.nodeID {
+            // Another node ran its policy: this one takes it over first.
+            return claim(device) { [self] claimed in
+                if claimed {
+                    connectedHere(device, session: session)
+                } else {
+                    session.close(
+                        reason: "store unavailable", reconnectAfterMilliseconds: settings.reconnectHintMilliseconds)
+                }
+            }
+        }
+        connectedHere(device, session: session)
+    }
+
+    private func connectedHere(_ device: DeviceID, session: any DeviceSession) {
         let now = clock()
         // Under the engine's lock (then the sessions'), so a failed delivery cannot mark the device
         // offline between its new session and the policy hearing of it.
@@ -222,7 +252,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     // MARK: Carrying out
 
-    private func carryOut(_ actions: [PolicyAction], device: DeviceID?, now: UnixTime) {
+    func carryOut(_ actions: [PolicyAction], device: DeviceID?, now: UnixTime) {
         var undeliverable: [(DeviceID, PushNotification)] = []
         var delivered = 0
         for action in actions {
@@ -265,9 +295,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Runs `body` on the engine and, with a store, enqueues what it decided (the actions `persisting`
     /// picks from its result, the changed budgets, the new notification) before the engine's lock is
     /// released: the store sees decisions in the order the policy made them, so an outcome never
-    /// reaches it before the insert of its notification.
-    private func decide<R>(
-        now: UnixTime, inserting: (push: PushNotification, device: DeviceID)? = nil,
+    /// reaches it before the insert of its notification. A push that is not `new` is already stored
+    /// (another node accepted it): what the policy decided for it is written as an outcome.
+    func decide<R>(
+        now: UnixTime, inserting: (push: PushNotification, device: DeviceID, new: Bool)? = nil,
         promise: EventLoopPromise<Void>? = nil,
         _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
     ) -> R {
@@ -283,30 +314,41 @@ public final class DeviceHub: NotificationIntake, Sendable {
             let stored = inserting.map {
                 Self.stored($0.push, deviceID: registry.deviceID(of: $0.device), actions, policy: policy)
             }
-            persist(actions, budgets: budgets, now: now, inserting: stored, promise: promise)
+            persist(actions, budgets: budgets, now: now, decided: stored, new: inserting?.new ?? true, promise: promise)
             return result
         }
     }
 
-    private func decide(now: UnixTime, _ body: (inout ThrottleEngine) -> [PolicyAction]) -> [PolicyAction] {
+    func decide(now: UnixTime, _ body: (inout ThrottleEngine) -> [PolicyAction]) -> [PolicyAction] {
         decide(now: now, body, persisting: { $0 })
     }
 
     /// Writes what the policy decided: the new notification (if any), what became of held ones, and the
     /// changed budgets, in one change to the next commit.
     private func persist(
-        _ actions: [PolicyAction], budgets: [String: [AppBudget]], now: UnixTime, inserting: StoredNotification? = nil,
-        promise: EventLoopPromise<Void>? = nil
+        _ actions: [PolicyAction], budgets: [String: [AppBudget]], now: UnixTime, decided: StoredNotification?,
+        new: Bool, promise: EventLoopPromise<Void>?
     ) {
         guard let writer else { return }
         var outcomes: [NotificationOutcome] = []
+        var inserting: StoredNotification?
+        if let decided {
+            if new {
+                inserting = decided
+            } else {
+                outcomes.append(
+                    NotificationOutcome(
+                        apnsID: decided.notification.id, state: decided.state, rule: decided.rule, at: now))
+            }
+        }
+        let decidedID = decided?.notification.id
         for action in actions {
             switch action {
-            case .discard(let id, let rule) where id != inserting?.notification.id:
+            case .discard(let id, let rule) where id != decidedID:
                 outcomes.append(NotificationOutcome(apnsID: id, state: .discarded, rule: rule, at: now))
-            case .deliver(let push, let rule, _) where rule.isRelease:
+            case .deliver(let push, let rule, _) where rule.isRelease && push.id != decidedID:
                 outcomes.append(NotificationOutcome(apnsID: push.id, state: .pending, rule: rule, at: now))
-            case .hold(let id, let rule) where id != inserting?.notification.id:
+            case .hold(let id, let rule) where id != decidedID:
                 outcomes.append(NotificationOutcome(apnsID: id, state: .pending, rule: rule, at: now))
             default:
                 continue
@@ -345,33 +387,50 @@ public final class DeviceHub: NotificationIntake, Sendable {
     @discardableResult
     public func restore(_ snapshot: StoreSnapshot) -> Int {
         registry.restore(devices: snapshot.devices, tokens: snapshot.tokens)
-        let now = clock()
-        struct Key: Hashable {
-            var device: String
-            var bundleID: String
-        }
-        var budgets: [Key: ThrottleBudget] = [:]
-        for device in snapshot.budgets {
-            for app in device.apps { budgets[Key(device: device.deviceID, bundleID: app.bundleID)] = app.budget }
-        }
-        var held: [Key: [HeldPush]] = [:]
-        var order: [Key] = []
+        var budgets: [String: [AppBudget]] = [:]
+        for device in snapshot.budgets { budgets[device.deviceID] = device.apps }
+        var pending: [String: [StoredNotification]] = [:]
+        var order: [String] = []
         for stored in snapshot.pending {
             guard let device = stored.deviceID else { continue }
-            let key = Key(device: device, bundleID: stored.notification.bundleID)
-            if held[key] == nil { order.append(key) }
-            held[key, default: []].append(
-                HeldPush(notification: stored.notification, expiresAt: stored.expiresAt, rule: .offline))
+            if pending[device] == nil { order.append(device) }
+            pending[device, default: []].append(stored)
         }
-        for key in budgets.keys where held[key] == nil { order.append(key) }
+        for device in budgets.keys.sorted() where pending[device] == nil { order.append(device) }
+        let now = clock()
+        return order.reduce(0) { restored, device in
+            restored + adopt(device, budgets: budgets[device] ?? [], pending: pending[device] ?? [], now: now)
+        }
+    }
+
+    /// Gives the policy a device's state from the store (at start, or when this node claims it): its
+    /// budgets, and its pending notifications, held as for an offline device until it connects. Ones
+    /// beyond the per-app limit are recorded as overflowed. Returns how many are held.
+    @discardableResult
+    func adopt(_ deviceID: String, budgets: [AppBudget], pending: [StoredNotification], now: UnixTime) -> Int {
+        guard let slot = registry.slot(ofDevice: deviceID) else { return 0 }
+        var bundles: [String] = []
+        var held: [String: [HeldPush]] = [:]
+        for stored in pending {
+            let bundleID = stored.notification.bundleID
+            if held[bundleID] == nil { bundles.append(bundleID) }
+            // Over budget it waits for a piggyback as before; anything else was for a device now offline.
+            let rule: Rule = stored.rule == .overBudget ? .overBudget : .offline
+            held[bundleID, default: []].append(
+                HeldPush(notification: stored.notification, expiresAt: stored.expiresAt, rule: rule))
+        }
+        var budget: [String: ThrottleBudget] = [:]
+        for app in budgets {
+            budget[app.bundleID] = app.budget
+            if held[app.bundleID] == nil { bundles.append(app.bundleID) }
+        }
         var overflow: [APNsID] = []
         var restored = 0
         engine.withLock { engine in
-            for key in order {
-                guard let slot = registry.slot(ofDevice: key.device) else { continue }
-                let pushes = held[key] ?? []
+            for bundleID in bundles {
+                let pushes = held[bundleID] ?? []
                 let dropped = engine.restore(
-                    device: slot, bundleID: key.bundleID, budget: budgets[key] ?? .untouched, held: pushes)
+                    device: slot, bundleID: bundleID, budget: budget[bundleID] ?? .untouched, held: pushes)
                 overflow += dropped
                 restored += pushes.count - dropped.count
             }
@@ -414,6 +473,12 @@ public struct HubCounters: Sendable, Equatable, Codable {
     public var acceptedWithoutDevice = 0
     public var closedForMisbehaviour = 0
     public var authenticationFailures = 0
+    /// Several nodes: pushes stored here for devices another node owns, and routed here from others.
+    public var routedOut = 0
+    public var routedIn = 0
+    /// Devices this node took over from another, and let go to another.
+    public var claimed = 0
+    public var released = 0
 }
 
 public struct HubSettings: Sendable {

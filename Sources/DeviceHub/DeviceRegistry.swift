@@ -16,6 +16,10 @@ public final class DeviceRegistry: DeviceDirectory {
         var slot: DeviceID
         var secretHash: [UInt8]
         var apps: [String: DeviceToken]
+        /// The node that runs its policy, when several share the database, and the number of the claim
+        /// that made it the owner (0: registration, or as read at start).
+        var owner: String?
+        var claim: Int64 = 0
     }
 
     struct TokenRecord {
@@ -32,38 +36,76 @@ public final class DeviceRegistry: DeviceDirectory {
     private let state = Mutex(State())
     let writer: StoreWriter?
     let clock: @Sendable () -> UnixTime
+    /// This node's name when several share the database: new devices are owned by it, and every change
+    /// is told to the other nodes in its commit.
+    public let nodeID: String?
 
-    public init(writer: StoreWriter? = nil, clock: @escaping @Sendable () -> UnixTime = UnixTime.now) {
+    public init(
+        writer: StoreWriter? = nil, nodeID: String? = nil, clock: @escaping @Sendable () -> UnixTime = UnixTime.now
+    ) {
         self.writer = writer
+        self.nodeID = nodeID
         self.clock = clock
     }
 
     /// Brings back the devices (slots in registration order) and their tokens from the store.
     public func restore(devices: [StoredDevice], tokens: [StoredToken]) {
         state.withLock { state in
-            for stored in devices where state.devices[stored.id] == nil {
-                let slot = DeviceID(state.bySlot.count)
-                state.bySlot.append(stored.id)
-                state.devices[stored.id] = Device(id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:])
-            }
-            for stored in tokens {
-                guard var device = state.devices[stored.deviceID],
-                    let token = DeviceToken(stored.token, lengths: 2...4096)
-                else { continue }
-                if let since = stored.unregisteredAt {
-                    state.tokens[token] = TokenRecord(
-                        slot: device.slot, status: .unregistered(bundleID: stored.bundleID, since: since))
-                } else {
-                    device.apps[stored.bundleID] = token
-                    state.devices[device.id] = device
-                    state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: stored.bundleID))
-                }
-            }
+            for stored in devices { Self.apply(stored, to: &state) }
+            for stored in tokens { Self.apply(stored, to: &state) }
         }
+    }
+
+    /// A device registered on another node.
+    public func apply(_ device: StoredDevice) { state.withLock { Self.apply(device, to: &$0) } }
+
+    /// A token issued or unregistered on another node.
+    public func apply(_ token: StoredToken) { state.withLock { Self.apply(token, to: &$0) } }
+
+    private static func apply(_ stored: StoredDevice, to state: inout State) {
+        guard state.devices[stored.id] == nil else { return }
+        let slot = DeviceID(state.bySlot.count)
+        state.bySlot.append(stored.id)
+        state.devices[stored.id] = Device(
+            id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:], owner: stored.owner)
+    }
+
+    private static func apply(_ stored: StoredToken, to state: inout State) {
+        guard var device = state.devices[stored.deviceID], let token = DeviceToken(stored.token, lengths: 2...4096)
+        else { return }
+        if let since = stored.unregisteredAt {
+            if device.apps[stored.bundleID] == token { device.apps.removeValue(forKey: stored.bundleID) }
+            state.tokens[token] = TokenRecord(
+                slot: device.slot, status: .unregistered(bundleID: stored.bundleID, since: since))
+        } else {
+            device.apps[stored.bundleID] = token
+            state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: stored.bundleID))
+        }
+        state.devices[device.id] = device
     }
 
     /// The slot of a device id.
     public func slot(ofDevice id: String) -> DeviceID? { state.withLock { $0.devices[id]?.slot } }
+
+    /// The node that runs the device's policy (nil on a single node, or before any node claimed it).
+    public func owner(of slot: DeviceID) -> String? {
+        state.withLock { Int(slot) < $0.bySlot.count ? $0.devices[$0.bySlot[Int(slot)]]?.owner : nil }
+    }
+
+    /// Records the device's new owner, unless a later claim is already known (notices of claims can
+    /// arrive after this node's own later claim). Returns the owner before, when it changed.
+    func setOwner(_ slot: DeviceID, _ node: String, claim: Int64) -> (changed: Bool, before: String?) {
+        state.withLock { state in
+            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
+                claim > device.claim
+            else { return (false, nil) }
+            let before = device.owner
+            device.owner = node
+            device.claim = claim
+            state.devices[device.id] = device
+            return (true, before)
+        }
+    }
 
     /// The device id of a slot, for the store.
     public func deviceID(of slot: DeviceID) -> String? {
@@ -99,11 +141,14 @@ public final class DeviceRegistry: DeviceDirectory {
         let slot = state.withLock { state -> DeviceID in
             let slot = DeviceID(state.bySlot.count)
             state.bySlot.append(id)
-            state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:])
+            state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:], owner: nodeID)
             return slot
         }
-        let now = clock()
-        writer?.enqueue { $0.devices.append(StoredDevice(id: id, secretHash: hash, createdAt: now)) }
+        let stored = StoredDevice(id: id, secretHash: hash, createdAt: clock(), owner: nodeID)
+        writer?.enqueue {
+            $0.devices.append(stored)
+            if nodeID != nil { $0.notices.append(.device(stored)) }
+        }
         return (id, secret, slot)
     }
 
@@ -136,11 +181,7 @@ public final class DeviceRegistry: DeviceDirectory {
             device.apps[bundleID] = token
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .active(bundleID: bundleID))
-            // Under the lock, so the store sees a token's changes in the order they happened.
-            writer?.enqueue {
-                $0.tokens.append(
-                    StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil))
-            }
+            record(StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil))
             return token
         }
     }
@@ -154,11 +195,17 @@ public final class DeviceRegistry: DeviceDirectory {
             else { return false }
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
-            writer?.enqueue {
-                $0.tokens.append(
-                    StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now))
-            }
+            record(StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now))
             return true
+        }
+    }
+
+    /// Writes a token's change (and tells the other nodes), called under the lock so the store sees a
+    /// token's changes in the order they happened.
+    private func record(_ token: StoredToken) {
+        writer?.enqueue {
+            $0.tokens.append(token)
+            if nodeID != nil { $0.notices.append(.token(token)) }
         }
     }
 

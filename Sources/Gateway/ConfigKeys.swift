@@ -146,6 +146,11 @@ public enum ConfigKeys {
                 "With store.backend postgres: postgres://user:password@host:port/database (plain TCP; loopback or a trusted network)."
         ),
         .init(
+            name: "store.postgres.node_id", defaultValue: "",
+            doc:
+                "This node's name among the gateway nodes sharing the PostgreSQL database (each device's policy runs on its owner node; docs/store.md). Keep it stable across restarts. Empty: <hostname>:<devices.port>."
+        ),
+        .init(
             name: "store.retention_seconds", defaultValue: "86400",
             doc:
                 "How long delivered and discarded notifications stay in the store (for lookups) before they are pruned."

@@ -18,6 +18,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var sqlitePath = "./data/pushgate.sqlite"
     public var synchronous: SQLiteStore.Synchronous = .full
     public var postgresURL = ""
+    /// This node's name among those sharing the PostgreSQL database.
+    public var nodeID = "pushgate"
     public var retentionSeconds: Int64 = 86400
     public var pruneSeconds: Int64 = 60
 
@@ -163,11 +165,11 @@ public struct GatewayConfiguration: Sendable {
                 message:
                     "required when admin.host (\(admin.host)) is not loopback: the admin API shows devices and tokens")
         }
-        store = try Self.store(&reader, dataDirectory: dataDirectory)
+        store = try Self.store(&reader, dataDirectory: dataDirectory, devicesPort: deviceListener.port)
         readKeys = reader.read
     }
 
-    static func store(_ reader: inout ConfigReader, dataDirectory: String) throws -> StoreSettings {
+    static func store(_ reader: inout ConfigReader, dataDirectory: String, devicesPort: Int) throws -> StoreSettings {
         var store = StoreSettings()
         store.backend = try reader.parse("store.backend", expected: "sqlite, postgres or memory") {
             StoreSettings.Backend(rawValue: $0)
@@ -183,6 +185,13 @@ public struct GatewayConfiguration: Sendable {
                 key: "store.postgres.url", source: reader.raw.value("store.postgres.url").source,
                 message: "required when store.backend is postgres (postgres://user:password@host:port/database)")
         }
+        let node = try reader.string("store.postgres.node_id")
+        guard node.utf8.count <= 200, !node.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw ConfigError(
+                key: "store.postgres.node_id", source: reader.raw.value("store.postgres.node_id").source,
+                message: "expected a name of at most 200 characters without spaces, got '\(node)'")
+        }
+        store.nodeID = node.isEmpty ? "\(ProcessInfo.processInfo.hostName):\(devicesPort)" : node
         store.retentionSeconds = Int64(try reader.int("store.retention_seconds", in: 0...(365 * 86400)))
         store.pruneSeconds = Int64(try reader.int("store.prune_seconds", in: 1...86400))
         return store

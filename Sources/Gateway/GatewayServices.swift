@@ -22,10 +22,14 @@ public struct GatewayServices: Sendable {
     public let reloader: RegistryReloader
     public let admin: AdminServer?
     public let store: StoreService
+    /// With several nodes on one PostgreSQL database: the notices between them.
+    public let cluster: ClusterService?
 
     /// In dependency order: the store first and devices next, so that the provider API never hands a
     /// push to a hub that is not up; shutdown runs in reverse, so the store commits last.
-    public var services: [any Service] { [store, devices, provider, reloader] + (admin.map { [$0] } ?? []) }
+    public var services: [any Service] {
+        [store] + (cluster.map { [$0] } ?? []) + [devices, provider, reloader] + (admin.map { [$0] } ?? [])
+    }
 
     /// Opens the store (migrations, then what it kept is restored into the hub) and assembles the services.
     public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) async throws {
@@ -36,18 +40,34 @@ public struct GatewayServices: Sendable {
         directory = InMemoryDeviceDirectory(
             try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
         let backend = try StoreService.backend(configuration.store)
-        let snapshot = try await backend.open(now: UnixTime.now())
+        let cluster = (backend as? any ClusterStore).map {
+            ClusterService(cluster: $0, logger: Logger(label: "pushgate.cluster"))
+        }
+        self.cluster = cluster
+        // Listening before the snapshot is read: a notice committed after it is queued, not missed.
+        try await cluster?.startListening()
+        let snapshot: StoreSnapshot
+        do {
+            snapshot = try await backend.open(now: UnixTime.now())
+        } catch {
+            cluster?.stop()
+            throw error
+        }
         store = StoreService(backend: backend, settings: configuration.store, logger: Logger(label: "pushgate.store"))
         hub = DeviceHub(
             // In memory, nothing survives the process anyway: the hub answers at once and writes nothing.
-            registry: DeviceRegistry(writer: configuration.store.backend == .memory ? nil : store.writer),
+            registry: DeviceRegistry(
+                writer: configuration.store.backend == .memory ? nil : store.writer,
+                nodeID: cluster == nil ? nil : configuration.store.nodeID),
             policy: configuration.policy, settings: configuration.hub,
             logger: Logger(label: "pushgate.devices"))
         let restored = hub.restore(snapshot)
+        cluster?.deliver(to: hub)
         logger.info(
             "store opened",
             metadata: [
                 "backend": "\(backend.kind)", "devices": "\(snapshot.devices.count)", "held_restored": "\(restored)",
+                "node": "\(cluster == nil ? "-" : configuration.store.nodeID)",
             ])
         context = ProviderContext(
             settings: settings, keys: keys, directory: CombinedDirectory([hub.registry, directory]), intake: hub,
@@ -87,7 +107,8 @@ public struct GatewayServices: Sendable {
             ? AdminServer(
                 routes: AdminRoutes(
                     hub: hub,
-                    readiness: Self.readiness(provider, listeners.count, devices, deviceListeners.count, store),
+                    readiness: Self.readiness(
+                        provider, listeners.count, devices, deviceListeners.count, store, cluster),
                     storeFigures: { [store] in store.writer.figures }),
                 host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: logger) : nil
@@ -105,7 +126,7 @@ public struct GatewayServices: Sendable {
     /// the store answering (its last check and commit succeeded).
     static func readiness(
         _ provider: ProviderServer, _ providerListeners: Int, _ devices: DeviceServer, _ deviceListeners: Int,
-        _ store: StoreService
+        _ store: StoreService, _ cluster: ClusterService?
     )
         -> @Sendable () -> [String: Bool]
     {
@@ -114,7 +135,7 @@ public struct GatewayServices: Sendable {
                 "provider_listeners": provider.boundAddresses.count == providerListeners,
                 "device_listeners": devices.boundAddresses.count == deviceListeners,
                 "not_draining": !provider.context.isDraining,
-                "store": store.isHealthy,
+                "store": store.isHealthy && (cluster?.isListening ?? true),
             ]
         }
     }

@@ -31,7 +31,7 @@ public final class StoreService: Service, Sendable {
         case .sqlite: return try SQLiteStore(path: settings.sqlitePath, synchronous: settings.synchronous)
         case .postgres:
             do {
-                return try PostgresStore(url: settings.postgresURL)
+                return try PostgresStore(url: settings.postgresURL, nodeID: settings.nodeID)
             } catch let error as StoreError {
                 throw ConfigError(key: "store.postgres.url", source: nil, message: error.message)
             }

@@ -334,6 +334,24 @@ public struct ThrottleEngine: Sendable {
         return overflow
     }
 
+    /// Lets go of a device another node now runs the policy for (several nodes on one database): its
+    /// apps' state is dropped here without any decision, and its held pushes are returned so the caller can
+    /// hand them to the new owner (they stay pending in the store).
+    public mutating func release(device: DeviceID) -> [HeldPush] {
+        guard Int(device) < slots.count else { return [] }
+        let apps = slots[Int(device)].apps
+        var held: [HeldPush] = []
+        for app in apps.ids {
+            guard let index = apps.index(of: app) else { continue }
+            held += apps.state(at: index).held
+            stateCount -= 1
+        }
+        counters.heldNow -= held.count
+        slots[Int(device)] = DeviceSlot()
+        // Its timers find no state when they fire, and do nothing.
+        return held
+    }
+
     // MARK: Plumbing
 
     private mutating func appID(_ bundleID: String) -> UInt32 {

@@ -8,16 +8,19 @@ import PushPolicy
 /// The store on PostgreSQL (postgres-nio), for several gateway nodes on one database. A commit is one
 /// transaction of a few statements whatever its size: every kind of change goes in as arrays
 /// (`UNNEST`), so a batch of thousands costs a handful of round trips.
-public final class PostgresStore: StoreBackend {
+public final class PostgresStore: ClusterStore {
     public let kind = "postgres"
+    public let nodeID: String
     /// The URL without its password, for messages.
     public let place: String
     private let client: PostgresClient
     private let running: Task<Void, Never>
     private let logger = Logger(label: "pushgate.store.postgres")
 
-    /// `postgres://user:password@host:port/database` (`postgresql://` too; port 5432 by default).
-    public init(url: String) throws {
+    /// `postgres://user:password@host:port/database` (`postgresql://` too; port 5432 by default);
+    /// `nodeID` names this node among those sharing the database (see `ClusterStore`).
+    public init(url: String, nodeID: String = "pushgate") throws {
+        self.nodeID = nodeID
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme),
             let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
         else {
@@ -67,8 +70,19 @@ public final class PostgresStore: StoreBackend {
                 strikes DOUBLE PRECISION NOT NULL, settled_at BIGINT NOT NULL, cooling_until BIGINT NOT NULL,
                 app_state TEXT NOT NULL, PRIMARY KEY (device_id, bundle_id))
             """,
-        ]
+        ],
+        [
+            "ALTER TABLE devices ADD COLUMN owner TEXT",
+            "ALTER TABLE devices ADD COLUMN claims BIGINT NOT NULL DEFAULT 0",
+            "CREATE INDEX notifications_device_pending ON notifications (device_id, seq) WHERE state = 0",
+        ],
     ]
+
+    /// The channel every node listens on.
+    static let channel = "pushgate"
+    /// Devices whose state other nodes load at start (this node loads the rest: its own, and those no
+    /// node has claimed).
+    private var ownedElsewhere: String { "(SELECT id FROM devices WHERE owner <> $1)" }
 
     private func migrate() async throws {
         try await client.withTransaction(logger: logger) { connection in
@@ -107,11 +121,12 @@ public final class PostgresStore: StoreBackend {
         }
         _ = try await expire(now: now, atStart: true)
         var snapshot = StoreSnapshot()
-        for try await (id, hash, created) in try await client.query(
-            "SELECT id, secret_hash, created_at FROM devices ORDER BY seq", logger: logger
-        ).decode((String, ByteBuffer, Int64).self) {
+        for try await (id, hash, created, owner) in try await client.query(
+            "SELECT id, secret_hash, created_at, owner FROM devices ORDER BY seq", logger: logger
+        ).decode((String, ByteBuffer, Int64, String?).self) {
             snapshot.devices.append(
-                StoredDevice(id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created)))
+                StoredDevice(
+                    id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created), owner: owner))
         }
         for try await (token, device, bundle, unregistered) in try await client.query(
             "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY seq", logger: logger
@@ -121,11 +136,33 @@ public final class PostgresStore: StoreBackend {
                     token: token, deviceID: device, bundleID: bundle,
                     unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) }))
         }
-        for try await (device, bundle, tokens, strikes, settled, cooling, state) in try await client.query(
-            """
-            SELECT device_id, bundle_id, tokens, strikes, settled_at, cooling_until, app_state FROM app_budgets
-            ORDER BY device_id, bundle_id
-            """, logger: logger
+        snapshot.budgets = try await client.withConnection { connection in
+            try await Self.budgets(
+                connection, where: "device_id NOT IN \(self.ownedElsewhere)", nodeID, logger: self.logger)
+        }
+        var pending = PostgresQuery(
+            unsafeSQL: Self.selectNotification
+                + " WHERE state = 0 AND COALESCE(device_id, '') NOT IN \(ownedElsewhere) ORDER BY seq")
+        pending.binds.append(nodeID)
+        for try await row in try await client.query(pending, logger: logger) {
+            snapshot.pending.append(try Self.notification(row))
+        }
+        return snapshot
+    }
+
+    /// Budgets of the devices `condition` picks (`$1` bound to `value`), by device then bundle id.
+    static func budgets(
+        _ connection: PostgresConnection, where condition: String, _ value: String, logger: Logger
+    ) async throws -> [DeviceBudgets] {
+        var query = PostgresQuery(
+            unsafeSQL: """
+                SELECT device_id, bundle_id, tokens, strikes, settled_at, cooling_until, app_state FROM app_budgets
+                WHERE \(condition) ORDER BY device_id, bundle_id
+                """)
+        query.binds.append(value)
+        var budgets: [DeviceBudgets] = []
+        for try await (device, bundle, tokens, strikes, settled, cooling, state) in try await connection.query(
+            query, logger: logger
         ).decode((String, String, Double?, Double, Int64, Int64, String).self) {
             guard let appState = AppState(rawValue: state) else {
                 throw StoreError(
@@ -136,16 +173,13 @@ public final class PostgresStore: StoreBackend {
                 budget: ThrottleBudget(
                     tokens: tokens.map { Float($0) }, strikes: Float(strikes), settledAt: settled,
                     coolingUntil: cooling, appState: appState))
-            if snapshot.budgets.last?.deviceID == device {
-                snapshot.budgets[snapshot.budgets.count - 1].apps.append(app)
+            if budgets.last?.deviceID == device {
+                budgets[budgets.count - 1].apps.append(app)
             } else {
-                snapshot.budgets.append(DeviceBudgets(deviceID: device, apps: [app]))
+                budgets.append(DeviceBudgets(deviceID: device, apps: [app]))
             }
         }
-        let rows = try await client.query(
-            PostgresQuery(unsafeSQL: Self.selectNotification + " WHERE state = 0 ORDER BY seq"), logger: logger)
-        for try await row in rows { snapshot.pending.append(try Self.notification(row)) }
-        return snapshot
+        return budgets
     }
 
     public func commit(_ batch: StoreBatch) async throws {
@@ -156,10 +190,13 @@ public final class PostgresStore: StoreBackend {
                 let ids = batch.devices.map(\.id)
                 let hashes = batch.devices.map { ByteBuffer(bytes: $0.secretHash) }
                 let created = batch.devices.map(\.createdAt.milliseconds)
+                let owners = batch.devices.map { $0.owner ?? "" }
                 try await connection.query(
                     """
-                    INSERT INTO devices (id, secret_hash, created_at)
-                    SELECT * FROM UNNEST(\(ids)::text[], \(hashes)::bytea[], \(created)::bigint[])
+                    INSERT INTO devices (id, secret_hash, created_at, owner)
+                    SELECT i, h, c, NULLIF(o, '')
+                    FROM UNNEST(\(ids)::text[], \(hashes)::bytea[], \(created)::bigint[], \(owners)::text[])
+                        AS x(i, h, c, o)
                     ON CONFLICT (id) DO NOTHING
                     """, logger: logger)
             }
@@ -237,10 +274,17 @@ public final class PostgresStore: StoreBackend {
                     """, logger: logger)
             }
             if !batch.budgets.isEmpty {
+                // Only the owner's: a node that just lost a device must not overwrite what its new owner writes.
                 let devices = Array(batch.budgets.keys)
+                let node = self.nodeID
+                let owned = try await connection.query(
+                    """
+                    SELECT id FROM devices WHERE id = ANY(\(devices)::text[]) AND (owner = \(node) OR owner IS NULL)
+                    """, logger: logger
+                ).decode(String.self).all()
+                let rows = owned.flatMap { device in (batch.budgets[device] ?? []).map { (device, $0) } }
                 try await connection.query(
-                    "DELETE FROM app_budgets WHERE device_id = ANY(\(devices)::text[])", logger: logger)
-                let rows = batch.budgets.flatMap { device, apps in apps.map { (device, $0) } }
+                    "DELETE FROM app_budgets WHERE device_id = ANY(\(owned)::text[])", logger: logger)
                 if !rows.isEmpty {
                     try await connection.query(
                         """
@@ -253,6 +297,72 @@ public final class PostgresStore: StoreBackend {
                             \(rows.map(\.1.budget.settledAt))::bigint[], \(rows.map(\.1.budget.coolingUntil))::bigint[],
                             \(rows.map(\.1.budget.appState.rawValue))::text[]) AS x(d, b, t, s, se, c, a)
                         """, logger: logger)
+                }
+            }
+            if !batch.notices.isEmpty {
+                let texts = batch.notices.map { ClusterMessage(from: self.nodeID, notice: $0).text }
+                // Delivered by PostgreSQL when, and only if, this transaction commits.
+                _ = try await connection.query(
+                    "SELECT COUNT(pg_notify(\(Self.channel), n)) FROM UNNEST(\(texts)::text[]) AS n", logger: logger
+                ).decode(Int64.self).all()
+            }
+        }
+    }
+
+    // MARK: ClusterStore
+
+    public func claim(deviceID: String) async throws -> ClaimedDevice {
+        let node = nodeID
+        return try await client.withTransaction(logger: logger) { connection in
+            let claimed = try await connection.query(
+                """
+                UPDATE devices d SET owner = \(node), claims = d.claims + 1
+                FROM (SELECT id, owner FROM devices WHERE id = \(deviceID) FOR UPDATE) old
+                WHERE d.id = old.id RETURNING old.owner, d.claims
+                """, logger: self.logger
+            ).decode((String?, Int64).self).all()
+            guard let (before, claims) = claimed.first else {
+                throw StoreError("device \(deviceID) is not in the store")
+            }
+            let notice = ClusterMessage(from: node, notice: .owner(deviceID: deviceID, node: node, claim: claims))
+            _ = try await connection.query(
+                "SELECT pg_notify(\(Self.channel), \(notice.text))", logger: self.logger
+            ).all()
+            let budgets = try await Self.budgets(connection, where: "device_id = $1", deviceID, logger: self.logger)
+            var query = PostgresQuery(
+                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = $1 ORDER BY seq")
+            query.binds.append(deviceID)
+            var pending: [StoredNotification] = []
+            for try await row in try await connection.query(query, logger: self.logger) {
+                pending.append(try Self.notification(row))
+            }
+            return ClaimedDevice(
+                previousOwner: before == node ? nil : before, claim: claims, budgets: budgets.first?.apps ?? [],
+                pending: pending)
+        }
+    }
+
+    public func notification(apnsID: String, teamID: String) async throws -> StoredNotification? {
+        var query = PostgresQuery(unsafeSQL: Self.selectNotification + " WHERE apns_id = $1 AND team_id = $2")
+        query.binds.append(apnsID)
+        query.binds.append(teamID)
+        for try await row in try await client.query(query, logger: logger) { return try Self.notification(row) }
+        return nil
+    }
+
+    public func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws {
+        let node = nodeID
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.channel) { notifications in
+                ready()
+                for try await notification in notifications {
+                    guard let message = ClusterMessage(text: notification.payload) else {
+                        self.logger.warning(
+                            "skipped a notice this pushgate cannot read",
+                            metadata: ["notice": "\(notification.payload)"])
+                        continue
+                    }
+                    if message.from != node { receive(message) }
                 }
             }
         }
@@ -332,5 +442,14 @@ public final class PostgresStore: StoreBackend {
     private func count(_ query: PostgresQuery) async throws -> Int {
         for try await value in try await client.query(query, logger: logger).decode(Int64.self) { return Int(value) }
         return 0
+    }
+}
+
+extension AsyncSequence {
+    /// Every element, in order.
+    func all() async throws -> [Element] {
+        var elements: [Element] = []
+        for try await element in self { elements.append(element) }
+        return elements
     }
 }

@@ -72,7 +72,9 @@ public final class SQLiteStore: StoreBackend {
                 settled_at INTEGER NOT NULL, cooling_until INTEGER NOT NULL, app_state TEXT NOT NULL,
                 PRIMARY KEY (device_id, bundle_id)) WITHOUT ROWID
             """,
-        ]
+        ],
+        // The owner column serves several nodes on PostgreSQL; one SQLite file has one node.
+        ["ALTER TABLE devices ADD COLUMN owner TEXT"],
     ]
 
     private func migrate() throws {
@@ -91,7 +93,7 @@ public final class SQLiteStore: StoreBackend {
 
     public func open(now: UnixTime) async throws -> StoreSnapshot {
         try migrate()
-        try await pool.write { db in try Self.expire(db, now: now, atStart: true) }
+        _ = try await pool.write { db in try Self.expire(db, now: now, atStart: true) }
         return try await pool.read { db in
             var snapshot = StoreSnapshot()
             let devices = try Row.fetchCursor(

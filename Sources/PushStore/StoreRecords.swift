@@ -6,11 +6,15 @@ public struct StoredDevice: Sendable, Equatable {
     public var id: String
     public var secretHash: [UInt8]
     public var createdAt: UnixTime
+    /// The node that runs the policy for it (several nodes on one PostgreSQL database): the one it
+    /// registered on or last connected to. Nil on a single node.
+    public var owner: String?
 
-    public init(id: String, secretHash: [UInt8], createdAt: UnixTime) {
+    public init(id: String, secretHash: [UInt8], createdAt: UnixTime, owner: String? = nil) {
         self.id = id
         self.secretHash = secretHash
         self.createdAt = createdAt
+        self.owner = owner
     }
 }
 
@@ -105,16 +109,23 @@ public struct StoreBatch: Sendable {
     public var tokens: [StoredToken] = []
     public var notifications: [StoredNotification] = []
     public var outcomes: [NotificationOutcome] = []
-    /// By device id: the latest change for a device replaces an earlier one in the same batch.
+    /// By device id: the latest change for a device replaces an earlier one in the same batch. A node
+    /// sharing the database writes only the budgets of devices it owns.
     public var budgets: [String: [AppBudget]] = [:]
+    /// Told to the other nodes sharing the database when, and only if, the batch commits (ignored by
+    /// the single-node backends).
+    public var notices: [ClusterNotice] = []
 
     public init() {}
 
     public var isEmpty: Bool {
         devices.isEmpty && tokens.isEmpty && notifications.isEmpty && outcomes.isEmpty && budgets.isEmpty
+            && notices.isEmpty
     }
 
-    public var count: Int { devices.count + tokens.count + notifications.count + outcomes.count + budgets.count }
+    public var count: Int {
+        devices.count + tokens.count + notifications.count + outcomes.count + budgets.count + notices.count
+    }
 }
 
 /// What a gateway needs from the store when it starts: devices in registration order, their tokens,

@@ -19,6 +19,23 @@ import Testing
         }
     }
 
+    @Test mutating func aReleasedDeviceHandsOverItsHeldPushesAndStartsAfresh() {
+        var engine = ThrottleEngine()
+        let silent = (0..<5).map { _ in pushes.make(.silent) }
+        let other = pushes.make(.silent, bundle: "com.other")
+        for push in silent + [other] { _ = engine.received(push, device: 3, now: t0) }
+        #expect(engine.counters.heldNow == 1, "three of five woke the app; the newest of the other two is held")
+
+        let handed = engine.release(device: 3)
+        #expect(handed.map(\.notification.id) == [silent[4].id])
+        #expect(engine.counters.heldNow == 0)
+        #expect(engine.stateCount == 0)
+        #expect(engine.budgets(of: 3).isEmpty)
+        // Its timers (the wakes' deadlines) find nothing when they fire.
+        #expect(engine.advance(to: t0.plus(minutes: 5)).isEmpty)
+        #expect(engine.received(pushes.make(.silent), device: 3, now: t0.plus(minutes: 6)).rules == [.onBudget])
+    }
+
     @Test mutating func keepAliveReconnectAndConditions() {
         var engine = ThrottleEngine()
         for _ in 0..<4 { _ = engine.received(pushes.make(.silent), device: 7, now: t0) }

@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
-import PostgresNIO
 import PushModel
 import PushPolicy
 import PushStore
+import TestSupport
 import Testing
 
 /// A backend the contract suite runs against, and where its data lives.
@@ -16,7 +16,7 @@ enum StoreUnderTest: String, CaseIterable, CustomTestStringConvertible, Sendable
 
     var testDescription: String { rawValue }
 
-    static let postgresURL = ProcessInfo.processInfo.environment["TEST_POSTGRES_URL"]
+    static let postgresURL = TestPostgres.url
 
     static var available: [StoreUnderTest] {
         if postgresURL == nil {
@@ -35,27 +35,8 @@ enum StoreUnderTest: String, CaseIterable, CustomTestStringConvertible, Sendable
                 "pushgate-store-\(UUID().uuidString.prefix(8))")
             return StorePlace(kind: self, path: directory.appendingPathComponent("pushgate.sqlite").path, memory: nil)
         case .postgres:
-            let name = "pushgate_test_\(UUID().uuidString.prefix(8).lowercased())"
-            try await Postgres.run(Self.postgresURL!, "CREATE DATABASE \(name)")
-            var components = URLComponents(string: Self.postgresURL!)!
-            components.path = "/" + name
-            return StorePlace(kind: self, path: components.string!, memory: nil)
-        }
-    }
-}
-
-/// Statements run behind the store's back, as an operator would.
-enum Postgres {
-    static func run(_ url: String, _ sql: String) async throws {
-        let components = URLComponents(string: url)!
-        let configuration = PostgresClient.Configuration(
-            host: components.host!, port: components.port ?? 5432, username: components.user!,
-            password: components.password, database: String(components.path.dropFirst()), tls: .disable)
-        let client = PostgresClient(configuration: configuration)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            try await client.query(PostgresQuery(unsafeSQL: sql))
-            group.cancelAll()
+            return StorePlace(
+                kind: self, path: try await TestPostgres.makeDatabase(prefix: "pushgate_test"), memory: nil)
         }
     }
 }
@@ -79,7 +60,7 @@ struct StorePlace: Sendable {
         switch kind {
         case .memory: break
         case .sqlite: try Samples.sqlite(path, sql)
-        case .postgres: try await Postgres.run(path, sql)
+        case .postgres: try await TestPostgres.run(path, sql)
         }
     }
 
@@ -87,9 +68,7 @@ struct StorePlace: Sendable {
         switch kind {
         case .memory: break
         case .sqlite: try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
-        case .postgres:
-            let name = URLComponents(string: path)!.path.dropFirst()
-            try? await Postgres.run(StoreUnderTest.postgresURL!, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        case .postgres: await TestPostgres.dropDatabase(path)
         }
     }
 }

@@ -1,0 +1,173 @@
+import Logging
+import NIOCore
+import ProviderAPI
+import PushModel
+import PushPolicy
+import PushStore
+
+/// Several nodes on one PostgreSQL database. Each device's policy runs on one node, its owner (the node
+/// it registered on or last connected to), so its budget and held pushes are in one place:
+/// - a push accepted by another node is stored there with a `route` notice to the owner, sent in the
+///   same transaction, and the owner runs the policy for it;
+/// - a device connecting to a node that does not own it is claimed first: the node records itself as
+///   owner (an `owner` notice tells the others), loads the device's budgets and pending notifications,
+///   and only then lets the device in; pushes for it meanwhile wait for the claim;
+/// - the node that lost the device drops its state for it and hands its held pushes to the new owner.
+extension DeviceHub {
+    enum Placement: Equatable {
+        case here
+        case elsewhere(String)
+    }
+
+    /// Where the device's policy runs; nil while this node is claiming it, and then `work` is kept for
+    /// when the claim is done (called with whether it succeeded).
+    func place(_ device: DeviceID, orDefer work: @escaping @Sendable (Bool) -> Void) -> Placement? {
+        claims.withLock { claims in
+            if claims[device] != nil {
+                claims[device]!.append(work)
+                return nil
+            }
+            guard let owner = registry.owner(of: device), owner != registry.nodeID else { return .here }
+            return .elsewhere(owner)
+        }
+    }
+
+    func submitInCluster(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop)
+        -> IntakeReply
+    {
+        let waiting = eventLoop.makePromise(of: IntakeResult.self)
+        let placement = place(device) { [self] _ in
+            // Decided again once the claim is over: here if it succeeded, with the old owner if not.
+            switch submit(notification, on: eventLoop) {
+            case .now(let result): waiting.succeed(result)
+            case .later(let future): future.cascade(to: waiting)
+            }
+        }
+        switch placement {
+        case nil:
+            return .later(waiting.futureResult)
+        case .here:
+            waiting.succeed(.accepted)
+            return submitHere(notification, device: device, on: eventLoop)
+        case .elsewhere(let node):
+            waiting.succeed(.accepted)
+            // Stored here, run by the owner: the notice goes out with the commit that answers the 200.
+            hubCounters.withLock { $0.routedOut += 1 }
+            let stored = StoredNotification(
+                notification: notification, expiresAt: policy.expiry(of: notification),
+                deviceID: registry.deviceID(of: device), state: .pending, rule: nil)
+            let promise = eventLoop.makePromise(of: Void.self)
+            writer?.enqueue(promise: promise) {
+                $0.notifications.append(stored)
+                $0.notices.append(Self.route(notification, to: node))
+            }
+            return .later(promise.futureResult.map { .accepted })
+        }
+    }
+
+    static func route(_ push: PushNotification, to node: String) -> ClusterNotice {
+        .route(node: node, apnsID: push.id.value, teamID: push.teamID ?? "")
+    }
+
+    /// Takes the device over from the node that owned it; `then` runs once its state is loaded (with
+    /// true) or the claim failed (false).
+    func claim(_ device: DeviceID, then work: @escaping @Sendable (Bool) -> Void) {
+        let first = claims.withLock { claims -> Bool in
+            if claims[device] != nil {
+                claims[device]!.append(work)
+                return false
+            }
+            claims[device] = [work]
+            return true
+        }
+        guard first, let cluster else { return }
+        Task {
+            var claimed = false
+            if let deviceID = registry.deviceID(of: device) {
+                do {
+                    let state = try await cluster.claim(deviceID: deviceID)
+                    _ = engine.withLock { $0.release(device: device) }
+                    adopted.withLock { adopted in
+                        for stored in state.pending { _ = adopted.insert(stored.notification.id) }
+                    }
+                    adopt(deviceID, budgets: state.budgets, pending: state.pending, now: clock())
+                    _ = registry.setOwner(device, cluster.nodeID, claim: state.claim)
+                    hubCounters.withLock { $0.claimed += 1 }
+                    logger.debug(
+                        "device claimed",
+                        metadata: [
+                            "device": "\(deviceID)", "from": "\(state.previousOwner ?? "-")",
+                            "pending": "\(state.pending.count)",
+                        ])
+                    claimed = true
+                } catch {
+                    logger.error(
+                        "device not claimed",
+                        metadata: ["device": "\(deviceID)", "error": "\(String(reflecting: error))"])
+                }
+            }
+            let waiting = claims.withLock { $0.removeValue(forKey: device) ?? [] }
+            for work in waiting { work(claimed) }
+        }
+    }
+
+    /// A notice from another node sharing the database.
+    public func received(_ message: ClusterMessage) {
+        switch message.notice {
+        case .device(let device):
+            registry.apply(device)
+        case .token(let token):
+            registry.apply(token)
+        case .owner(let deviceID, let node, let claim):
+            guard let device = registry.slot(ofDevice: deviceID) else { return }
+            let (changed, before) = registry.setOwner(device, node, claim: claim)
+            guard changed, before == nil || before == registry.nodeID else { return }
+            lost(device, to: node)
+        case .route(let node, let apnsID, let teamID):
+            guard node == registry.nodeID, let cluster else { return }
+            Task {
+                do {
+                    guard let stored = try await cluster.notification(apnsID: apnsID, teamID: teamID),
+                        stored.state == .pending, let deviceID = stored.deviceID,
+                        let device = registry.slot(ofDevice: deviceID)
+                    else { return }
+                    routed(stored, device: device)
+                } catch {
+                    // Still pending in the store: its device's next claim brings it back.
+                    logger.error(
+                        "routed notification not loaded", metadata: ["apns_id": "\(apnsID)", "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// A notification another node stored for a device this node owns (or owned: then it goes on).
+    func routed(_ stored: StoredNotification, device: DeviceID) {
+        let push = stored.notification
+        guard let placement = place(device, orDefer: { [self] _ in routed(stored, device: device) }) else { return }
+        switch placement {
+        case .elsewhere(let node):
+            writer?.enqueue { $0.notices.append(Self.route(push, to: node)) }
+        case .here:
+            guard adopted.withLock({ $0.insert(push.id) }) else { return }
+            hubCounters.withLock { $0.routedIn += 1 }
+            let now = clock()
+            let actions = decide(
+                now: now, inserting: (push, device, false), { $0.received(push, device: device, now: now) },
+                persisting: { $0 })
+            carryOut(actions, device: device, now: now)
+        }
+    }
+
+    /// Another node claimed a device this node ran: its session here (if any) is closed, its state
+    /// dropped, and its held pushes handed to the new owner (who also finds them pending in the store).
+    func lost(_ device: DeviceID, to node: String) {
+        if let session = sessions.withLock({ $0.removeValue(forKey: device) }) {
+            session.close(reason: "moved", reconnectAfterMilliseconds: nil)
+        }
+        let held = engine.withLock { $0.release(device: device) }
+        hubCounters.withLock { $0.released += 1 }
+        guard !held.isEmpty else { return }
+        writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, to: node) } }
+    }
+}

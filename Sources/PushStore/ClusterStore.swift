@@ -1,0 +1,140 @@
+import PushModel
+
+/// A store that several gateway nodes share (PostgreSQL). Each device's policy runs on one node, its
+/// owner: the node it registered on or last connected to. A push accepted by another node is stored
+/// and handed to the owner by a notice sent in the same transaction; a device connecting elsewhere is
+/// claimed by that node, which loads its budgets and pending notifications.
+public protocol ClusterStore: StoreBackend {
+    /// This node's name among the nodes sharing the database.
+    var nodeID: String { get }
+    /// Makes this node the device's owner (telling the others) and returns what the new owner needs.
+    func claim(deviceID: String) async throws -> ClaimedDevice
+    /// A stored notification by apns-id and team (for a routed notice).
+    func notification(apnsID: String, teamID: String) async throws -> StoredNotification?
+    /// Listens for the other nodes' notices until cancelled or the connection fails (then it throws);
+    /// `ready` is called once notices are being received.
+    func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws
+}
+
+/// What a node taking a device over finds in the store.
+public struct ClaimedDevice: Sendable, Equatable {
+    /// The node that owned it before (nil: none, or this one).
+    public var previousOwner: String?
+    /// How many times the device has been claimed, this claim included: a node hearing of owners out of
+    /// order keeps the one with the highest number.
+    public var claim: Int64
+    public var budgets: [AppBudget]
+    /// Its pending notifications, oldest first.
+    public var pending: [StoredNotification]
+
+    public init(previousOwner: String?, claim: Int64, budgets: [AppBudget], pending: [StoredNotification]) {
+        self.previousOwner = previousOwner
+        self.claim = claim
+        self.budgets = budgets
+        self.pending = pending
+    }
+}
+
+/// A change one node tells the others about.
+public enum ClusterNotice: Sendable, Equatable {
+    /// `node` now runs the policy for the device (it connected there); `claim` numbers the device's claims.
+    case owner(deviceID: String, node: String, claim: Int64)
+    /// A notification stored by another node for a device `node` owns: `node` runs the policy for it.
+    case route(node: String, apnsID: String, teamID: String)
+    /// A device registered on another node (which owns it).
+    case device(StoredDevice)
+    /// A token issued or unregistered on another node.
+    case token(StoredToken)
+}
+
+/// A notice and the node it came from, as sent through PostgreSQL's NOTIFY (one line of tab-separated
+/// fields; none of the values can hold a tab: ids, hex, bundle ids, node names are checked).
+public struct ClusterMessage: Sendable, Equatable {
+    public var from: String
+    public var notice: ClusterNotice
+
+    public init(from: String, notice: ClusterNotice) {
+        self.from = from
+        self.notice = notice
+    }
+
+    static let version = "1"
+
+    public var text: String {
+        var fields = [Self.version, from]
+        switch notice {
+        case .owner(let device, let node, let claim): fields += ["owner", device, node, String(claim)]
+        case .route(let node, let id, let team): fields += ["route", node, id, team]
+        case .device(let device):
+            fields += [
+                "device", device.id, Self.hex(device.secretHash), String(device.createdAt.milliseconds),
+                device.owner ?? "",
+            ]
+        case .token(let token):
+            fields += [
+                "token", token.token, token.deviceID, token.bundleID,
+                token.unregisteredAt.map { String($0.milliseconds) } ?? "",
+            ]
+        }
+        return fields.joined(separator: "\t")
+    }
+
+    /// Nil for a message this version cannot read (a newer node's), which the receiver skips.
+    public init?(text: String) {
+        let fields = text.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        guard fields.count >= 3, fields[0] == Self.version else { return nil }
+        from = fields[1]
+        let values = Array(fields[3...])
+        switch (fields[2], values.count) {
+        case ("owner", 3):
+            guard let claim = Int64(values[2]) else { return nil }
+            notice = .owner(deviceID: values[0], node: values[1], claim: claim)
+        case ("route", 3): notice = .route(node: values[0], apnsID: values[1], teamID: values[2])
+        case ("device", 4):
+            guard let hash = Self.bytes(hex: values[1]), let created = Int64(values[2]) else { return nil }
+            notice = .device(
+                StoredDevice(
+                    id: values[0], secretHash: hash, createdAt: UnixTime(milliseconds: created),
+                    owner: values[3].isEmpty ? nil : values[3]))
+        case ("token", 4):
+            let since = values[3].isEmpty ? nil : Int64(values[3]).map { UnixTime(milliseconds: $0) }
+            guard values[3].isEmpty || since != nil else { return nil }
+            notice = .token(
+                StoredToken(token: values[0], deviceID: values[1], bundleID: values[2], unregisteredAt: since))
+        default: return nil
+        }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+}

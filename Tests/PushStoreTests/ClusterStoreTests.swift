@@ -1,0 +1,113 @@
+import Foundation
+import PushModel
+import PushPolicy
+import PushStore
+import Synchronization
+import Testing
+
+/// Several nodes on one PostgreSQL database: notices go out with their commit, a claim moves a device's
+/// ownership and brings its state, and only the owner writes its budgets.
+@Suite struct ClusterStoreTests {
+    static let t0 = StoreContractTests.t0
+
+    @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func noticesGoOutWithTheirCommitAndAClaimBringsTheDevicesState() async throws {
+        let place = try await StoreUnderTest.postgres.makePlace()
+        let a = try PostgresStore(url: place.path, nodeID: "node-a")
+        let b = try PostgresStore(url: place.path, nodeID: "node-b")
+        _ = try await a.open(now: Self.t0)
+        _ = try await b.open(now: Self.t0)
+
+        // Node B listens; node A registers a device with a token and holds a push for it.
+        let heard = Heard()
+        let listening = Task {
+            try await b.listen(ready: {}) { message in heard.messages.withLock { $0.append(message) } }
+        }
+        defer { listening.cancel() }
+        let device = StoredDevice(id: "dev-a", secretHash: [1, 2, 255], createdAt: Self.t0, owner: "node-a")
+        let token = StoredToken(
+            token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil)
+        let held = Samples.stored(1, rule: .overBudget)
+        let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
+        try await eventuallyListening(b, heard: heard, from: a)
+        var batch = StoreBatch()
+        batch.devices = [device]
+        batch.tokens = [token]
+        batch.notifications = [held]
+        batch.budgets = ["dev-a": spent]
+        batch.notices = [.device(device), .token(token)]
+        try await a.commit(batch)
+        try await eventually("node B heard of the device and its token") {
+            heard.messages.withLock {
+                $0.contains { $0.notice == .device(device) } && $0.contains { $0.notice == .token(token) }
+            }
+        }
+        #expect(heard.messages.withLock { $0.allSatisfy { $0.from == "node-a" } })
+
+        // Node B claims the device: it gets the spent budget and the held push; A hears who owns it now.
+        let claimed = try await b.claim(deviceID: "dev-a")
+        #expect(claimed.previousOwner == "node-a")
+        #expect(claimed.claim == 1)
+        #expect(claimed.budgets == spent)
+        #expect(claimed.pending.map(\.notification.id) == [held.notification.id])
+        #expect(try await a.notification(apnsID: held.notification.id.value, teamID: "TEAM000001") == held)
+        #expect(try await a.notification(apnsID: held.notification.id.value, teamID: "OTHERTEAM1") == nil)
+
+        // A no longer owns it: a late budget change from A is not written over B's.
+        var late = StoreBatch()
+        late.budgets = ["dev-a": [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 3))]]
+        try await a.commit(late)
+        #expect(try await a.claim(deviceID: "dev-a").budgets == spent, "A's late write was fenced off")
+        listening.cancel()
+        try await a.close()
+        try await b.close()
+        await place.remove()
+    }
+
+    /// Commits notices until B hears one (LISTEN takes effect asynchronously).
+    func eventuallyListening(_ b: PostgresStore, heard: Heard, from a: PostgresStore) async throws {
+        try await eventually("node B is listening") {
+            var ping = StoreBatch()
+            ping.notices = [.owner(deviceID: "none", node: "node-a", claim: 0)]
+            try await a.commit(ping)
+            try await Task.sleep(for: .milliseconds(20))  // clock-ok: a real server's notice, bounded
+            return heard.messages.withLock { !$0.isEmpty }
+        }
+        heard.messages.withLock { $0.removeAll() }
+    }
+
+    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
+        for _ in 0..<200 {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(25))  // clock-ok: polling a real server, bounded
+        }
+        Issue.record("timed out waiting: \(what)")
+    }
+}
+
+/// What a listening node heard.
+final class Heard: Sendable {
+    let messages = Mutex<[ClusterMessage]>([])
+}
+
+@Suite struct ClusterMessageTests {
+    @Test(arguments: [
+        ClusterNotice.owner(deviceID: "dev-1", node: "host:7000", claim: 3),
+        .route(node: "node-b", apnsID: "01a3185c-5000-7abc-8def-0123456789ab", teamID: "TEAM000001"),
+        .device(StoredDevice(id: "dev-1", secretHash: [0, 15, 255], createdAt: UnixTime(milliseconds: 5), owner: "a")),
+        .device(StoredDevice(id: "dev-2", secretHash: [], createdAt: UnixTime(milliseconds: 0), owner: nil)),
+        .token(StoredToken(token: "ab12", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: nil)),
+        .token(
+            StoredToken(
+                token: "ab12", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: UnixTime(milliseconds: 9))),
+    ])
+    func aNoticeReadsBackAsSent(_ notice: ClusterNotice) {
+        let message = ClusterMessage(from: "node-a", notice: notice)
+        #expect(ClusterMessage(text: message.text) == message)
+    }
+
+    @Test(arguments: ["2\tnode-a\towner\td\tn\t1", "1\tnode-a\towner\td\tn", "1\tnode-a\tdevice\td\tzz\t1\t", "", "1"])
+    func aNoticeThisVersionCannotReadIsSkipped(_ text: String) {
+        #expect(ClusterMessage(text: text) == nil)
+    }
+}
