@@ -25,12 +25,20 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Typed values, the reason table, header and payload validation. No NIO.
         .target(name: "PushModel", swiftSettings: hotPath),
         // The silent-push policy: pure state machines (throttle, piggyback, deadlines, expiry). No I/O, no clock.
         .target(name: "PushPolicy", dependencies: ["PushModel"], swiftSettings: hotPath),
+        // What the gateway measures: every metric's name, and the handles the request path records into
+        // (swift-metrics; the gateway gives them a Prometheus factory).
+        .target(
+            name: "PushMetrics",
+            dependencies: ["PushModel", .product(name: "CoreMetrics", package: "swift-metrics")],
+            swiftSettings: hotPath),
         // The device protocol's messages (JSON over WebSocket). No NIO.
         .target(name: "DeviceProtocol"),
         // The device hub: device connections (WebSocket), the device registry, delivery, and the policy engine.
@@ -88,7 +96,7 @@ let package = Package(
         .target(
             name: "ProviderAPI",
             dependencies: [
-                "PushModel", "ProviderAuth",
+                "PushModel", "ProviderAuth", "PushMetrics",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -130,8 +138,10 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "DeviceHub", "PushStore",
+                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "DeviceHub", "PushStore", "PushMetrics",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -231,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "PushModel", "ProviderAuth",
+                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

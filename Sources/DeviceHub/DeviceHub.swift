@@ -479,6 +479,8 @@ public struct HubCounters: Sendable, Equatable, Codable {
     /// Devices this node took over from another, and let go to another.
     public var claimed = 0
     public var released = 0
+
+    public init() {}
 }
 
 public struct HubSettings: Sendable {

@@ -12,19 +12,23 @@ public struct AdminRoutes: Sendable {
     let readiness: @Sendable () -> [String: Bool]
 
     let storeFigures: @Sendable () -> CommitFigures?
+    let metrics: GatewayMetrics?
 
     public init(
         hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] },
-        storeFigures: @escaping @Sendable () -> CommitFigures? = { nil }
+        storeFigures: @escaping @Sendable () -> CommitFigures? = { nil }, metrics: GatewayMetrics? = nil
     ) {
         self.hub = hub
         self.storeFigures = storeFigures
         self.readiness = readiness
+        self.metrics = metrics
     }
 
     public struct Response: Sendable, Equatable {
         public var status: Int
+        /// The body: JSON, or the Prometheus text for `/metrics`.
         public var json: String
+        public var contentType = "application/json"
     }
 
     public func respond(method: String, path: String) -> Response {
@@ -68,7 +72,12 @@ public struct AdminRoutes: Sendable {
             return encode(
                 TokenState(
                     token: token.hex, deviceID: found.deviceID, bundleID: bundle, status: status,
-                    connected: hub.isConnected(found.slot), budget: budget.map(BudgetState.init)))
+                    connected: hub.isConnected(found.slot), owner: hub.registry.owner(of: found.slot),
+                    budget: budget.map(BudgetState.init)))
+        } else if parts == ["metrics"], let metrics {
+            return Response(
+                status: 200, json: metrics.scrape(hub: hub, store: storeFigures() ?? CommitFigures()),
+                contentType: "text/plain; version=0.0.4; charset=utf-8")
         } else if parts == ["v1", "counters"] {
             return encode(
                 Counters(
@@ -107,6 +116,8 @@ struct TokenState: Codable {
     var bundleID: String
     var status: String
     var connected: Bool
+    /// With several nodes: the node that runs the device's policy (its budget is shown there).
+    var owner: String?
     var budget: BudgetState?
 }
 

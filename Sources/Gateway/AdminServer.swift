@@ -79,9 +79,10 @@ private final class AdminHandler: ChannelInboundHandler {
             } else {
                 response = routes.respond(method: head.method.rawValue, path: head.uri)
             }
-            let body = context.channel.allocator.buffer(string: response.json + "\n")
+            let body = context.channel.allocator.buffer(
+                string: response.json.hasSuffix("\n") ? response.json : response.json + "\n")
             var headers = HTTPHeaders([
-                ("content-type", "application/json"), ("content-length", "\(body.readableBytes)"),
+                ("content-type", response.contentType), ("content-length", "\(body.readableBytes)"),
             ])
             if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
             context.write(

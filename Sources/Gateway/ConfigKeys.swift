@@ -26,6 +26,11 @@ public enum ConfigKeys {
         .init(
             name: "log.level", defaultValue: "info",
             doc: "Log level: trace, debug, info, notice, warning, error, critical."),
+        .init(
+            name: "log.modules", defaultValue: "",
+            doc:
+                "Levels for single modules, over log.level: e.g. store=debug,devices=warning. Modules: provider, devices, store, cluster, admin."
+        ),
         .init(name: "event_loops", defaultValue: "0", doc: "Event-loop threads for network I/O; 0 means one per core."),
         .init(
             name: "shutdown.grace_seconds", defaultValue: "10",

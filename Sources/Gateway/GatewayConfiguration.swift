@@ -49,6 +49,8 @@ public struct GatewayConfiguration: Sendable {
 
     public var dataDirectory: String
     public var logLevel: Logger.Level
+    /// `log.modules`: a level per module (the logger label's second part, `pushgate.<module>`).
+    public var moduleLogLevels: [String: Logger.Level] = [:]
     public var eventLoops: Int
     public var shutdownGraceSeconds: Int64
     public var provider: ProviderSettings
@@ -75,6 +77,7 @@ public struct GatewayConfiguration: Sendable {
         ) {
             Logger.Level(rawValue: $0)
         }
+        moduleLogLevels = try Self.moduleLevels(&reader)
         eventLoops = try reader.int("event_loops", in: 0...256)
         shutdownGraceSeconds = Int64(try reader.int("shutdown.grace_seconds", in: 0...3600))
 
@@ -167,6 +170,36 @@ public struct GatewayConfiguration: Sendable {
         }
         store = try Self.store(&reader, dataDirectory: dataDirectory, devicesPort: deviceListener.port)
         readKeys = reader.read
+    }
+
+    /// The modules whose loggers `log.modules` can set (`Logger(label: "pushgate.<module>")`).
+    public static let logModules = ["provider", "devices", "store", "cluster", "admin"]
+
+    static func moduleLevels(_ reader: inout ConfigReader) throws -> [String: Logger.Level] {
+        let text = try reader.string("log.modules")
+        var levels: [String: Logger.Level] = [:]
+        for entry in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, Self.logModules.contains(parts[0]), let level = Logger.Level(rawValue: parts[1])
+            else {
+                throw ConfigError(
+                    key: "log.modules", source: reader.raw.value("log.modules").source,
+                    message:
+                        "expected module=level pairs separated by commas (modules: \(Self.logModules.joined(separator: ", ")); levels: trace, debug, info, notice, warning, error, critical), got '\(entry)'"
+                )
+            }
+            levels[parts[0]] = level
+        }
+        return levels
+    }
+
+    /// The level for a logger label: its module's from `log.modules`, else `log.level`.
+    public func logLevel(forLabel label: String) -> Logger.Level {
+        let parts = label.split(separator: ".")
+        guard parts.count >= 2, parts[0] == "pushgate", let level = moduleLogLevels[String(parts[1])] else {
+            return logLevel
+        }
+        return level
     }
 
     static func store(_ reader: inout ConfigReader, dataDirectory: String, devicesPort: Int) throws -> StoreSettings {

@@ -24,6 +24,7 @@ public struct GatewayServices: Sendable {
     public let store: StoreService
     /// With several nodes on one PostgreSQL database: the notices between them.
     public let cluster: ClusterService?
+    public let metrics: GatewayMetrics
 
     /// In dependency order: the store first and devices next, so that the provider API never hands a
     /// push to a hub that is not up; shutdown runs in reverse, so the store commits last.
@@ -53,7 +54,11 @@ public struct GatewayServices: Sendable {
             cluster?.stop()
             throw error
         }
-        store = StoreService(backend: backend, settings: configuration.store, logger: Logger(label: "pushgate.store"))
+        let metrics = GatewayMetrics(node: cluster == nil ? nil : configuration.store.nodeID)
+        self.metrics = metrics
+        store = StoreService(
+            backend: backend, settings: configuration.store, logger: Logger(label: "pushgate.store"),
+            onCommit: { metrics.committed(changes: $0, elapsed: $1) })
         hub = DeviceHub(
             // In memory, nothing survives the process anyway: the hub answers at once and writes nothing.
             registry: DeviceRegistry(
@@ -71,7 +76,7 @@ public struct GatewayServices: Sendable {
             ])
         context = ProviderContext(
             settings: settings, keys: keys, directory: CombinedDirectory([hub.registry, directory]), intake: hub,
-            certificateGrants: grants)
+            certificateGrants: grants, metrics: metrics.provider)
 
         var listeners: [ProviderListener] = []
         if configuration.tlsListener.enabled {
@@ -109,9 +114,9 @@ public struct GatewayServices: Sendable {
                     hub: hub,
                     readiness: Self.readiness(
                         provider, listeners.count, devices, deviceListeners.count, store, cluster),
-                    storeFigures: { [store] in store.writer.figures }),
+                    storeFigures: { [store] in store.writer.figures }, metrics: metrics),
                 host: configuration.admin.host, port: configuration.admin.port,
-                token: configuration.adminToken, group: group, logger: logger) : nil
+                token: configuration.adminToken, group: group, logger: Logger(label: "pushgate.admin")) : nil
         reloader = RegistryReloader(
             configuration: configuration, context: context, directory: directory, logger: logger)
         logger.info(

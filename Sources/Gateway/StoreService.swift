@@ -40,10 +40,11 @@ public final class StoreService: Service, Sendable {
 
     public init(
         backend: any StoreBackend, settings: StoreSettings, logger: Logger,
+        onCommit: @escaping @Sendable (_ changes: Int, _ elapsed: Duration) -> Void = { _, _ in },
         clock: @escaping @Sendable () -> UnixTime = UnixTime.now
     ) {
         self.backend = backend
-        self.writer = StoreWriter(backend: backend)
+        self.writer = StoreWriter(backend: backend, onCommit: onCommit)
         self.settings = settings
         self.logger = logger
         self.clock = clock

@@ -29,11 +29,16 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     /// it in place instead of copying the state in and out.
     private final class StreamState {
         let responseID: APNsID
+        /// When its headers arrived, for the latency metric.
+        let started: NIODeadline
         var phase: Phase
         var body: [UInt8] = []
+        /// Once submitted: what it is, for the accepted metric.
+        var kind: (PushType, NotificationClass)?
 
-        init(responseID: APNsID, phase: Phase) {
+        init(responseID: APNsID, started: NIODeadline, phase: Phase) {
             self.responseID = responseID
+            self.started = started
             self.phase = phase
         }
     }
@@ -146,16 +151,17 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
         if draining || providerContext.isDraining {
-            streams[id] = StreamState(responseID: responseID, phase: .rejected(Rejection(.shutdown)))
+            streams[id] = StreamState(
+                responseID: responseID, started: lastActivity, phase: .rejected(Rejection(.shutdown)))
         } else {
             if decider == nil {
                 decider = PushRequestDecider(context: providerContext, identity: identity(context: context))
             }
             switch decider!.decideHead(head, now: now) {
             case .success(let accepted):
-                streams[id] = StreamState(responseID: responseID, phase: .collecting(accepted))
+                streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .collecting(accepted))
             case .failure(let rejection):
-                streams[id] = StreamState(responseID: responseID, phase: .rejected(rejection))
+                streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .rejected(rejection))
             }
         }
         if endStream { finishStream(id, context: context) }
@@ -167,8 +173,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             if state.body.count + buffer.readableBytes > PushType.largestPayloadSize {
                 // Answer now: the client may still be sending, and its stream window will not be reopened.
                 streams.removeValue(forKey: id)
-                respond(
-                    id, responseID: state.responseID, result: .rejected(Rejection(.payloadTooLarge)), context: context)
+                respond(id, state, result: .rejected(Rejection(.payloadTooLarge)), context: context)
                 if !data.endStream {
                     // Flush first: a reset drops the stream's frames still buffered in the HTTP/2 handler.
                     flushIfNeeded(context: context)
@@ -187,7 +192,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         switch state.phase {
         case .rejected(let rejection):
             streams.removeValue(forKey: id)
-            respond(id, responseID: state.responseID, result: .rejected(rejection), context: context)
+            respond(id, state, result: .rejected(rejection), context: context)
         case .submitted:
             return
         case .collecting(let head):
@@ -197,32 +202,31 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             case .success(let value): notification = value
             case .failure(let rejection):
                 streams.removeValue(forKey: id)
-                respond(id, responseID: state.responseID, result: .rejected(rejection), context: context)
+                respond(id, state, result: .rejected(rejection), context: context)
                 return
             }
+            state.kind = (notification.pushType, notification.notificationClass)
             switch providerContext.intake.submit(notification, on: context.eventLoop) {
             case .now(let result):
                 streams.removeValue(forKey: id)
-                respond(id, responseID: state.responseID, result: result, context: context)
+                respond(id, state, result: result, context: context)
             case .later(let future):
                 state.phase = .submitted
                 state.body = []
-                let responseID = state.responseID
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 future.hop(to: context.eventLoop).whenComplete { outcome in
                     let (handler, context) = bound.value
-                    handler.intakeAnswered(id, responseID: responseID, outcome: outcome, context: context)
+                    handler.intakeAnswered(id, outcome: outcome, context: context)
                 }
             }
         }
     }
 
     private func intakeAnswered(
-        _ id: HTTP2StreamID, responseID: APNsID, outcome: Result<IntakeResult, any Error>,
-        context: ChannelHandlerContext
+        _ id: HTTP2StreamID, outcome: Result<IntakeResult, any Error>, context: ChannelHandlerContext
     ) {
         // A stream the client reset meanwhile gets no answer.
-        guard streams.removeValue(forKey: id) != nil else { return }
+        guard let state = streams.removeValue(forKey: id) else { return }
         let result: IntakeResult
         switch outcome {
         case .success(let value): result = value
@@ -230,13 +234,24 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         }
         // Not flushed here: the store answers a whole commit's requests in one event-loop task, and the
         // flush `respond` queues runs after it, once for all of them.
-        respond(id, responseID: responseID, result: result, context: context)
+        respond(id, state, result: result, context: context)
     }
 
     // MARK: Responses
 
-    private func respond(_ id: HTTP2StreamID, responseID: APNsID, result: IntakeResult, context: ChannelHandlerContext)
-    {
+    private func respond(
+        _ id: HTTP2StreamID, _ state: StreamState, result: IntakeResult, context: ChannelHandlerContext
+    ) {
+        let responseID = state.responseID
+        let metrics = providerContext.metrics
+        switch result {
+        case .accepted:
+            metrics.answered(rejectedFor: nil, nanoseconds: (NIODeadline.now() - state.started).nanoseconds)
+            if let (type, kind) = state.kind { metrics.accepted(type, kind) }
+        case .rejected(let rejection):
+            metrics.answered(
+                rejectedFor: rejection.reason, nanoseconds: (NIODeadline.now() - state.started).nanoseconds)
+        }
         // The last answer of a draining connection closes it once written (a close would drop it unflushed).
         let closesConnection = draining && streams.isEmpty
         let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil

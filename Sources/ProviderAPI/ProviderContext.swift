@@ -1,4 +1,5 @@
 import ProviderAuth
+import PushMetrics
 import PushModel
 import Synchronization
 
@@ -7,6 +8,7 @@ public final class ProviderContext: Sendable {
     public let settings: ProviderSettings
     public let directory: any DeviceDirectory
     public let intake: any NotificationIntake
+    public let metrics: ProviderMetrics
     let tokenLimiter: RequestRateLimiter<DeviceToken>
     let teamLimiter: RequestRateLimiter<String>
     let clock: @Sendable () -> UnixTime
@@ -16,9 +18,10 @@ public final class ProviderContext: Sendable {
 
     public init(
         settings: ProviderSettings, keys: KeyRegistry, directory: any DeviceDirectory, intake: any NotificationIntake,
-        certificateGrants: CertificateGrants = CertificateGrants(),
+        certificateGrants: CertificateGrants = CertificateGrants(), metrics: ProviderMetrics = .none,
         clock: @escaping @Sendable () -> UnixTime = UnixTime.now
     ) {
+        self.metrics = metrics
         self.settings = settings
         self.directory = directory
         self.intake = intake

@@ -20,9 +20,15 @@ public final class StoreWriter: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Told of every commit: how many changes it carried and how long it took (the metrics).
+    private let onCommit: @Sendable (_ changes: Int, _ elapsed: Duration) -> Void
 
-    public init(backend: any StoreBackend) {
+    public init(
+        backend: any StoreBackend,
+        onCommit: @escaping @Sendable (_ changes: Int, _ elapsed: Duration) -> Void = { _, _ in }
+    ) {
         self.backend = backend
+        self.onCommit = onCommit
     }
 
     /// Adds changes to the next commit; `promise` succeeds once they are durable, or fails with the
@@ -70,6 +76,7 @@ public final class StoreWriter: Sendable {
                 try await backend.commit(batch)
                 let elapsed = ContinuousClock.now - started
                 state.withLock { $0.figures.committed(batch.count, elapsed: elapsed) }
+                onCommit(batch.count, elapsed)
                 Self.complete(promises) { $0.succeed() }
             } catch {
                 state.withLock { $0.figures.failures += 1 }
@@ -149,6 +156,8 @@ public struct CommitFigures: Sendable, Equatable, Codable {
     public var failures = 0
     public var totalMicroseconds: Int64 = 0
     public var slowestMicroseconds: Int64 = 0
+
+    public init() {}
 
     mutating func committed(_ size: Int, elapsed: Duration) {
         let micros = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000

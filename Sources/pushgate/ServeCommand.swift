@@ -20,10 +20,11 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try failing { try options.load() }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = configuration.logLevel
+            handler.logLevel = configuration.logLevel(forLabel: label)
             return handler
         }
-        let logger = Logger(label: "pushgate")
+        // The provider API's: the group's own messages are about its listeners draining.
+        let logger = Logger(label: "pushgate.provider")
         let threads = configuration.eventLoops == 0 ? System.coreCount : configuration.eventLoops
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let gateway = try await failing {

@@ -64,6 +64,25 @@ import Testing
         }
     }
 
+    @Test func aModuleLogsAtItsOwnLevel() throws {
+        let configuration = try GatewayConfiguration(
+            RawConfiguration(flags: ["log.level=notice", "log.modules=store=debug, cluster=error"]))
+        #expect(configuration.logLevel(forLabel: "pushgate.store") == .debug)
+        #expect(configuration.logLevel(forLabel: "pushgate.store.postgres") == .debug)
+        #expect(configuration.logLevel(forLabel: "pushgate.cluster") == .error)
+        #expect(configuration.logLevel(forLabel: "pushgate.devices") == .notice)
+        #expect(configuration.logLevel(forLabel: "somebody.else") == .notice)
+        #expect(
+            throws: ConfigError(
+                key: "log.modules", source: .flag,
+                message:
+                    "expected module=level pairs separated by commas (modules: provider, devices, store, cluster, admin; levels: trace, debug, info, notice, warning, error, critical), got 'polcy=debug'"
+            )
+        ) {
+            try GatewayConfiguration(RawConfiguration(flags: ["log.modules=store=debug,polcy=debug"]))
+        }
+    }
+
     @Test func unknownKeysAreRefusedWherever() {
         #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider:\n  tsl:\n    port: 1\n") }
         #expect(throws: ConfigError.self) { try RawConfiguration(environment: ["PUSHGATE_PROVIDER_TSL_PORT": "1"]) }

@@ -1,0 +1,146 @@
+import CoreMetrics
+import DeviceHub
+import Prometheus
+import PushMetrics
+import PushPolicy
+import PushStore
+import Synchronization
+
+/// The gateway's Prometheus metrics (`/metrics` on the admin port; names in `MetricName`). Each gateway
+/// has its own registry. The provider API and the store's writer record as they go; the policy's and
+/// the hub's counters, which they keep anyway, are read when `/metrics` is scraped and added to the
+/// Prometheus counters by difference, so the policy's hot path pays nothing for being measured.
+public final class GatewayMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    public let provider: ProviderMetrics
+    private let commitDuration: CoreMetrics.Timer
+    private let commitBatch: CoreMetrics.Recorder
+    private let commitCounters: [(CoreMetrics.Counter, any KeyPath<CommitFigures, Int> & Sendable)]
+    private let policyCounters: [(CoreMetrics.Counter, any KeyPath<PolicyCounters, Int> & Sendable)]
+    private let hubCounters: [(CoreMetrics.Counter, any KeyPath<HubCounters, Int> & Sendable)]
+    private let held: CoreMetrics.Meter
+    private let connected: CoreMetrics.Meter
+    private let registered: CoreMetrics.Meter
+
+    private struct Seen {
+        var policy = PolicyCounters()
+        var hub = HubCounters()
+        var store = CommitFigures()
+    }
+
+    private let seen = Mutex(Seen())
+
+    public init(node: String?) {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets = [
+            MetricName.providerRequestDuration.rawValue: ProviderMetrics.durationBuckets,
+            MetricName.storeCommitDuration.rawValue: [
+                .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+                .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+                .seconds(1),
+            ],
+        ]
+        factory.valueHistogramBuckets = [
+            MetricName.storeCommitBatch.rawValue: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
+        ]
+        provider = ProviderMetrics(factory: factory)
+        commitDuration = CoreMetrics.Timer(
+            label: MetricName.storeCommitDuration.rawValue, dimensions: [], factory: factory)
+        commitBatch = CoreMetrics.Recorder(
+            label: MetricName.storeCommitBatch.rawValue, dimensions: [], factory: factory)
+        func counter(_ name: MetricName, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: name.rawValue, dimensions: dimensions, factory: factory)
+        }
+        func outcome(_ value: String) -> CoreMetrics.Counter { counter(.silentOutcomes, [("outcome", value)]) }
+        func completion(_ value: String) -> CoreMetrics.Counter { counter(.completions, [("result", value)]) }
+        // One row per counter the policy keeps: the metric it feeds, and where to read it.
+        policyCounters = [
+            (outcome("woken_on_budget"), \.wokenOnBudget),
+            (outcome("held"), \.held),
+            (outcome("released_on_alert"), \.releasedOnAlert),
+            (outcome("released_on_keep_alive"), \.releasedOnKeepAlive),
+            (outcome("released_on_reconnect"), \.releasedOnReconnect),
+            (outcome("released_on_app_opened"), \.releasedOnAppOpened),
+            (outcome("released_on_condition_ended"), \.releasedOnConditionEnded),
+            (outcome("coalesced"), \.coalesced),
+            (outcome("expired"), \.expired),
+            (outcome("overflowed"), \.overflowed),
+            (outcome("not_stored"), \.notStored),
+            (completion("new_data"), \.completedNewData),
+            (completion("no_data"), \.completedNoData),
+            (completion("failed"), \.completedFailed),
+            (completion("late"), \.completedLate),
+            (counter(.deadlineMisses), \.deadlinePenalties),
+        ]
+        hubCounters = [
+            (counter(.keepAlives), \.keepAlives),
+            (counter(.delivered), \.delivered),
+            (counter(.acknowledged), \.acknowledged),
+            (counter(.devicesClosed), \.closedForMisbehaviour),
+            (counter(.routed, [("direction", "out")]), \.routedOut),
+            (counter(.routed, [("direction", "in")]), \.routedIn),
+            (counter(.deviceHandovers, [("change", "claimed")]), \.claimed),
+            (counter(.deviceHandovers, [("change", "released")]), \.released),
+        ]
+        commitCounters = [
+            (counter(.storeCommits), \.commits),
+            (counter(.storeCommitFailures), \.failures),
+        ]
+        held = CoreMetrics.Meter(label: MetricName.held.rawValue, dimensions: [], factory: factory)
+        connected = CoreMetrics.Meter(label: MetricName.connectedDevices.rawValue, dimensions: [], factory: factory)
+        registered = CoreMetrics.Meter(label: MetricName.registeredDevices.rawValue, dimensions: [], factory: factory)
+        if let node {
+            CoreMetrics.Meter(label: MetricName.node.rawValue, dimensions: [("node", node)], factory: factory).set(1)
+        }
+    }
+
+    /// For the store's writer: one commit of `changes` changes took `elapsed`.
+    public func committed(changes: Int, elapsed: Duration) {
+        commitBatch.record(changes)
+        commitDuration.recordNanoseconds(
+            elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+    }
+
+    /// The exposition text (Prometheus 0.0.4), after reading the hub's, the policy's and the store's
+    /// counters.
+    public func scrape(hub: DeviceHub, store: CommitFigures) -> String {
+        let policy = hub.policyCounters
+        let hubNow = hub.counters
+        seen.withLock { seen in
+            Self.add(policyCounters, now: policy, before: seen.policy)
+            Self.add(hubCounters, now: hubNow, before: seen.hub)
+            Self.add(commitCounters, now: store, before: seen.store)
+            seen = Seen(policy: policy, hub: hubNow, store: store)
+        }
+        held.set(policy.heldNow)
+        connected.set(hub.connectedCount)
+        registered.set(hub.registry.deviceCount)
+        return Self.withHelp(registry.emitToString())
+    }
+
+    /// Adds each metric's HELP line (`MetricName.help`) before its TYPE line: swift-metrics has no help
+    /// text to pass on.
+    static func withHelp(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 4096)
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), let name = line.dropFirst(7).split(separator: " ").first,
+                let metric = MetricName(rawValue: String(name))
+            {
+                out += "# HELP \(name) \(metric.help)\n"
+            }
+            out += line
+            out += "\n"
+        }
+        return String(out.dropLast())
+    }
+
+    private static func add<Figures>(
+        _ rows: [(CoreMetrics.Counter, any KeyPath<Figures, Int> & Sendable)], now: Figures, before: Figures
+    ) {
+        for (counter, field) in rows {
+            let difference = now[keyPath: field] - before[keyPath: field]
+            if difference > 0 { counter.increment(by: difference) }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/// Every metric the gateway exports, named once, with its help text and labels. Prometheus conventions:
+/// base units (seconds), `_total` on counters, and bounded label values only (a status, a reason, a push
+/// type, an outcome — never a token or an apns-id).
+public enum MetricName: String, CaseIterable, Sendable {
+    // Provider API (recorded on the request path)
+    case providerRequests = "pushgate_provider_requests_total"
+    case providerRequestDuration = "pushgate_provider_request_duration_seconds"
+    case accepted = "pushgate_accepted_total"
+    // Policy (read from its counters when scraped)
+    case silentOutcomes = "pushgate_silent_outcomes_total"
+    case completions = "pushgate_completions_total"
+    case deadlineMisses = "pushgate_completion_deadline_misses_total"
+    case held = "pushgate_held_notifications"
+    // Devices
+    case connectedDevices = "pushgate_connected_devices"
+    case registeredDevices = "pushgate_registered_devices"
+    case keepAlives = "pushgate_keep_alives_total"
+    case delivered = "pushgate_delivered_total"
+    case acknowledged = "pushgate_acknowledged_total"
+    case devicesClosed = "pushgate_devices_closed_for_misbehaviour_total"
+    // Store
+    case storeCommits = "pushgate_store_commits_total"
+    case storeCommitFailures = "pushgate_store_commit_failures_total"
+    case storeCommitDuration = "pushgate_store_commit_duration_seconds"
+    case storeCommitBatch = "pushgate_store_commit_batch_changes"
+    // Several nodes
+    case node = "pushgate_node_info"
+    case routed = "pushgate_cluster_routed_total"
+    case deviceHandovers = "pushgate_cluster_device_handovers_total"
+
+    /// Its meaning, for `docs/metrics.md` and the HELP line.
+    public var help: String {
+        switch self {
+        case .providerRequests: "Provider API requests answered, by status and Apple reason (empty for 200)."
+        case .providerRequestDuration: "Time from a request's headers to its answer (after the store's commit)."
+        case .accepted: "Notifications accepted (answered 200), by apns-push-type and class (alerting, silent, other)."
+        case .silentOutcomes:
+            "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
+        case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."
+        case .deadlineMisses: "Background wakes not completed within the 30-second deadline (each penalises the app)."
+        case .held: "Notifications held by the policy now."
+        case .connectedDevices: "Device agents connected to this node now."
+        case .registeredDevices: "Devices known to this node's registry."
+        case .keepAlives: "Keep-alives answered."
+        case .delivered: "Notifications written to device connections."
+        case .acknowledged: "Deliveries acknowledged by devices."
+        case .devicesClosed: "Device connections closed for flooding, oversized frames or not reading."
+        case .storeCommits: "Store transactions committed (each carries a group of changes)."
+        case .storeCommitFailures: "Store transactions that failed (their requests were answered 500)."
+        case .storeCommitDuration: "Time one store commit took."
+        case .storeCommitBatch: "Changes per store commit."
+        case .node: "This node's name (several nodes on one PostgreSQL database), as a label; the value is 1."
+        case .routed: "Notifications routed between nodes: out (accepted here, run by the device's owner), in."
+        case .deviceHandovers: "Devices this node claimed from another node (claimed) or let go to one (released)."
+        }
+    }
+}

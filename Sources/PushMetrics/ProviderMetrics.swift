@@ -1,0 +1,56 @@
+import CoreMetrics
+import PushModel
+
+/// What the provider API records on the request path: answers by status and reason, their latency, and
+/// accepted notifications by push type and class. Every handle is made once (from the factory the
+/// gateway passes, so each gateway has its own registry), so recording is an atomic add or a bucket
+/// increment, never a lookup by name.
+public final class ProviderMetrics: Sendable {
+    /// By `RejectionReason.allCases` position; the last is 200.
+    private let answers: [Counter]
+    private let duration: Timer
+    /// By push type position × class position.
+    private let acceptedByKind: [Counter]
+    private static let reasons = RejectionReason.allCases
+    private static let types = PushType.allCases
+    private static let classes = NotificationClass.allCases
+
+    /// Latency buckets: the request path answers in microseconds in memory, milliseconds with a store.
+    public static let durationBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5),
+    ]
+
+    /// Handles that record nothing (tests and tools that assemble a provider context alone).
+    public static let none = ProviderMetrics(factory: NOOPMetricsHandler.instance)
+
+    public init(factory: any MetricsFactory) {
+        let requests = MetricName.providerRequests.rawValue
+        answers =
+            Self.reasons.map { reason in
+                Counter(
+                    label: requests, dimensions: [("status", String(reason.status)), ("reason", reason.rawValue)],
+                    factory: factory)
+            } + [Counter(label: requests, dimensions: [("status", "200"), ("reason", "")], factory: factory)]
+        duration = Timer(label: MetricName.providerRequestDuration.rawValue, dimensions: [], factory: factory)
+        acceptedByKind = Self.types.flatMap { type in
+            Self.classes.map { kind in
+                Counter(
+                    label: MetricName.accepted.rawValue,
+                    dimensions: [("push_type", type.rawValue), ("class", kind.rawValue)], factory: factory)
+            }
+        }
+    }
+
+    /// A request answered 200, or rejected for `reason`, `nanoseconds` after its headers arrived.
+    public func answered(rejectedFor reason: RejectionReason?, nanoseconds: Int64) {
+        answers[reason.map { Self.reasons.firstIndex(of: $0)! } ?? Self.reasons.count].increment()
+        duration.recordNanoseconds(nanoseconds)
+    }
+
+    public func accepted(_ type: PushType, _ kind: NotificationClass) {
+        acceptedByKind[Self.types.firstIndex(of: type)! * Self.classes.count + Self.classes.firstIndex(of: kind)!]
+            .increment()
+    }
+}

@@ -1,0 +1,130 @@
+import DeviceAgent
+import Foundation
+import Gateway
+import Logging
+import NIOPosix
+import ProviderClient
+import PushMetrics
+import PushModel
+import Testing
+
+/// `/metrics` on a real gateway (SQLite store, one device agent): after a scripted set of pushes, the
+/// exact counts.
+@Suite struct MetricsTests {
+    static let topic = "com.example.metrics"
+
+    @Test func aScriptedSetOfPushesGivesExactCounts() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let gateway = try await LocalGateway.start(
+            topic: Self.topic,
+            settings: ["log.level=error", "policy.budget.capacity=2", "devices.keep_alive_seconds=3600"],
+            group: group, logger: Logger(label: "test"))
+        let agent = DeviceAgent(
+            host: "127.0.0.1", port: gateway.devicePort, apps: [Self.topic], behaviour: .prompt, group: group)
+        agent.start()
+        try await eventually("the device installed the app") { agent.tokens[Self.topic] != nil }
+        let token = try #require(agent.tokens[Self.topic])
+
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
+        let authorization = "bearer " + (try gateway.signer.token(issuedAt: UnixTime.now()))
+        func post(_ silent: Bool, to device: String = token) async throws -> Int {
+            let body = silent ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi"}}"#
+            return try await client.post(
+                path: "/3/device/\(device)",
+                headers: [
+                    ("authorization", authorization), ("apns-topic", Self.topic),
+                    ("apns-push-type", silent ? "background" : "alert"), ("apns-priority", silent ? "5" : "10"),
+                ], body: Array(body.utf8)
+            ).status
+        }
+        // Three silent pushes (two wake the app, one is held), an alert (it carries the held one), and a
+        // push to a token nobody has.
+        for _ in 0..<3 { #expect(try await post(true) == 200) }
+        #expect(try await post(false) == 200)
+        #expect(try await post(false, to: String(repeating: "0", count: 64)) == 400)
+        try await eventually("the app completed the three wakes (the held push woke it with the alert)") {
+            gateway.services.hub.policyCounters.completedNewData == 3
+        }
+        await client.close()
+
+        let (status, text) = try await AdminClient.get(
+            host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
+        #expect(status == 200)
+        let metrics = Self.parse(text)
+        let expected: [String: Double] = [
+            #"pushgate_provider_requests_total{reason="",status="200"}"#: 4,
+            #"pushgate_provider_requests_total{reason="BadDeviceToken",status="400"}"#: 1,
+            #"pushgate_provider_requests_total{reason="BadTopic",status="400"}"#: 0,
+            "pushgate_provider_request_duration_seconds_count": 5,
+            #"pushgate_accepted_total{class="silent",push_type="background"}"#: 3,
+            #"pushgate_accepted_total{class="alerting",push_type="alert"}"#: 1,
+            #"pushgate_silent_outcomes_total{outcome="woken_on_budget"}"#: 2,
+            #"pushgate_silent_outcomes_total{outcome="held"}"#: 1,
+            #"pushgate_silent_outcomes_total{outcome="released_on_alert"}"#: 1,
+            #"pushgate_silent_outcomes_total{outcome="coalesced"}"#: 0,
+            #"pushgate_completions_total{result="new_data"}"#: 3,
+            "pushgate_completion_deadline_misses_total": 0,
+            "pushgate_held_notifications": 0,
+            "pushgate_connected_devices": 1,
+            "pushgate_registered_devices": 1,
+            "pushgate_delivered_total": 4,
+        ]
+        for (series, value) in expected.sorted(by: { $0.key < $1.key }) {
+            #expect(metrics[series] == value, "\(series)")
+        }
+        #expect((metrics["pushgate_store_commits_total"] ?? 0) >= 1)
+        #expect(metrics["pushgate_store_commit_batch_changes_count"] == metrics["pushgate_store_commits_total"])
+        #expect(text.contains("# TYPE pushgate_provider_request_duration_seconds histogram"))
+        for name in MetricName.allCases where name != .node {
+            #expect(text.contains("# HELP \(name.rawValue) \(name.help)\n# TYPE \(name.rawValue) "), "\(name)")
+        }
+        #expect(!text.contains(token), "never a token as a label")
+
+        // A second scrape adds nothing that did not happen.
+        let again = Self.parse(
+            try await AdminClient.get(
+                host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil
+            ).body)
+        #expect(again[#"pushgate_silent_outcomes_total{outcome="woken_on_budget"}"#] == 2)
+
+        agent.stop()
+        try await gateway.stop()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func theDocumentationListsEveryMetric() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/metrics.md"), encoding: .utf8)
+        for name in MetricName.allCases {
+            #expect(doc.contains("| `\(name.rawValue)` |"), "docs/metrics.md does not list \(name.rawValue)")
+        }
+    }
+
+    /// Series (labels in name order) to value; a counter never incremented reads 0.
+    static func parse(_ text: String) -> [String: Double] {
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
+            var series = String(line[..<space])
+            if let open = series.firstIndex(of: "{"), series.hasSuffix("}") {
+                let labels = series[series.index(after: open)..<series.index(before: series.endIndex)]
+                    .split(separator: ",").sorted()
+                series = series[..<open] + "{" + labels.joined(separator: ",") + "}"
+            }
+            values[series] = value
+        }
+        return values
+    }
+
+    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
+        for _ in 0..<400 {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(25))  // clock-ok: a real gateway's effect, bounded
+        }
+        Issue.record("timed out waiting: \(what)")
+    }
+}
