@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -34,8 +35,9 @@ public final class AdminServer: Service, Sendable {
         let bound = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
-                    channel.pipeline.addHandler(AdminHandler(routes: routes, token: token))
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(routes: routes, token: token))
                 }
             }
             .bind(host: host, port: port).get()
@@ -61,10 +63,19 @@ private final class AdminHandler: ChannelInboundHandler {
     let routes: AdminRoutes
     let token: String?
     private var head: HTTPRequestHead?
+    /// A dashboard following `/v1/live`: its feed and the task that writes an event each second.
+    private var feed: LiveFeed?
+    private var ticking: RepeatedTask?
+    private let encoder = JSONEncoder()
 
     init(routes: AdminRoutes, token: String?) {
         self.routes = routes
         self.token = token
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ticking?.cancel()
+        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -72,9 +83,16 @@ private final class AdminHandler: ChannelInboundHandler {
         case .head(let value): head = value
         case .body: break
         case .end:
-            guard let head else { return }
+            guard let head, feed == nil else { return }
+            let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+            let authorized = token.map { head.headers.first(name: "authorization") == "Bearer \($0)" } ?? true
             let response: AdminRoutes.Response
-            if let token, head.headers.first(name: "authorization") != "Bearer \(token)" {
+            if head.method == .GET, path == "/dashboard" || path == "/" {
+                // The page holds no data: it asks for the token when the data answers 401.
+                response = .init(status: 200, json: DashboardPage.html, contentType: "text/html; charset=utf-8")
+            } else if head.method == .GET, path == "/v1/live", authorized {
+                return follow(head, context: context)
+            } else if !authorized {
                 response = .init(status: 401, json: #"{"error":"admin API needs authorization: Bearer <admin.token>"}"#)
             } else {
                 response = routes.respond(method: head.method.rawValue, path: head.uri)
@@ -99,5 +117,37 @@ private final class AdminHandler: ChannelInboundHandler {
             }
             self.head = nil
         }
+    }
+
+    /// Server-sent events: one `data:` line of `LiveFigures` JSON a second until the client leaves.
+    private func follow(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let headers = HTTPHeaders([
+            ("content-type", "text/event-stream"), ("cache-control", "no-store"), ("x-accel-buffering", "no"),
+        ])
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil
+        )
+        var feed = LiveFeed(hub: routes.hub, metrics: routes.metrics)
+        _ = feed.next()
+        self.feed = feed
+        context.writeAndFlush(
+            wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: ": live\n\n")))), promise: nil)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        ticking = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            let (handler, context) = bound.value
+            handler.tick(context: context)
+        }
+    }
+
+    private func tick(context: ChannelHandlerContext) {
+        guard var feed, context.channel.isActive else { return }
+        let figures = feed.next()
+        self.feed = feed
+        guard let json = try? encoder.encode(figures) else { return }
+        var buffer = context.channel.allocator.buffer(capacity: json.count + 8)
+        buffer.writeString("data: ")
+        buffer.writeBytes(json)
+        buffer.writeString("\n\n")
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
     }
 }

@@ -1,5 +1,6 @@
 import CoreMetrics
 import PushModel
+import Synchronization
 
 /// What the provider API records on the request path: answers by status and reason, their latency, and
 /// accepted notifications by push type and class. Every handle is made once (from the factory the
@@ -11,6 +12,12 @@ public final class ProviderMetrics: Sendable {
     private let duration: Timer
     /// By push type position × class position.
     private let acceptedByKind: [Counter]
+    /// The same latencies counted per bucket of `durationBuckets` (and one past the last), for the live
+    /// dashboard's percentiles (Prometheus' histogram cannot be read back).
+    private let latencyCounts: Mutex<[Int]>
+    private static let bucketNanoseconds: [Int64] = durationBuckets.map {
+        $0.components.seconds * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000
+    }
     private static let reasons = RejectionReason.allCases
     private static let types = PushType.allCases
     private static let classes = NotificationClass.allCases
@@ -34,6 +41,7 @@ public final class ProviderMetrics: Sendable {
                     factory: factory)
             } + [Counter(label: requests, dimensions: [("status", "200"), ("reason", "")], factory: factory)]
         duration = Timer(label: MetricName.providerRequestDuration.rawValue, dimensions: [], factory: factory)
+        latencyCounts = Mutex(Array(repeating: 0, count: Self.durationBuckets.count + 1))
         acceptedByKind = Self.types.flatMap { type in
             Self.classes.map { kind in
                 Counter(
@@ -47,6 +55,16 @@ public final class ProviderMetrics: Sendable {
     public func answered(rejectedFor reason: RejectionReason?, nanoseconds: Int64) {
         answers[reason.map { Self.reasons.firstIndex(of: $0)! } ?? Self.reasons.count].increment()
         duration.recordNanoseconds(nanoseconds)
+        let bucket = Self.bucketNanoseconds.firstIndex { nanoseconds <= $0 } ?? Self.bucketNanoseconds.count
+        latencyCounts.withLock { $0[bucket] += 1 }
+    }
+
+    /// Requests answered so far per latency bucket: (upper bound in seconds, or nil past the last; count).
+    public var latencyBuckets: [(upperSeconds: Double?, count: Int)] {
+        let counts = latencyCounts.withLock { $0 }
+        return counts.enumerated().map { index, count in
+            (index < Self.bucketNanoseconds.count ? Double(Self.bucketNanoseconds[index]) / 1e9 : nil, count)
+        }
     }
 
     public func accepted(_ type: PushType, _ kind: NotificationClass) {

@@ -1,9 +1,5 @@
-import DeviceAgent
 import Foundation
 import Gateway
-import Logging
-import NIOPosix
-import ProviderClient
 import PushMetrics
 import PushModel
 import Testing
@@ -14,42 +10,19 @@ import Testing
     static let topic = "com.example.metrics"
 
     @Test func aScriptedSetOfPushesGivesExactCounts() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let gateway = try await LocalGateway.start(
-            topic: Self.topic,
-            settings: ["log.level=error", "policy.budget.capacity=2", "devices.keep_alive_seconds=3600"],
-            group: group, logger: Logger(label: "test"))
-        let agent = DeviceAgent(
-            host: "127.0.0.1", port: gateway.devicePort, apps: [Self.topic], behaviour: .prompt, group: group)
-        agent.start()
-        try await eventually("the device installed the app") { agent.tokens[Self.topic] != nil }
-        let token = try #require(agent.tokens[Self.topic])
-
-        let client = try await ProviderClient.connect(
-            host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
-        let authorization = "bearer " + (try gateway.signer.token(issuedAt: UnixTime.now()))
-        func post(_ silent: Bool, to device: String = token) async throws -> Int {
-            let body = silent ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi"}}"#
-            return try await client.post(
-                path: "/3/device/\(device)",
-                headers: [
-                    ("authorization", authorization), ("apns-topic", Self.topic),
-                    ("apns-push-type", silent ? "background" : "alert"), ("apns-priority", silent ? "5" : "10"),
-                ], body: Array(body.utf8)
-            ).status
-        }
+        let setup = try await GatewayWithDevice.start(
+            topic: Self.topic, settings: ["policy.budget.capacity=2", "devices.keep_alive_seconds=3600"])
+        let gateway = setup.gateway
         // Three silent pushes (two wake the app, one is held), an alert (it carries the held one), and a
         // push to a token nobody has.
-        for _ in 0..<3 { #expect(try await post(true) == 200) }
-        #expect(try await post(false) == 200)
-        #expect(try await post(false, to: String(repeating: "0", count: 64)) == 400)
+        for _ in 0..<3 { #expect(try await setup.post(silent: true) == 200) }
+        #expect(try await setup.post(silent: false) == 200)
+        #expect(try await setup.post(silent: false, to: String(repeating: "0", count: 64)) == 400)
         try await eventually("the app completed the three wakes (the held push woke it with the alert)") {
             gateway.services.hub.policyCounters.completedNewData == 3
         }
-        await client.close()
 
-        let (status, text) = try await AdminClient.get(
-            host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
+        let (status, text) = try await setup.admin("/metrics")
         #expect(status == 200)
         let metrics = Self.parse(text)
         let expected: [String: Double] = [
@@ -79,7 +52,7 @@ import Testing
         for name in MetricName.allCases where name != .node {
             #expect(text.contains("# HELP \(name.rawValue) \(name.help)\n# TYPE \(name.rawValue) "), "\(name)")
         }
-        #expect(!text.contains(token), "never a token as a label")
+        #expect(!text.contains(setup.token), "never a token as a label")
 
         // A second scrape adds nothing that did not happen.
         let again = Self.parse(
@@ -88,9 +61,7 @@ import Testing
             ).body)
         #expect(again[#"pushgate_silent_outcomes_total{outcome="woken_on_budget"}"#] == 2)
 
-        agent.stop()
-        try await gateway.stop()
-        try await group.shutdownGracefully()
+        try await setup.stop()
     }
 
     @Test func theDocumentationListsEveryMetric() throws {
@@ -118,13 +89,5 @@ import Testing
             values[series] = value
         }
         return values
-    }
-
-    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-        for _ in 0..<400 {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(25))  // clock-ok: a real gateway's effect, bounded
-        }
-        Issue.record("timed out waiting: \(what)")
     }
 }

@@ -1,0 +1,63 @@
+import Foundation
+import Gateway
+import Testing
+
+/// The live dashboard in a real browser: headless Chromium loads `/dashboard` from a real gateway while
+/// pushes flow, the live figures appear and change, a token lookup answers, and a screenshot is kept
+/// (`.build/test-artifacts/dashboard.png`).
+@Suite struct DashboardTests {
+    static let topic = "com.example.dashboard"
+
+    @Test(
+        .enabled(
+            if: HeadlessChromium.binary != nil,
+            "needs Debian's chromium (apt-get install chromium); .ci/run installs it"))
+    func theLiveFiguresAppearAndChangeWhilePushesFlow() async throws {
+        let setup = try await GatewayWithDevice.start(
+            topic: Self.topic, settings: ["devices.keep_alive_seconds=3600"])
+        let token = setup.token
+        // Pushes flow while the page is open: an alert and a silent push every 50 ms (bounded: 10 s).
+        let sending = Task {
+            for n in 0..<200 where !Task.isCancelled {
+                _ = try? await setup.post(silent: n % 2 == 1)
+                try? await Task.sleep(for: .milliseconds(50))  // clock-ok: pacing real traffic, bounded
+            }
+        }
+
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        try await browser.open("http://127.0.0.1:\(setup.gateway.adminPort)/dashboard")
+        try await eventually("three live updates reached the page") {
+            Int(try await browser.evaluate("document.body.dataset.updates") as? String ?? "0") ?? 0 >= 3
+        }
+        let accepted = (try await browser.evaluate("document.body.dataset.accepted") as? String ?? "")
+            .split(separator: ",").compactMap { Int($0) }
+        #expect(accepted.count >= 3)
+        #expect((accepted.last ?? 0) > (accepted.first ?? 0), "the accepted total grows while pushes flow: \(accepted)")
+        #expect(try await browser.evaluate("document.getElementById('connected').textContent") as? String == "1")
+        let rate = try await browser.evaluate("document.getElementById('rate-total').textContent") as? String
+        #expect(rate != nil && rate != "–")
+
+        // The lookup box finds the device behind the token.
+        _ = try await browser.evaluate(
+            """
+            document.getElementById('query').value = '\(token)';
+            document.getElementById('lookup').requestSubmit(); true
+            """)
+        try await eventually("the lookup answered") {
+            (try await browser.evaluate("document.getElementById('lookup-result').textContent") as? String ?? "")
+                .contains(Self.topic)
+        }
+
+        let screenshot = try await browser.screenshot()
+        let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        try screenshot.write(to: artifacts.appendingPathComponent("dashboard.png"))
+        #expect(screenshot.count > 10_000)
+
+        sending.cancel()
+        _ = await sending.value
+        try await setup.stop()
+    }
+}

@@ -1,0 +1,67 @@
+import DeviceAgent
+import Foundation
+import Gateway
+import Logging
+import NIOPosix
+import ProviderClient
+import PushModel
+import Testing
+
+/// A real gateway (`LocalGateway`, SQLite store) with one device agent that installed `topic`, and a
+/// provider connection to POST with.
+struct GatewayWithDevice {
+    let topic: String
+    let group: MultiThreadedEventLoopGroup
+    let gateway: LocalGateway
+    let agent: DeviceAgent
+    let token: String
+    let client: ProviderClient
+    let authorization: String
+
+    static func start(topic: String, settings: [String]) async throws -> GatewayWithDevice {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let gateway = try await LocalGateway.start(
+            topic: topic, settings: ["log.level=error"] + settings, group: group, logger: Logger(label: "test"))
+        let agent = DeviceAgent(
+            host: "127.0.0.1", port: gateway.devicePort, apps: [topic], behaviour: .prompt, group: group)
+        agent.start()
+        try await eventually("the device installed the app") { agent.tokens[topic] != nil }
+        let token = try #require(agent.tokens[topic])
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
+        return GatewayWithDevice(
+            topic: topic, group: group, gateway: gateway, agent: agent, token: token, client: client,
+            authorization: "bearer " + (try gateway.signer.token(issuedAt: UnixTime.now())))
+    }
+
+    /// POSTs a silent push or an alert (to the agent's token unless another is given); the status.
+    func post(silent: Bool, to device: String? = nil) async throws -> Int {
+        let body = silent ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi"}}"#
+        return try await client.post(
+            path: "/3/device/\(device ?? token)",
+            headers: [
+                ("authorization", authorization), ("apns-topic", topic),
+                ("apns-push-type", silent ? "background" : "alert"), ("apns-priority", silent ? "5" : "10"),
+            ], body: Array(body.utf8)
+        ).status
+    }
+
+    func admin(_ path: String) async throws -> (status: Int, body: String) {
+        try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: path, token: nil)
+    }
+
+    func stop() async throws {
+        await client.close()
+        agent.stop()
+        try await gateway.stop()
+        try await group.shutdownGracefully()
+    }
+}
+
+func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
+    for _ in 0..<300 {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(50))  // clock-ok: a real gateway's or browser's effect, bounded
+    }
+    Issue.record("timed out waiting: \(what)")
+}
