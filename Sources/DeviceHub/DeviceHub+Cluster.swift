@@ -124,19 +124,39 @@ extension DeviceHub {
             guard changed, before == nil || before == registry.nodeID else { return }
             lost(device, to: node)
         case .route(let node, let apnsID, let teamID):
-            guard node == registry.nodeID, let cluster else { return }
-            Task {
-                do {
-                    guard let stored = try await cluster.notification(apnsID: apnsID, teamID: teamID),
-                        stored.state == .pending, let deviceID = stored.deviceID,
-                        let device = registry.slot(ofDevice: deviceID)
-                    else { return }
+            guard node == registry.nodeID else { return }
+            let start = routes.withLock { queue -> Bool in
+                queue.keys.append(NotificationKey(apnsID: apnsID, teamID: teamID))
+                defer { queue.draining = true }
+                return !queue.draining
+            }
+            if start { Task { await drainRoutes() } }
+        }
+    }
+
+    /// Loads the routed notifications queued so far in one query and runs them in the order their
+    /// notices came (the policy's decisions depend on it: which one is over budget, which coalesces),
+    /// until none is left.
+    private func drainRoutes() async {
+        guard let cluster else { return }
+        while true {
+            let keys = routes.withLock { queue -> [NotificationKey] in
+                defer { queue.keys = [] }
+                if queue.keys.isEmpty { queue.draining = false }
+                return queue.keys
+            }
+            guard !keys.isEmpty else { return }
+            do {
+                for stored in try await cluster.notifications(keys) where stored.state == .pending {
+                    guard let deviceID = stored.deviceID, let device = registry.slot(ofDevice: deviceID) else {
+                        continue
+                    }
                     routed(stored, device: device)
-                } catch {
-                    // Still pending in the store: its device's next claim brings it back.
-                    logger.error(
-                        "routed notification not loaded", metadata: ["apns_id": "\(apnsID)", "error": "\(error)"])
                 }
+            } catch {
+                // Still pending in the store: the device's next claim brings them back.
+                logger.error(
+                    "routed notifications not loaded", metadata: ["count": "\(keys.count)", "error": "\(error)"])
             }
         }
     }

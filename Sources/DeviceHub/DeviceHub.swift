@@ -35,6 +35,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Notifications this node's policy took from the store (routed or loaded with a claimed device),
     /// so that one arriving both ways runs once.
     let adopted = Mutex(RecentSet<APNsID>(capacity: 65_536))
+    /// Routed notices waiting to be loaded, in the order they came, and whether a task is loading them.
+    let routes = Mutex<(keys: [NotificationKey], draining: Bool)>(([], false))
     private let deadlineSeconds: Int
     let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
@@ -167,8 +169,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     func acknowledged(_ device: DeviceID, apnsID: String) {
         hubCounters.withLock { $0.acknowledged += 1 }
         guard let id = APNsID(header: apnsID) else { return }
+        let now = clock()
+        engine.withLock { $0.acknowledged(id, now: now) }
         if let writer {
-            let now = clock()
             writer.enqueue {
                 $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
             }
@@ -240,6 +243,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         return engine.withLock { $0.snapshot(device: device, bundleID: bundleID, now: now) }
     }
+    public func conditions(of device: DeviceID) -> DeviceConditions { engine.withLock { $0.conditions(of: device) } }
     public var connectedCount: Int { sessions.withLock { $0.count } }
     public func isConnected(_ device: DeviceID) -> Bool { sessions.withLock { $0[device] != nil } }
 

@@ -1,4 +1,5 @@
 import DeviceProtocol
+import Logging
 import NIOCore
 import NIOWebSocket
 import PushModel
@@ -28,9 +29,12 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     private var limiter: TokenBucket
     private var helloTimeout: Scheduled<Void>?
     private var notReadingTimeout: Scheduled<Void>?
+    /// With the connection's address, then its device id (never its secret).
+    private var logger: Logger
 
     init(hub: DeviceHub) {
         self.hub = hub
+        self.logger = hub.logger
         self.limiter = TokenBucket(
             capacity: hub.settings.messageBurst,
             refillIntervalMilliseconds: Int64(1000 / max(0.001, hub.settings.messagesPerSecond)), now: hub.clock())
@@ -38,6 +42,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         session = ChannelSession(channel: context.channel)
+        logger[metadataKey: "remote"] = "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")"
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         helloTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.helloTimeoutSeconds)) {
             let (handler, context) = bound.value
@@ -50,7 +55,10 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         helloTimeout?.cancel()
         notReadingTimeout?.cancel()
-        if case .authenticated(let device) = state, let session { hub.disconnected(device, session: session) }
+        if case .authenticated(let device) = state, let session {
+            hub.disconnected(device, session: session)
+            logger.info("device disconnected")
+        }
         state = .closed
         context.fireChannelInactive()
     }
@@ -115,6 +123,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         switch (state, message) {
         case (.awaitingHello, .register):
             let device = hub.registry.register()
+            logger[metadataKey: "device"] = "\(device.id)"
+            logger.info("device registered")
             sendOnceCommitted(.registered(deviceID: device.id, secret: device.secret), context)
         case (.awaitingHello, .hello(let id, let secret)):
             guard let device = hub.registry.authenticate(id: id, secret: secret), let session else {
@@ -123,6 +133,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             }
             helloTimeout?.cancel()
             state = .authenticated(device)
+            logger[metadataKey: "device"] = "\(id)"
+            logger.info("device connected")
             let apps = hub.registry.apps(of: device).map { InstalledApp(bundleID: $0.bundleID, token: $0.token.hex) }
             send(.welcome(deviceID: id, apps: apps, keepAliveSeconds: hub.settings.keepAliveSeconds), context)
             hub.connected(device, session: session)
@@ -132,9 +144,11 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             guard Topic(bundleID) != nil, let token = hub.registry.install(bundleID, on: device) else {
                 return send(.error(message: "install: '\(bundleID)' is not a bundle id"), context)
             }
+            logger.debug("app installed", metadata: ["bundle_id": "\(bundleID)"])
             sendOnceCommitted(.installed(InstalledApp(bundleID: bundleID, token: token.hex)), context)
         case (.authenticated(let device), .uninstall(let bundleID)):
             if hub.registry.uninstall(bundleID, on: device, at: hub.clock()) {
+                logger.debug("app uninstalled", metadata: ["bundle_id": "\(bundleID)"])
                 sendOnceCommitted(.uninstalled(bundleID: bundleID), context)
             } else {
                 send(.error(message: "uninstall: '\(bundleID)' is not installed"), context)
@@ -189,6 +203,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         guard !state.isClosed else { return }
         if case .authenticated(let device) = state, let session { hub.disconnected(device, session: session) }
         state = .closed
+        logger.notice("device connection closed", metadata: ["reason": "\(reason)", "detail": "\(detail)"])
         session?.close(reason: reason, reconnectAfterMilliseconds: nil, detail: detail)
     }
 }

@@ -31,7 +31,7 @@ public struct AdminRoutes: Sendable {
         public var contentType = "application/json"
     }
 
-    public func respond(method: String, path: String) -> Response {
+    public func respond(method: String, path: String) async -> Response {
         guard method == "GET" else { return Response(status: 405, json: #"{"error":"only GET"}"#) }
         let parts = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
         let resource = parts.count == 3 && parts[0] == "v1" ? parts[1] : nil
@@ -49,16 +49,23 @@ public struct AdminRoutes: Sendable {
             let id = parts[2]
             guard let apnsID = APNsID(header: id) else { return error(400, "not an apns-id: \(id)") }
             let journey = hub.journey(of: apnsID)
-            guard !journey.isEmpty else {
-                return error(404, "no decision recorded for \(id) (or it is older than the log keeps)")
+            // The store keeps where it stands for the retention time, after the decision log forgot it.
+            let stored = try? await hub.writer?.backend.notification(apnsID)
+            guard !journey.isEmpty || stored != nil else {
+                return error(404, "nothing known of \(id): not in the store, and no decision in the log")
             }
             return encode(
                 NotificationJourney(
                     apnsID: apnsID.value,
+                    stored: stored.map(NotificationJourney.Stored.init),
                     steps: journey.map {
                         NotificationJourney.Step(
                             at: $0.at.milliseconds, event: $0.event.description, rule: $0.rule?.rawValue)
                     }))
+        } else if resource == "devices" {
+            let id = parts[2]
+            guard let slot = hub.registry.slot(ofDevice: id) else { return error(404, "no device \(id)") }
+            return encode(hub.deviceState(slot, id: id))
         } else if resource == "tokens" {
             let text = parts[2]
             guard let token = DeviceToken(text, lengths: 2...1024) else {
@@ -106,7 +113,39 @@ struct NotificationJourney: Codable {
         var event: String
         var rule: String?
     }
+
+    /// The store's record: what was accepted and where it stands.
+    struct Stored: Codable {
+        var state: String
+        var rule: String?
+        var deviceID: String?
+        var topic: String
+        var pushType: String
+        var priority: Int
+        var collapseID: String?
+        var receivedAt: Int64
+        var expiresAt: Int64?
+
+        init(_ stored: StoredNotification) {
+            let push = stored.notification
+            state = Self.names[stored.state]!
+            rule = stored.rule?.rawValue
+            deviceID = stored.deviceID
+            topic = push.topic.value
+            pushType = push.pushType.rawValue
+            priority = push.priority.rawValue
+            collapseID = push.collapseID?.value
+            receivedAt = push.receivedAt.milliseconds
+            expiresAt = stored.expiresAt?.milliseconds
+        }
+
+        static let names: [NotificationState: String] = [
+            .pending: "pending", .delivered: "delivered", .discarded: "discarded", .noDevice: "no_device",
+        ]
+    }
+
     var apnsID: String
+    var stored: Stored?
     var steps: [Step]
 }
 
@@ -119,6 +158,37 @@ struct TokenState: Codable {
     /// With several nodes: the node that runs the device's policy (its budget is shown there).
     var owner: String?
     var budget: BudgetState?
+}
+
+/// A device as `/v1/devices/<id>` shows it: connection, conditions, owner node, and each app's token
+/// and silent budget (held pushes, strikes, cooling).
+struct DeviceState: Codable {
+    struct App: Codable {
+        var bundleID: String
+        var token: String
+        var budget: BudgetState?
+    }
+
+    var deviceID: String
+    var connected: Bool
+    var lowPowerMode: Bool
+    var backgroundAppRefreshOff: Bool
+    var owner: String?
+    var apps: [App]
+}
+
+extension DeviceHub {
+    func deviceState(_ slot: DeviceID, id: String) -> DeviceState {
+        let conditions = conditions(of: slot)
+        return DeviceState(
+            deviceID: id, connected: isConnected(slot), lowPowerMode: conditions.lowPowerMode,
+            backgroundAppRefreshOff: conditions.backgroundAppRefreshOff, owner: registry.owner(of: slot),
+            apps: registry.apps(of: slot).map { app in
+                DeviceState.App(
+                    bundleID: app.bundleID, token: app.token.hex,
+                    budget: budget(device: slot, bundleID: app.bundleID).map(BudgetState.init))
+            })
+    }
 }
 
 struct BudgetState: Codable {

@@ -86,36 +86,52 @@ private final class AdminHandler: ChannelInboundHandler {
             guard let head, feed == nil else { return }
             let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
             let authorized = token.map { head.headers.first(name: "authorization") == "Bearer \($0)" } ?? true
-            let response: AdminRoutes.Response
+            self.head = nil
             if head.method == .GET, path == "/dashboard" || path == "/" {
                 // The page holds no data: it asks for the token when the data answers 401.
-                response = .init(status: 200, json: DashboardPage.html, contentType: "text/html; charset=utf-8")
+                write(
+                    .init(status: 200, json: DashboardPage.html, contentType: "text/html; charset=utf-8"), head, context
+                )
             } else if head.method == .GET, path == "/v1/live", authorized {
-                return follow(head, context: context)
+                follow(head, context: context)
             } else if !authorized {
-                response = .init(status: 401, json: #"{"error":"admin API needs authorization: Bearer <admin.token>"}"#)
+                write(
+                    .init(status: 401, json: #"{"error":"admin API needs authorization: Bearer <admin.token>"}"#), head,
+                    context)
             } else {
-                response = routes.respond(method: head.method.rawValue, path: head.uri)
+                // Lookups may read the store: answered from a task, written back on the channel's loop.
+                let routes = self.routes
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                let loop = context.eventLoop
+                Task {
+                    let response = await routes.respond(method: head.method.rawValue, path: head.uri)
+                    loop.execute {
+                        let (handler, context) = bound.value
+                        handler.write(response, head, context)
+                    }
+                }
             }
-            let body = context.channel.allocator.buffer(
-                string: response.json.hasSuffix("\n") ? response.json : response.json + "\n")
-            var headers = HTTPHeaders([
-                ("content-type", response.contentType), ("content-length", "\(body.readableBytes)"),
-            ])
-            if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
-            context.write(
-                wrapOutboundOut(
-                    .head(
-                        HTTPResponseHead(
-                            version: head.version, status: .init(statusCode: response.status), headers: headers))),
-                promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-            let keepAlive = head.isKeepAlive
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                if !keepAlive { channel.close(promise: nil) }
-            }
-            self.head = nil
+        }
+    }
+
+    private func write(_ response: AdminRoutes.Response, _ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        let body = context.channel.allocator.buffer(
+            string: response.json.hasSuffix("\n") ? response.json : response.json + "\n")
+        var headers = HTTPHeaders([
+            ("content-type", response.contentType), ("content-length", "\(body.readableBytes)"),
+        ])
+        if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
+        context.write(
+            wrapOutboundOut(
+                .head(
+                    HTTPResponseHead(
+                        version: head.version, status: .init(statusCode: response.status), headers: headers))),
+            promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let keepAlive = head.isKeepAlive
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { channel.close(promise: nil) }
         }
     }
 

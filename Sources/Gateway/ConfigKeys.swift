@@ -1,3 +1,5 @@
+import PushStore
+
 /// Every configuration key, once: its name, default and meaning. The file, the environment
 /// (`PUSHGATE_` + the name in upper case with `.` as `_`) and the `--set name=value` flag all address
 /// these names; `pushgate config` prints this table and Config/pushgate.yaml mirrors it.
@@ -263,4 +265,15 @@ public enum ConfigKeys {
     ]
 
     public static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+}
+
+extension ConfigKeys {
+    /// A value as `pushgate config` shows it: secrets (the admin token, a PostgreSQL password) masked.
+    public static func printable(_ name: String, _ value: String) -> String {
+        switch name {
+        case "admin.token": value.isEmpty ? value : "***"
+        case "store.postgres.url": PostgresStore.redacted(value)
+        default: value
+        }
+    }
 }

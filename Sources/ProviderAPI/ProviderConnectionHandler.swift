@@ -44,7 +44,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     }
 
     private let providerContext: ProviderContext
-    private let logger: Logger
+    /// With the connection's address; a rejected request is logged at debug with its reason and apns-id
+    /// (never its authorization header).
+    private var logger: Logger
     private var decider: PushRequestDecider?
     private var streams: [HTTP2StreamID: StreamState] = [:]
     private var lastStreamID: HTTP2StreamID = .rootStream
@@ -63,6 +65,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     // MARK: Lifecycle
 
     func handlerAdded(context: ChannelHandlerContext) {
+        logger[metadataKey: "remote"] = "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")"
         if context.channel.isActive { scheduleIdleCheck(context: context) }
     }
 
@@ -251,6 +254,12 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         case .rejected(let rejection):
             metrics.answered(
                 rejectedFor: rejection.reason, nanoseconds: (NIODeadline.now() - state.started).nanoseconds)
+            logger.debug(
+                "request rejected",
+                metadata: [
+                    "status": "\(rejection.reason.status)", "reason": "\(rejection.reason.rawValue)",
+                    "apns_id": "\(responseID.value)", "stream": "\(Int(id))",
+                ])
         }
         // The last answer of a draining connection closes it once written (a close would drop it unflushed).
         let closesConnection = draining && streams.isEmpty

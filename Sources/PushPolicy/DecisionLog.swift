@@ -16,6 +16,8 @@ public struct DecisionLog: Sendable {
         case woken
         case held
         case discarded
+        /// The device acknowledged the delivery (the hub records it; the policy does not act on it).
+        case acknowledged
         case completed(CompletionResult)
         case completedLate(CompletionResult)
         case deadlineMissed
@@ -27,6 +29,7 @@ public struct DecisionLog: Sendable {
             case .woken: return "woken"
             case .held: return "held"
             case .discarded: return "discarded"
+            case .acknowledged: return "acknowledged by the device"
             case .completed(let result): return "completed \(result.rawValue)"
             case .completedLate(let result): return "completed late \(result.rawValue)"
             case .deadlineMissed: return "deadline missed"
@@ -44,6 +47,12 @@ public struct DecisionLog: Sendable {
     }
 
     public func journey(of id: APNsID) -> [Entry] { journeys[id] ?? [] }
+
+    /// Records an event for a push the log has seen (a later one is not started by it).
+    mutating func recordIfKnown(_ id: APNsID, _ event: Event, at now: UnixTime) {
+        guard journeys[id] != nil else { return }
+        journeys[id]!.append(Entry(at: now, event: event, rule: nil))
+    }
 
     mutating func record(_ id: APNsID, _ event: Event, rule: Rule?, at now: UnixTime) {
         guard capacity > 0 else { return }

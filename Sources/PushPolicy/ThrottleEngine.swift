@@ -334,6 +334,11 @@ public struct ThrottleEngine: Sendable {
         return overflow
     }
 
+    /// The device acknowledged a delivery: only the decision log hears of it (a lookup shows it).
+    public mutating func acknowledged(_ id: APNsID, now: UnixTime) {
+        if log.capacity > 0 { log.recordIfKnown(id, .acknowledged, at: now) }
+    }
+
     /// Lets go of a device another node now runs the policy for (several nodes on one database): its
     /// apps' state is dropped here without any decision, and its held pushes are returned so the caller can
     /// hand them to the new owner (they stay pending in the store).

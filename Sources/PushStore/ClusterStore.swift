@@ -9,11 +9,22 @@ public protocol ClusterStore: StoreBackend {
     var nodeID: String { get }
     /// Makes this node the device's owner (telling the others) and returns what the new owner needs.
     func claim(deviceID: String) async throws -> ClaimedDevice
-    /// A stored notification by apns-id and team (for a routed notice).
-    func notification(apnsID: String, teamID: String) async throws -> StoredNotification?
+    /// Stored notifications by (apns-id, team), in the order asked (routed notices; unknown ones left out).
+    func notifications(_ keys: [NotificationKey]) async throws -> [StoredNotification]
     /// Listens for the other nodes' notices until cancelled or the connection fails (then it throws);
     /// `ready` is called once notices are being received.
     func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws
+}
+
+/// A notification's identity across teams: its apns-id as sent, and its team.
+public struct NotificationKey: Sendable, Hashable {
+    public var apnsID: String
+    public var teamID: String
+
+    public init(apnsID: String, teamID: String) {
+        self.apnsID = apnsID
+        self.teamID = teamID
+    }
 }
 
 /// What a node taking a device over finds in the store.

@@ -38,7 +38,7 @@ public final class PostgresStore: ClusterStore {
         running = Task { await client.run() }
     }
 
-    static func redacted(_ url: String) -> String {
+    public static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url), components.password != nil else { return url }
         components.password = "***"
         return components.string ?? "?"
@@ -342,12 +342,20 @@ public final class PostgresStore: ClusterStore {
         }
     }
 
-    public func notification(apnsID: String, teamID: String) async throws -> StoredNotification? {
-        var query = PostgresQuery(unsafeSQL: Self.selectNotification + " WHERE apns_id = $1 AND team_id = $2")
-        query.binds.append(apnsID)
-        query.binds.append(teamID)
-        for try await row in try await client.query(query, logger: logger) { return try Self.notification(row) }
-        return nil
+    public func notifications(_ keys: [NotificationKey]) async throws -> [StoredNotification] {
+        guard !keys.isEmpty else { return [] }
+        var query = PostgresQuery(
+            unsafeSQL: Self.selectNotification.replacingOccurrences(
+                of: "FROM notifications",
+                with: """
+                    FROM notifications JOIN UNNEST($1::text[], $2::text[]) WITH ORDINALITY AS k(a, t, o)
+                        ON apns_id = k.a AND team_id = k.t
+                    """) + " ORDER BY k.o")
+        query.binds.append(keys.map(\.apnsID))
+        query.binds.append(keys.map(\.teamID))
+        var found: [StoredNotification] = []
+        for try await row in try await client.query(query, logger: logger) { found.append(try Self.notification(row)) }
+        return found
     }
 
     public func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws {

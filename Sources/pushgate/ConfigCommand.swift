@@ -21,7 +21,8 @@ struct ConfigCommand: AsyncParsableCommand {
         _ = try failing { try GatewayConfiguration(raw) }
         let width = ConfigKeys.all.map(\.name.count).max() ?? 0
         for key in ConfigKeys.all {
-            let (value, source) = raw.value(key.name)
+            let (raw, source) = raw.value(key.name)
+            let value = ConfigKeys.printable(key.name, raw)
             let padded = key.name.padding(toLength: width, withPad: " ", startingAt: 0)
             print("\(padded)  \(value.isEmpty ? "\"\"" : value)  (\(source))")
         }

@@ -33,7 +33,7 @@ import Testing
         try await eventually("acks counted") { harness.hub.counters.acknowledged == 2 }
         #expect(harness.hub.deliveryLatency.count == 2, "both were delivered at once and acknowledged")
         let journey = harness.hub.journey(of: APNsID(header: wake.apnsID)!).map(\.event.description)
-        #expect(journey == ["accepted silent", "woken", "completed newData"])
+        #expect(journey == ["accepted silent", "woken", "acknowledged by the device", "completed newData"])
         agent.stop()
         try await harness.stop()
     }

@@ -83,6 +83,13 @@ import Testing
         }
     }
 
+    @Test func secretsAreMaskedWhenPrinted() {
+        #expect(ConfigKeys.printable("admin.token", "s3cret") == "***")
+        #expect(ConfigKeys.printable("admin.token", "") == "")
+        #expect(ConfigKeys.printable("store.postgres.url", "postgres://u:pw@h:5432/db") == "postgres://u:***@h:5432/db")
+        #expect(ConfigKeys.printable("log.level", "debug") == "debug")
+    }
+
     @Test func unknownKeysAreRefusedWherever() {
         #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider:\n  tsl:\n    port: 1\n") }
         #expect(throws: ConfigError.self) { try RawConfiguration(environment: ["PUSHGATE_PROVIDER_TSL_PORT": "1"]) }

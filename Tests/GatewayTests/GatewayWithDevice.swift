@@ -35,14 +35,14 @@ struct GatewayWithDevice {
     }
 
     /// POSTs a silent push or an alert (to the agent's token unless another is given); the status.
-    func post(silent: Bool, to device: String? = nil) async throws -> Int {
+    func post(silent: Bool, to device: String? = nil, id: String? = nil) async throws -> Int {
         let body = silent ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi"}}"#
         return try await client.post(
             path: "/3/device/\(device ?? token)",
             headers: [
                 ("authorization", authorization), ("apns-topic", topic),
                 ("apns-push-type", silent ? "background" : "alert"), ("apns-priority", silent ? "5" : "10"),
-            ], body: Array(body.utf8)
+            ] + (id.map { [("apns-id", $0)] } ?? []), body: Array(body.utf8)
         ).status
     }
 

@@ -50,8 +50,18 @@ import Testing
         #expect(claimed.claim == 1)
         #expect(claimed.budgets == spent)
         #expect(claimed.pending.map(\.notification.id) == [held.notification.id])
-        #expect(try await a.notification(apnsID: held.notification.id.value, teamID: "TEAM000001") == held)
-        #expect(try await a.notification(apnsID: held.notification.id.value, teamID: "OTHERTEAM1") == nil)
+        // Routed notices are loaded in one query, in the order asked; unknown ones are left out.
+        var second = StoreBatch()
+        let other = Samples.stored(2, rule: nil)
+        second.notifications = [other]
+        try await a.commit(second)
+        let keys = [
+            NotificationKey(apnsID: other.notification.id.value, teamID: "TEAM000001"),
+            NotificationKey(apnsID: held.notification.id.value, teamID: "OTHERTEAM1"),
+            NotificationKey(apnsID: held.notification.id.value, teamID: "TEAM000001"),
+        ]
+        #expect(try await a.notifications(keys) == [other, held])
+        #expect(try await a.notifications([]) == [])
 
         // A no longer owns it: a late budget change from A is not written over B's.
         var late = StoreBatch()
