@@ -73,12 +73,15 @@ import Testing
         var retry = StoreBatch()
         retry.notifications = [
             Samples.stored(7, team: "TEAMAAAAAA", payload: [8]), Samples.stored(7, team: "TEAMBBBBBB"),
+            // A provider authenticated by certificate has no team; an empty payload is still bytes.
+            Samples.stored(7, team: nil, payload: []),
         ]
         try await store.commit(retry)
         let snapshot = try await store.open(now: Self.t0)
-        #expect(snapshot.pending.count == 2)
+        #expect(snapshot.pending.count == 3)
         #expect(snapshot.pending.first?.notification.payload == Samples.stored(7).notification.payload)
-        #expect(Set(snapshot.pending.map { $0.notification.teamID }) == ["TEAMAAAAAA", "TEAMBBBBBB"])
+        #expect(Set(snapshot.pending.map { $0.notification.teamID }) == ["TEAMAAAAAA", "TEAMBBBBBB", nil])
+        #expect(snapshot.pending.last?.notification.payload == [])
         try await store.close()
         await place.remove()
     }

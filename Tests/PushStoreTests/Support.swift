@@ -78,7 +78,7 @@ enum Samples {
     static func token(_ n: Int) -> String { String(format: "%064x", n) }
 
     static func stored(
-        _ n: Int, team: String = "TEAM000001", state: NotificationState = .pending, rule: Rule? = .overBudget,
+        _ n: Int, team: String? = "TEAM000001", state: NotificationState = .pending, rule: Rule? = .overBudget,
         kind: NotificationClass = .silent, collapse: String? = nil, payload: [UInt8]? = nil,
         expiresAt: UnixTime? = StoreContractTests.t0.adding(seconds: 86400), expiration: Expiration = .storeByDefault
     ) -> StoredNotification {
