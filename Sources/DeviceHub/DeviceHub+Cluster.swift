@@ -19,12 +19,12 @@ extension DeviceHub {
         case elsewhere(String)
     }
 
-    /// Where the device's policy runs; nil while this node is claiming it, and then `work` is kept for
-    /// when the claim is done (called with whether it succeeded).
-    func place(_ device: DeviceID, orDefer work: @escaping @Sendable (Bool) -> Void) -> Placement? {
+    /// Where the device's policy runs; nil while this node is claiming it, and then the work `deferring`
+    /// makes (only then) is kept for when the claim is done (called with whether it succeeded).
+    func place(_ device: DeviceID, orDefer deferring: () -> @Sendable (Bool) -> Void) -> Placement? {
         claims.withLock { claims in
             if claims[device] != nil {
-                claims[device]!.append(work)
+                claims[device]!.append(deferring())
                 return nil
             }
             guard let owner = registry.owner(of: device), owner != registry.nodeID else { return .here }
@@ -35,22 +35,24 @@ extension DeviceHub {
     func submitInCluster(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop)
         -> IntakeReply
     {
-        let waiting = eventLoop.makePromise(of: IntakeResult.self)
-        let placement = place(device) { [self] _ in
-            // Decided again once the claim is over: here if it succeeded, with the old owner if not.
-            switch submit(notification, on: eventLoop) {
-            case .now(let result): waiting.succeed(result)
-            case .later(let future): future.cascade(to: waiting)
+        var waiting: EventLoopFuture<IntakeResult>?
+        let placement = place(device) {
+            let promise = eventLoop.makePromise(of: IntakeResult.self)
+            waiting = promise.futureResult
+            return { [self] _ in
+                // Decided again once the claim is over: here if it succeeded, with the old owner if not.
+                switch submit(notification, on: eventLoop) {
+                case .now(let result): promise.succeed(result)
+                case .later(let future): future.cascade(to: promise)
+                }
             }
         }
         switch placement {
         case nil:
-            return .later(waiting.futureResult)
+            return .later(waiting!)
         case .here:
-            waiting.succeed(.accepted)
             return submitHere(notification, device: device, on: eventLoop)
         case .elsewhere(let node):
-            waiting.succeed(.accepted)
             // Stored here, run by the owner: the notice goes out with the commit that answers the 200.
             hubCounters.withLock { $0.routedOut += 1 }
             let stored = StoredNotification(
@@ -164,7 +166,7 @@ extension DeviceHub {
     /// A notification another node stored for a device this node owns (or owned: then it goes on).
     func routed(_ stored: StoredNotification, device: DeviceID) {
         let push = stored.notification
-        guard let placement = place(device, orDefer: { [self] _ in routed(stored, device: device) }) else { return }
+        guard let placement = place(device, orDefer: { { [self] _ in routed(stored, device: device) } }) else { return }
         switch placement {
         case .elsewhere(let node):
             writer?.enqueue { $0.notices.append(Self.route(push, to: node)) }
