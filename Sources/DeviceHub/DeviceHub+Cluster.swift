@@ -44,6 +44,7 @@ extension DeviceHub {
                 switch submit(notification, on: eventLoop) {
                 case .now(let result): promise.succeed(result)
                 case .later(let future): future.cascade(to: promise)
+                case .afterCommit(let future): future.map { .accepted }.cascade(to: promise)
                 }
             }
         }
@@ -63,7 +64,7 @@ extension DeviceHub {
                 $0.notifications.append(stored)
                 $0.notices.append(Self.route(notification, to: node))
             }
-            return .later(promise.futureResult.map { .accepted })
+            return .afterCommit(promise.futureResult)
         }
     }
 

@@ -76,7 +76,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
                     StoredNotification(
                         notification: notification, expiresAt: nil, deviceID: nil, state: .noDevice, rule: nil))
             }
-            return .later(promise.futureResult.map { .accepted })
+            return .afterCommit(promise.futureResult)
         }
         if cluster != nil { return submitInCluster(notification, device: device, on: eventLoop) }
         return submitHere(notification, device: device, on: eventLoop)
@@ -91,7 +91,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let actions = decide(
             now: now, inserting: (notification, device, true), promise: promise,
             { $0.received(notification, device: device, now: now) }, persisting: { $0 })
-        let reply = promise.map { IntakeReply.later($0.futureResult.map { .accepted }) } ?? .now(.accepted)
+        let reply = promise.map { IntakeReply.afterCommit($0.futureResult) } ?? .now(.accepted)
         if actions.contains(where: {
             if case .deliver(let push, _, _) = $0 { return push === notification }
             return false

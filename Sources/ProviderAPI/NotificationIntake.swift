@@ -11,6 +11,9 @@ public protocol NotificationIntake: Sendable {
 public enum IntakeReply: Sendable {
     case now(IntakeResult)
     case later(EventLoopFuture<IntakeResult>)
+    /// Accepted once the future succeeds (the store's commit); its failure answers 500. Saves the
+    /// mapped future `.later` would need on the durable path.
+    case afterCommit(EventLoopFuture<Void>)
 }
 
 public enum IntakeResult: Sendable, Equatable {

@@ -221,6 +221,14 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                     let (handler, context) = bound.value
                     handler.intakeAnswered(id, outcome: outcome, context: context)
                 }
+            case .afterCommit(let future):
+                state.phase = .submitted
+                state.body = []
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                future.hop(to: context.eventLoop).whenComplete { outcome in
+                    let (handler, context) = bound.value
+                    handler.intakeAnswered(id, outcome: outcome.map { .accepted }, context: context)
+                }
             }
         }
     }

@@ -30,9 +30,12 @@ public final class PostgresStore: ClusterStore {
         let database = String(components.path.drop { $0 == "/" })
         let port = components.port ?? 5432
         place = "postgres://\(user)@\(host):\(port)/\(database)"
-        let configuration = PostgresClient.Configuration(
+        var configuration = PostgresClient.Configuration(
             host: host, port: port, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: .disable)
+        // One writer commits at a time; with the listening connection, pruning and lookups a node needs a
+        // few, and several nodes share the server's `max_connections` (100 by default).
+        configuration.options.maximumConnections = 8
         let client = PostgresClient(configuration: configuration)
         self.client = client
         running = Task { await client.run() }

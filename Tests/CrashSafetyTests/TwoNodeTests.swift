@@ -61,7 +61,14 @@ import Testing
             nodes.append(
                 Node(name: name, process: process, provider: provider, devices: devices, admin: admin, log: log))
         }
-        defer { for node in nodes { node.process.kill(SIGKILL) } }
+        defer {
+            for node in nodes { node.process.kill(SIGKILL) }
+            // A node that failed says why (its log goes with the temporary directory).
+            for node in nodes {
+                let log = (try? String(contentsOfFile: node.log, encoding: .utf8)) ?? ""
+                if log.contains("error") || log.contains("Fatal") { print("\(node.name) log:\n\(log.suffix(3000))") }
+            }
+        }
         let (a, b) = (nodes[0], nodes[1])
         for node in nodes { try await waitUntilReady(adminPort: node.admin) }
 
