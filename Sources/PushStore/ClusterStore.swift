@@ -78,7 +78,7 @@ public struct ClusterMessage: Sendable, Equatable {
         case .route(let node, let id, let team): fields += ["route", node, id, team]
         case .device(let device):
             fields += [
-                "device", device.id, Self.hex(device.secretHash), String(device.createdAt.milliseconds),
+                "device", device.id, Hex.encode(device.secretHash), String(device.createdAt.milliseconds),
                 device.owner ?? "",
             ]
         case .token(let token):
@@ -102,7 +102,7 @@ public struct ClusterMessage: Sendable, Equatable {
             notice = .owner(deviceID: values[0], node: values[1], claim: claim)
         case ("route", 3): notice = .route(node: values[0], apnsID: values[1], teamID: values[2])
         case ("device", 4):
-            guard let hash = Self.bytes(hex: values[1]), let created = Int64(values[2]) else { return nil }
+            guard let hash = Hex.decode(values[1]), let created = Int64(values[2]) else { return nil }
             notice = .device(
                 StoredDevice(
                     id: values[0], secretHash: hash, createdAt: UnixTime(milliseconds: created),
@@ -113,39 +113,6 @@ public struct ClusterMessage: Sendable, Equatable {
             notice = .token(
                 StoredToken(token: values[0], deviceID: values[1], bundleID: values[2], unregisteredAt: since))
         default: return nil
-        }
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        default: nil
         }
     }
 }

@@ -79,7 +79,7 @@ final class HeadlessChromium: @unchecked Sendable {
         _ = try? send(["id": 1_000_000, "method": "Browser.close"])
         Glibc.close(toBrowser)
         var status: Int32 = 0
-        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }
+        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }  // clock-ok: a real process exiting, bounded
         kill(pid, SIGKILL)
         waitpid(pid, &status, WNOHANG)
         Glibc.close(fromBrowser)

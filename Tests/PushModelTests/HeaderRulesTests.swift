@@ -85,6 +85,14 @@ import Testing
         }
     }
 
+    @Test func hexRoundTripsAndRefusesWhatIsNotHex() {
+        #expect(Hex.encode([0, 15, 16, 255]) == "000f10ff")
+        #expect(Hex.decode("000f10FF") == [0, 15, 16, 255])
+        #expect(Hex.decode("") == [])
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+    }
+
     @Test func timeOrderedIDsSortByTheirMillisecond() throws {
         var random = FastRandom()
         let earlier = APNsID.generate(at: UnixTime(milliseconds: 1_800_000_000_000), using: &random)
