@@ -21,6 +21,4 @@ public struct RecentSet<Element: Hashable & Sendable>: Sendable {
         }
         return true
     }
-
-    public func contains(_ element: Element) -> Bool { set.contains(element) }
 }

@@ -40,6 +40,27 @@ final class GatewayProcess: @unchecked Sendable {
         return nil
     }
 
+    /// The ports a child started with port 0 bound, from its log's "… listening" lines (info level for
+    /// the provider, devices and admin modules).
+    func boundPorts(logPath: String) async throws -> (provider: Int, devices: Int, admin: Int) {
+        var found: [String: Int] = [:]
+        let names = ["provider API listening", "device port listening", "admin API listening"]
+        for _ in 0..<600 where found.count < names.count && process.isRunning {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            for line in log.split(separator: "\n") {
+                guard let name = names.first(where: { line.contains($0) }),
+                    let address = line.firstMatch(of: /address=\S*:(\d+)/), let port = Int(address.1)
+                else { continue }
+                found[name] = port
+            }
+            if found.count < names.count { try await Task.sleep(for: .milliseconds(50)) }  // clock-ok: a real process starting, bounded
+        }
+        guard let provider = found[names[0]], let devices = found[names[1]], let admin = found[names[2]] else {
+            throw NotListening(log: logPath, found: found)
+        }
+        return (provider, devices, admin)
+    }
+
     /// Free loopback ports for a child to bind, chosen below the kernel's ephemeral range (32768 and up
     /// on Linux) so that no port-0 bind elsewhere in the test run takes one before the child does.
     static func freePorts(_ count: Int) async throws -> [Int] {
@@ -55,6 +76,12 @@ final class GatewayProcess: @unchecked Sendable {
         }
         return ports
     }
+}
+
+struct NotListening: Error, CustomStringConvertible {
+    var log: String
+    var found: [String: Int]
+    var description: String { "the gateway did not report its listeners (found \(found)); see \(log)" }
 }
 
 func eventually(_ what: String, seconds: Int = 30, _ condition: () async throws -> Bool) async throws {

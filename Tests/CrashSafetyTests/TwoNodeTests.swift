@@ -35,7 +35,6 @@ import Testing
 
         let key = P256.Signing.PrivateKey()
         let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
-        let ports = try await GatewayProcess.freePorts(6)
         var nodes: [Node] = []
         for (index, name) in ["node-a", "node-b"].enumerated() {
             let data = directory + "/" + name
@@ -45,21 +44,24 @@ import Testing
                     team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
                     topics: [Self.topic], environment: nil),
                 to: data + "/provider-keys.yaml")
-            let (provider, devices, admin) = (ports[index * 3], ports[index * 3 + 1], ports[index * 3 + 2])
             let log = data + "/gateway.log"
             let process = try GatewayProcess(
                 arguments: [
                     "serve", "--set", "data_dir=\(data)", "--set", "store.backend=postgres",
                     "--set", "store.postgres.url=\(url)", "--set", "store.postgres.node_id=\(name)",
-                    "--set", "provider.tls.enabled=false", "--set", "provider.h2c.port=\(provider)",
-                    "--set", "devices.port=\(devices)", "--set", "devices.tls.enabled=false",
-                    "--set", "admin.port=\(admin)", "--set", "log.level=notice",
+                    // Ports the kernel picks, read back from the log: no race with other tests for them.
+                    "--set", "provider.tls.enabled=false", "--set", "provider.h2c.port=0",
+                    "--set", "devices.port=0", "--set", "devices.tls.enabled=false", "--set", "admin.port=0",
+                    "--set", "log.level=notice", "--set", "log.modules=provider=info,devices=info,admin=info",
                     "--set", "policy.budget.capacity=2",
                     // Keep-alives release held pushes: at once on A, never during the test on B.
                     "--set", "devices.keep_alive_seconds=\(index == 0 ? 1 : 3600)",
                 ], logPath: log)
+            let ports = try await process.boundPorts(logPath: log)
             nodes.append(
-                Node(name: name, process: process, provider: provider, devices: devices, admin: admin, log: log))
+                Node(
+                    name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin,
+                    log: log))
         }
         defer {
             for node in nodes { node.process.kill(SIGKILL) }
