@@ -59,12 +59,12 @@ extension DeviceHub {
             let stored = StoredNotification(
                 notification: notification, expiresAt: policy.expiry(of: notification),
                 deviceID: registry.deviceID(of: device), state: .pending, rule: nil)
-            let promise = eventLoop.makePromise(of: Void.self)
-            writer?.enqueue(promise: promise) {
-                $0.notifications.append(stored)
-                $0.notices.append(Self.route(notification, to: node))
-            }
-            return .afterCommit(promise.futureResult)
+            guard let writer else { return .now(.rejected(Rejection(.serviceUnavailable))) }
+            return .afterCommit(
+                writer.enqueue(answeringOn: eventLoop) {
+                    $0.notifications.append(stored)
+                    $0.notices.append(Self.route(notification, to: node))
+                })
         }
     }
 

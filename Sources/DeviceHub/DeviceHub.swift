@@ -70,13 +70,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
             // A scripted token (`pushgate tokens`) has no device to deliver to: accepted and counted.
             hubCounters.withLock { $0.acceptedWithoutDevice += 1 }
             guard let writer else { return .now(.accepted) }
-            let promise = eventLoop.makePromise(of: Void.self)
-            writer.enqueue(promise: promise) {
-                $0.notifications.append(
-                    StoredNotification(
-                        notification: notification, expiresAt: nil, deviceID: nil, state: .noDevice, rule: nil))
-            }
-            return .afterCommit(promise.futureResult)
+            return .afterCommit(
+                writer.enqueue(answeringOn: eventLoop) {
+                    $0.notifications.append(
+                        StoredNotification(
+                            notification: notification, expiresAt: nil, deviceID: nil, state: .noDevice, rule: nil))
+                })
         }
         if cluster != nil { return submitInCluster(notification, device: device, on: eventLoop) }
         return submitHere(notification, device: device, on: eventLoop)
@@ -87,11 +86,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let accepted = NIODeadline.now()
         let now = clock()
         // Enqueued for the store before it is delivered, so that the device's ack follows the insert.
-        let promise = writer.map { _ in eventLoop.makePromise(of: Void.self) }
-        let actions = decide(
-            now: now, inserting: (notification, device, true), promise: promise,
+        let (actions, committed) = decideAndCommit(
+            now: now, inserting: (notification, device, true), answeringOn: eventLoop,
             { $0.received(notification, device: device, now: now) }, persisting: { $0 })
-        let reply = promise.map { IntakeReply.afterCommit($0.futureResult) } ?? .now(.accepted)
+        let reply = committed.map { IntakeReply.afterCommit($0) } ?? .now(.accepted)
         if actions.contains(where: {
             if case .deliver(let push, _, _) = $0 { return push === notification }
             return false
@@ -303,12 +301,21 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// (another node accepted it): what the policy decided for it is written as an outcome.
     func decide<R>(
         now: UnixTime, inserting: (push: PushNotification, device: DeviceID, new: Bool)? = nil,
-        promise: EventLoopPromise<Void>? = nil,
         _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
     ) -> R {
+        decideAndCommit(now: now, inserting: inserting, answeringOn: nil, body, persisting: persisting).result
+    }
+
+    /// `decide`, and with `answeringOn`, the future (on that loop) of the commit that carries what was
+    /// decided: the provider's 200.
+    func decideAndCommit<R>(
+        now: UnixTime, inserting: (push: PushNotification, device: DeviceID, new: Bool)?,
+        answeringOn eventLoop: (any EventLoop)?,
+        _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
+    ) -> (result: R, committed: EventLoopFuture<Void>?) {
         engine.withLock { engine in
             let result = body(&engine)
-            guard writer != nil else { return result }
+            guard writer != nil else { return (result, nil) }
             var budgets: [String: [AppBudget]] = [:]
             for device in engine.takeChangedDevices() {
                 guard let id = registry.deviceID(of: device) else { continue }
@@ -318,8 +325,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
             let stored = inserting.map {
                 Self.stored($0.push, deviceID: registry.deviceID(of: $0.device), actions, policy: policy)
             }
-            persist(actions, budgets: budgets, now: now, decided: stored, new: inserting?.new ?? true, promise: promise)
-            return result
+            let committed = persist(
+                actions, budgets: budgets, now: now, decided: stored, new: inserting?.new ?? true,
+                answeringOn: eventLoop)
+            return (result, committed)
         }
     }
 
@@ -328,12 +337,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// Writes what the policy decided: the new notification (if any), what became of held ones, and the
-    /// changed budgets, in one change to the next commit.
+    /// changed budgets, in one change to the next commit; with `answeringOn`, that commit's future.
     private func persist(
         _ actions: [PolicyAction], budgets: [String: [AppBudget]], now: UnixTime, decided: StoredNotification?,
-        new: Bool, promise: EventLoopPromise<Void>?
-    ) {
-        guard let writer else { return }
+        new: Bool, answeringOn eventLoop: (any EventLoop)?
+    ) -> EventLoopFuture<Void>? {
+        guard let writer else { return nil }
         var outcomes: [NotificationOutcome] = []
         var inserting: StoredNotification?
         if let decided {
@@ -358,12 +367,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 continue
             }
         }
-        guard inserting != nil || !outcomes.isEmpty || !budgets.isEmpty || promise != nil else { return }
-        writer.enqueue(promise: promise) { batch in
+        func change(_ batch: inout StoreBatch) {
             if let inserting { batch.notifications.append(inserting) }
             batch.outcomes.append(contentsOf: outcomes)
             for (device, apps) in budgets { batch.budgets[device] = apps }
         }
+        if let eventLoop { return writer.enqueue(answeringOn: eventLoop, change) }
+        if inserting != nil || !outcomes.isEmpty || !budgets.isEmpty { writer.enqueue(change) }
+        return nil
     }
 
     /// A new notification as the store keeps it, with what the policy decided for it.

@@ -181,10 +181,9 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     /// token the gateway could forget in a crash.
     private func sendOnceCommitted(_ message: GatewayMessage, _ context: ChannelHandlerContext) {
         guard let writer = hub.writer else { return send(message, context) }
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        writer.enqueue(promise: promise) { _ in }
+        let committed = writer.enqueue(answeringOn: context.eventLoop) { _ in }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        promise.futureResult.whenComplete { result in
+        committed.whenComplete { result in
             let (handler, context) = bound.value
             switch result {
             case .success: handler.send(message, context)

@@ -49,6 +49,8 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     private var logger: Logger
     private var decider: PushRequestDecider?
     private var streams: [HTTP2StreamID: StreamState] = [:]
+    /// Submitted streams by the commit that answers them, oldest commit first.
+    private var awaitingCommits: [(commit: EventLoopFuture<Void>, streams: [HTTP2StreamID])] = []
     private var lastStreamID: HTTP2StreamID = .rootStream
     private var needsFlush = false
     private var draining = false
@@ -77,6 +79,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         streams.removeAll()
+        awaitingCommits.removeAll()
         context.fireChannelInactive()
     }
 
@@ -221,15 +224,37 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                     let (handler, context) = bound.value
                     handler.intakeAnswered(id, outcome: outcome, context: context)
                 }
-            case .afterCommit(let future):
+            case .afterCommit(let commit):
                 state.phase = .submitted
                 state.body = []
-                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                future.hop(to: context.eventLoop).whenComplete { outcome in
-                    let (handler, context) = bound.value
-                    handler.intakeAnswered(id, outcome: outcome.map { .accepted }, context: context)
-                }
+                awaitCommit(commit, stream: id, context: context)
             }
+        }
+    }
+
+    /// Streams answered by the same commit wait on it together: one callback per commit and connection,
+    /// not one per request (the store's writer hands out one future per commit and event loop).
+    private func awaitCommit(_ commit: EventLoopFuture<Void>, stream id: HTTP2StreamID, context: ChannelHandlerContext)
+    {
+        if let last = awaitingCommits.indices.last, awaitingCommits[last].commit === commit {
+            awaitingCommits[last].streams.append(id)
+            return
+        }
+        awaitingCommits.append((commit, [id]))
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        commit.hop(to: context.eventLoop).whenComplete { outcome in
+            let (handler, context) = bound.value
+            handler.committed(commit, outcome: outcome, context: context)
+        }
+    }
+
+    private func committed(
+        _ commit: EventLoopFuture<Void>, outcome: Result<Void, any Error>, context: ChannelHandlerContext
+    ) {
+        guard let index = awaitingCommits.firstIndex(where: { $0.commit === commit }) else { return }
+        let result = outcome.map { IntakeResult.accepted }
+        for id in awaitingCommits.remove(at: index).streams {
+            intakeAnswered(id, outcome: result, context: context)
         }
     }
 

@@ -4,6 +4,9 @@ import PushPolicy
 /// A stored notification as the SQL backends' columns hold it: text, integers and bytes, one field per
 /// column, so that an operator can read the tables with `sqlite3` or `psql`.
 struct NotificationColumns: Sendable {
+    /// The columns an insert writes: these 16 and `finished_at`.
+    static let count = 17
+
     var teamID: String
     var apnsID: String
     var deviceToken: String

@@ -11,24 +11,31 @@ public final class SQLiteStore: StoreBackend {
     public let kind = "sqlite"
     public let path: String
     private let pool: DatabasePool
+    private let checkpointer: SQLiteCheckpointer
 
     public enum Synchronous: String, Sendable, CaseIterable {
         case full
         case normal
     }
 
-    public init(path: String, synchronous: Synchronous = .full) throws {
+    /// `checkpointPages`: the WAL's size that starts a checkpoint (10,000 pages, ~40 MiB: a page changed
+    /// by many commits is copied back once).
+    public init(path: String, synchronous: Synchronous = .full, checkpointPages: Int32 = 10_000) throws {
         self.path = path
+        let checkpointer = SQLiteCheckpointer(path: path, threshold: checkpointPages)
+        self.checkpointer = checkpointer
         var configuration = Configuration()
         configuration.label = "pushgate.store"
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
-            // Pages read through memory and cached (64 MiB) instead of a read call each; checkpoints
-            // every ~40 MiB of WAL, so a page changed by many commits is copied back once.
+            // Pages read through memory and cached (64 MiB) instead of a read call each.
             try db.execute(sql: "PRAGMA cache_size = -65536")
             try db.execute(sql: "PRAGMA mmap_size = 1073741824")
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 10000")
+            if !db.configuration.readonly, let connection = db.sqliteConnection {
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+                checkpointer.install(on: connection)
+            }
         }
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
@@ -142,51 +149,20 @@ public final class SQLiteStore: StoreBackend {
                         arguments: [token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds])
                 }
             }
-            if !batch.notifications.isEmpty {
-                let insert = try db.cachedStatement(
-                    sql: """
-                        INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type,
-                            priority, expiration, collapse_id, class, payload, received_at, expires_at, device_id,
-                            state, rule, finished_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (apns_id, team_id) DO NOTHING
-                        """)
+            var rest = batch.notifications[...]
+            for size in Self.insertSizes {
+                guard rest.count >= size else { continue }
                 // Bound with SQLite's own calls: GRDB's arguments box every value (17 per row), which cost
                 // more than SQLite's insert itself on this path.
-                let raw = insert.sqliteStatement
-                for stored in batch.notifications {
-                    let c = NotificationColumns(stored)
-                    let finished: Int64? = stored.state == .pending ? nil : c.receivedAt
-                    sqlite3_reset(raw)
-                    Self.bind(raw, 1, c.teamID)
-                    Self.bind(raw, 2, c.apnsID)
-                    Self.bind(raw, 3, c.deviceToken)
-                    Self.bind(raw, 4, c.topic)
-                    Self.bind(raw, 5, c.bundleID)
-                    Self.bind(raw, 6, c.pushType)
-                    Self.bind(raw, 7, c.priority)
-                    Self.bind(raw, 8, c.expiration)
-                    Self.bind(raw, 9, c.collapseID)
-                    Self.bind(raw, 10, c.notificationClass)
-                    _ = c.payload.withUnsafeBytes {
-                        sqlite3_bind_blob(
-                            raw, 11, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient)
+                var rows = SQLiteRowBinder(
+                    try db.cachedStatement(sql: Self.insertNotifications(rows: size)).sqliteStatement)
+                while rest.count >= size {
+                    for (row, stored) in rest.prefix(size).enumerated() {
+                        Self.bind(stored, to: &rows, at: Int32(row * NotificationColumns.count))
                     }
-                    Self.bind(raw, 12, c.receivedAt)
-                    Self.bind(raw, 13, c.expiresAt)
-                    Self.bind(raw, 14, c.deviceID)
-                    Self.bind(raw, 15, c.state)
-                    Self.bind(raw, 16, c.rule)
-                    Self.bind(raw, 17, finished)
-                    let code = sqlite3_step(raw)
-                    guard code == SQLITE_DONE else {
-                        throw StoreError(
-                            "cannot insert notification \(c.apnsID): \(String(cString: sqlite3_errmsg(db.sqliteConnection)))"
-                        )
-                    }
+                    try rows.step("cannot insert notification \(rest.first!.notification.id)")
+                    rest = rest.dropFirst(size)
                 }
-                sqlite3_reset(raw)
-                sqlite3_clear_bindings(raw)
             }
             if !batch.outcomes.isEmpty {
                 let update = try db.cachedStatement(
@@ -257,38 +233,46 @@ public final class SQLiteStore: StoreBackend {
     }
 
     public func close() async throws {
+        try checkpointer.close()
         try pool.close()
     }
 
-    // MARK: Binding
+    // MARK: Inserting notifications
 
-    /// SQLite copies the value before the call returns.
-    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    /// Rows per INSERT, largest first: what SQLite spends per statement run (its cursors opened and
+    /// closed, the reset) is shared by up to 32 notifications.
+    static let insertSizes = [32, 8, 1]
 
-    static func bind(_ statement: OpaquePointer, _ index: Int32, _ value: String?) {
-        guard let value else {
-            _ = sqlite3_bind_null(statement, index)
-            return
-        }
-        // An empty string is text, not NULL (an empty buffer may have no address).
-        guard !value.isEmpty else {
-            _ = sqlite3_bind_text(statement, index, "", 0, transient)
-            return
-        }
-        var text = value
-        _ = text.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) {
-                sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), transient)
-            }
-        }
+    static func insertNotifications(rows: Int) -> String {
+        let row = "(" + Array(repeating: "?", count: NotificationColumns.count).joined(separator: ", ") + ")"
+        return """
+            INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type, priority,
+                expiration, collapse_id, class, payload, received_at, expires_at, device_id, state, rule, finished_at)
+            VALUES \(Array(repeating: row, count: rows).joined(separator: ", "))
+            ON CONFLICT (apns_id, team_id) DO NOTHING
+            """
     }
 
-    static func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64?) {
-        guard let value else {
-            _ = sqlite3_bind_null(statement, index)
-            return
-        }
-        sqlite3_bind_int64(statement, index, value)
+    /// One notification's 17 values, as parameters `base + 1` to `base + 17`.
+    static func bind(_ stored: StoredNotification, to row: inout SQLiteRowBinder, at base: Int32) {
+        let c = NotificationColumns(stored)
+        row.text(base + 1, c.teamID)
+        row.text(base + 2, c.apnsID)
+        row.text(base + 3, c.deviceToken)
+        row.text(base + 4, c.topic)
+        row.text(base + 5, c.bundleID)
+        row.text(base + 6, c.pushType)
+        row.integer(base + 7, c.priority)
+        row.integer(base + 8, c.expiration)
+        row.text(base + 9, c.collapseID)
+        row.text(base + 10, c.notificationClass)
+        row.blob(base + 11, c.payload)
+        row.integer(base + 12, c.receivedAt)
+        row.integer(base + 13, c.expiresAt)
+        row.text(base + 14, c.deviceID)
+        row.integer(base + 15, c.state)
+        row.text(base + 16, c.rule)
+        row.integer(base + 17, stored.state == .pending ? nil : c.receivedAt)
     }
 
     // MARK: Rows

@@ -11,6 +11,8 @@ public final class StoreWriter: Sendable {
 
     private struct State {
         var batch = StoreBatch()
+        /// One per event loop that enqueued an answered change into this batch: every change from that
+        /// loop shares it, so a commit of hundreds of requests costs each loop one promise and one task.
         var promises: [EventLoopPromise<Void>] = []
         var wakeup: CheckedContinuation<Void, Never>?
         /// A loop will wake the writer at the end of its round.
@@ -31,30 +33,55 @@ public final class StoreWriter: Sendable {
         self.onCommit = onCommit
     }
 
-    /// Adds changes to the next commit; `promise` succeeds once they are durable, or fails with the
-    /// commit's error.
+    /// Adds changes to the next commit, with no answer.
     ///
     /// Called on an event loop, the writer is woken once that loop has handled what it read in this
     /// round, so that every request of the round shares one commit (rather than the first one waking
     /// the writer, which then commits it alone).
-    public func enqueue(promise: EventLoopPromise<Void>? = nil, _ change: (inout StoreBatch) -> Void) {
+    public func enqueue(_ change: (inout StoreBatch) -> Void) {
+        _ = add(change, answeringOn: nil)
+    }
+
+    /// Adds changes to the next commit; the future succeeds on `eventLoop` once they are durable, or
+    /// fails with the commit's error. Changes enqueued on the same loop into the same commit get the
+    /// same future (compare with `===` to answer them together).
+    public func enqueue(
+        answeringOn eventLoop: any EventLoop, _ change: (inout StoreBatch) -> Void
+    ) -> EventLoopFuture<Void> {
+        add(change, answeringOn: eventLoop)!
+    }
+
+    private func add(
+        _ change: (inout StoreBatch) -> Void, answeringOn answerLoop: (any EventLoop)?
+    ) -> EventLoopFuture<Void>? {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
-        let (wakeup, deferToLoop) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+        let (future, wakeup, deferToLoop) = state.withLock {
+            state -> (EventLoopFuture<Void>?, CheckedContinuation<Void, Never>?, Bool) in
             change(&state.batch)
-            if let promise { state.promises.append(promise) }
-            guard state.wakeup != nil else { return (nil, false) }
+            var future: EventLoopFuture<Void>?
+            if let answerLoop {
+                if let shared = state.promises.first(where: { $0.futureResult.eventLoop === answerLoop }) {
+                    future = shared.futureResult
+                } else {
+                    let promise = answerLoop.makePromise(of: Void.self)
+                    state.promises.append(promise)
+                    future = promise.futureResult
+                }
+            }
+            guard state.wakeup != nil else { return (future, nil, false) }
             if loop != nil {
-                guard !state.wakeScheduled else { return (nil, false) }
+                guard !state.wakeScheduled else { return (future, nil, false) }
                 state.wakeScheduled = true
-                return (nil, true)
+                return (future, nil, true)
             }
             defer { state.wakeup = nil }
-            return (state.wakeup, false)
+            return (future, state.wakeup, false)
         }
         if deferToLoop, let loop {
             loop.execute { self.wake() }
         }
         wakeup?.resume()
+        return future
     }
 
     private func wake() {
@@ -77,27 +104,11 @@ public final class StoreWriter: Sendable {
                 let elapsed = ContinuousClock.now - started
                 state.withLock { $0.figures.committed(batch.count, elapsed: elapsed) }
                 onCommit(batch.count, elapsed)
-                Self.complete(promises) { $0.succeed() }
+                promises.forEach { $0.succeed() }
             } catch {
                 state.withLock { $0.figures.failures += 1 }
-                Self.complete(promises) { $0.fail(error) }
+                promises.forEach { $0.fail(error) }
             }
-        }
-    }
-
-    /// Keeps the promises on their own event loops, one task per loop: completing hundreds of promises
-    /// from this thread one by one would wake each loop hundreds of times.
-    private static func complete(
-        _ promises: [EventLoopPromise<Void>], _ body: @escaping @Sendable (EventLoopPromise<Void>) -> Void
-    ) {
-        guard promises.count > 1 else { return promises.forEach(body) }
-        var byLoop: [ObjectIdentifier: (any EventLoop, [EventLoopPromise<Void>])] = [:]
-        for promise in promises {
-            let loop = promise.futureResult.eventLoop
-            byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(promise)
-        }
-        for (loop, group) in byLoop.values {
-            loop.execute { group.forEach(body) }
         }
     }
 

@@ -86,6 +86,38 @@ import Testing
         await place.remove()
     }
 
+    /// A commit of hundreds of notifications (SQLite inserts them 32 and 8 to a statement, then one by
+    /// one) stores each as it was, in order, and a repeated apns-id once.
+    @Test(arguments: StoreUnderTest.available)
+    func aLargeBatchIsStoredRowForRowInOrder(_ kind: StoreUnderTest) async throws {
+        let place = try await kind.makePlace()
+        let store = try await place.open()
+        _ = try await store.open(now: Self.t0)
+        let distinct = (1...44).map { (n: Int) -> StoredNotification in
+            let team: String? = n % 5 == 0 ? nil : "TEAM000001"
+            let rule: Rule? = n % 3 == 0 ? nil : .overBudget
+            let kind: NotificationClass = n % 2 == 0 ? .alerting : .silent
+            let collapse: String? = n % 4 == 0 ? "c\(n)" : nil
+            let payload: [UInt8] = n % 7 == 0 ? [] : Array("{\"n\":\(n)}".utf8)
+            return Samples.stored(
+                n, team: team, rule: rule, kind: kind, collapse: collapse, payload: payload,
+                expiresAt: Self.t0.adding(seconds: 3600 + Int64(n)))
+        }
+        var batch = StoreBatch()
+        batch.notifications = distinct
+        // The same id again, within the first 32 rows: the first one stays.
+        batch.notifications.insert(Samples.stored(3, payload: [1]), at: 20)
+        try await store.commit(batch)
+        try await store.close()
+
+        let reopened = try await place.open()
+        let snapshot = try await reopened.open(now: Self.t0)
+        #expect(snapshot.pending.count == distinct.count)
+        #expect(snapshot.pending == distinct)
+        try await reopened.close()
+        await place.remove()
+    }
+
     @Test(arguments: StoreUnderTest.available)
     func expiredAndOneAttemptPushesAreNotBroughtBack(_ kind: StoreUnderTest) async throws {
         let place = try await kind.makePlace()

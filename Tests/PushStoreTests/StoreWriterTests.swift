@@ -6,26 +6,25 @@ import Synchronization
 import Testing
 
 @Suite struct StoreWriterTests {
-    /// While one commit runs, everything enqueued meanwhile goes into the next one, and every promise is
-    /// kept only once its change is committed.
+    /// While one commit runs, everything enqueued meanwhile goes into the next one, and every answer is
+    /// given only once its change is committed (one answer per commit and event loop).
     @Test func changesEnqueuedDuringACommitShareTheNextOne() async throws {
         let backend = GatedBackend()
         let writer = StoreWriter(backend: backend)
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let running = Task { await writer.run() }
 
-        let first = loop.makePromise(of: Void.self)
-        writer.enqueue(promise: first) { $0.notifications.append(Samples.stored(1)) }
+        let first = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(1)) }
         await backend.waitForCommits(started: 1)
-        // The first commit is held open: these pile up.
+        // The first commit is held open: these pile up, and share one answer.
         let rest = (2...51).map { n in
-            let promise = loop.makePromise(of: Void.self)
-            writer.enqueue(promise: promise) { $0.notifications.append(Samples.stored(n)) }
-            return promise.futureResult
+            writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(n)) }
         }
+        #expect(rest.allSatisfy { $0 === rest[0] })
+        #expect(rest[0] !== first)
         backend.release()
-        try await first.futureResult.get()
-        for future in rest { try await future.get() }
+        try await first.get()
+        try await rest[0].get()
         writer.finish()
         await running.value
 
@@ -41,12 +40,10 @@ import Testing
         let writer = StoreWriter(backend: backend)
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let running = Task { await writer.run() }
-        let failing = loop.makePromise(of: Void.self)
-        writer.enqueue(promise: failing) { $0.notifications.append(Samples.stored(1)) }
-        await #expect(throws: StoreError.self) { try await failing.futureResult.get() }
-        let next = loop.makePromise(of: Void.self)
-        writer.enqueue(promise: next) { $0.notifications.append(Samples.stored(2)) }
-        try await next.futureResult.get()
+        let failing = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(1)) }
+        await #expect(throws: StoreError.self) { try await failing.get() }
+        let next = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(2)) }
+        try await next.get()
         writer.finish()
         await running.value
         #expect(writer.figures.failures == 1)
