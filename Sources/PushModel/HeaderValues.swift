@@ -100,23 +100,32 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
 
     /// The id as the client sent it (or lower case, when generated).
     public var value: String {
-        String(unsafeUninitializedCapacity: 36) { buffer in
-            let lower: StaticString = "0123456789abcdef"
-            let upper: StaticString = "0123456789ABCDEF"
-            var out = 0
-            for nibble in 0..<32 {
-                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
-                    buffer[out] = UInt8(ascii: "-")
-                    out += 1
-                }
-                let word = nibble < 16 ? high : low
-                let digit = Int((word >> UInt64(60 - (nibble % 16) * 4)) & 0xF)
-                let table = upperCaseDigits & (1 << UInt32(nibble)) == 0 ? lower : upper
-                buffer[out] = table.utf8Start[digit]
+        String(unsafeUninitializedCapacity: 36) { write(into: $0) }
+    }
+
+    /// `value`'s 36 bytes appended to `bytes` (no string made on the way).
+    public func appendText(to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 36))
+        bytes.withUnsafeMutableBufferPointer { _ = write(into: UnsafeMutableBufferPointer(rebasing: $0[start...])) }
+    }
+
+    private func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        let lower: StaticString = "0123456789abcdef"
+        let upper: StaticString = "0123456789ABCDEF"
+        var out = 0
+        for nibble in 0..<32 {
+            if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                buffer[out] = UInt8(ascii: "-")
                 out += 1
             }
-            return out
+            let word = nibble < 16 ? high : low
+            let digit = Int((word >> UInt64(60 - (nibble % 16) * 4)) & 0xF)
+            let table = upperCaseDigits & (1 << UInt32(nibble)) == 0 ? lower : upper
+            buffer[out] = table.utf8Start[digit]
+            out += 1
         }
+        return out
     }
 
     public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.high == rhs.high && lhs.low == rhs.low }

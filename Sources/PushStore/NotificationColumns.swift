@@ -74,11 +74,7 @@ extension NotificationColumns {
         bundleID = push.bundleID
         pushType = push.pushType.rawValue
         priority = Int64(push.priority.rawValue)
-        switch push.expiration {
-        case .storeByDefault: expiration = nil
-        case .immediateOnly: expiration = 0
-        case .at(let seconds): expiration = seconds
-        }
+        expiration = Self.expiration(push.expiration)
         collapseID = push.collapseID?.value
         notificationClass = push.notificationClass.rawValue
         payload = push.payload
@@ -87,5 +83,14 @@ extension NotificationColumns {
         deviceID = stored.deviceID
         state = Int64(stored.state.rawValue)
         rule = stored.rule?.rawValue
+    }
+
+    /// The `expiration` column: nil (store by default), 0 (`apns-expiration: 0`) or Unix seconds.
+    static func expiration(_ value: Expiration) -> Int64? {
+        switch value {
+        case .storeByDefault: nil
+        case .immediateOnly: 0
+        case .at(let seconds): seconds
+        }
     }
 }

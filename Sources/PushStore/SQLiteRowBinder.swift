@@ -29,6 +29,13 @@ struct SQLiteRowBinder {
         spans.append((index, start, bytes.count - start, .text))
     }
 
+    /// Text written by `write` straight into the row's buffer.
+    mutating func text(_ index: Int32, writing write: (inout [UInt8]) -> Void) {
+        let start = bytes.count
+        write(&bytes)
+        spans.append((index, start, bytes.count - start, .text))
+    }
+
     mutating func blob(_ index: Int32, _ value: [UInt8]) {
         let start = bytes.count
         bytes.append(contentsOf: value)

@@ -253,26 +253,28 @@ public final class SQLiteStore: StoreBackend {
             """
     }
 
-    /// One notification's 17 values, as parameters `base + 1` to `base + 17`.
+    /// One notification's 17 values (the columns of `NotificationColumns`, and `finished_at`), as
+    /// parameters `base + 1` to `base + 17`; read from the notification itself, so that no string is
+    /// made or retained on the way.
     static func bind(_ stored: StoredNotification, to row: inout SQLiteRowBinder, at base: Int32) {
-        let c = NotificationColumns(stored)
-        row.text(base + 1, c.teamID)
-        row.text(base + 2, c.apnsID)
-        row.text(base + 3, c.deviceToken)
-        row.text(base + 4, c.topic)
-        row.text(base + 5, c.bundleID)
-        row.text(base + 6, c.pushType)
-        row.integer(base + 7, c.priority)
-        row.integer(base + 8, c.expiration)
-        row.text(base + 9, c.collapseID)
-        row.text(base + 10, c.notificationClass)
-        row.blob(base + 11, c.payload)
-        row.integer(base + 12, c.receivedAt)
-        row.integer(base + 13, c.expiresAt)
-        row.text(base + 14, c.deviceID)
-        row.integer(base + 15, c.state)
-        row.text(base + 16, c.rule)
-        row.integer(base + 17, stored.state == .pending ? nil : c.receivedAt)
+        let push = stored.notification
+        row.text(base + 1, push.teamID ?? "")
+        row.text(base + 2) { push.id.appendText(to: &$0) }
+        row.text(base + 3, push.deviceToken.hex)
+        row.text(base + 4, push.topic.value)
+        row.text(base + 5, push.bundleID)
+        row.text(base + 6, push.pushType.rawValue)
+        row.integer(base + 7, Int64(push.priority.rawValue))
+        row.integer(base + 8, NotificationColumns.expiration(push.expiration))
+        row.text(base + 9, push.collapseID?.value)
+        row.text(base + 10, push.notificationClass.rawValue)
+        row.blob(base + 11, push.payload)
+        row.integer(base + 12, push.receivedAt.milliseconds)
+        row.integer(base + 13, stored.expiresAt?.milliseconds)
+        row.text(base + 14, stored.deviceID)
+        row.integer(base + 15, Int64(stored.state.rawValue))
+        row.text(base + 16, stored.rule?.rawValue)
+        row.integer(base + 17, stored.state == .pending ? nil : push.receivedAt.milliseconds)
     }
 
     // MARK: Rows

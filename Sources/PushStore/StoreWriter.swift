@@ -135,7 +135,10 @@ public final class StoreWriter: Sendable {
             let step = state.withLock { state -> Step in
                 if !state.batch.isEmpty || !state.promises.isEmpty {
                     defer {
+                        // Sized like the last one: under load, commits are alike.
+                        let size = state.batch.notifications.count
                         state.batch = StoreBatch()
+                        state.batch.notifications.reserveCapacity(size)
                         state.promises = []
                     }
                     return .take(state.batch, state.promises)
