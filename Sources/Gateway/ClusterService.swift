@@ -8,7 +8,7 @@ import Synchronization
 /// their notices (routed pushes, device owners, new devices and tokens) and the hub acts on them. The
 /// listening starts before the store's snapshot is read, so nothing committed after the snapshot is
 /// missed; notices are queued until the hub has restored the snapshot. A lost connection is opened
-/// again after a second.
+/// again after a second, and what was missed meanwhile is read back from the database.
 public final class ClusterService: Service, Sendable {
     let cluster: any ClusterStore
     let logger: Logger
@@ -20,6 +20,7 @@ public final class ClusterService: Service, Sendable {
         var delivering: Task<Void, Never>?
         var started: CheckedContinuation<Void, any Error>?
         var connected = false
+        var stopped = false
     }
 
     private let state = Mutex(State())
@@ -55,7 +56,10 @@ public final class ClusterService: Service, Sendable {
                         return state.started
                     }
                     started?.resume()
-                    if again { logger.info("listening to the other nodes again") }
+                    if again {
+                        logger.info("listening to the other nodes again")
+                        Task { [self] in await catchUp() }
+                    }
                 }) { [continuation] message in continuation.yield(message) }
             } catch {
                 let started = state.withLock { state in
@@ -68,8 +72,28 @@ public final class ClusterService: Service, Sendable {
                     return
                 }
                 if !Task.isCancelled {
-                    logger.error("lost the connection that listens to the other nodes", metadata: ["error": "\(error)"])
+                    logger.error(
+                        "lost the connection that listens to the other nodes",
+                        metadata: ["error": "\(String(reflecting: error))"])
                 }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// After a lost connection: what the other nodes said meanwhile, rebuilt from the database and
+    /// queued with the notices heard since (each is harmless to hear twice). Tried again every second
+    /// until it succeeds or the service stops.
+    private func catchUp() async {
+        while !Task.isCancelled, !state.withLock({ $0.stopped }) {
+            do {
+                let missed = try await cluster.missedNotices()
+                for notice in missed { continuation.yield(ClusterMessage(from: cluster.nodeID, notice: notice)) }
+                logger.info("caught up with the other nodes", metadata: ["notices": "\(missed.count)"])
+                return
+            } catch {
+                logger.error(
+                    "cannot catch up with the other nodes", metadata: ["error": "\(String(reflecting: error))"])
             }
             try? await Task.sleep(for: .seconds(1))
         }
@@ -90,7 +114,10 @@ public final class ClusterService: Service, Sendable {
     }
 
     public func stop() {
-        let (listening, delivering) = state.withLock { ($0.listening, $0.delivering) }
+        let (listening, delivering) = state.withLock { state in
+            state.stopped = true
+            return (state.listening, state.delivering)
+        }
         listening?.cancel()
         continuation.finish()
         delivering?.cancel()

@@ -14,6 +14,12 @@ public protocol ClusterStore: StoreBackend {
     /// Listens for the other nodes' notices until cancelled or the connection fails (then it throws);
     /// `ready` is called once notices are being received.
     func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws
+    /// What a node that stopped hearing the others for a while (its listening connection lost) may have
+    /// missed, rebuilt from the database as notices: the devices other nodes own, with their tokens and
+    /// owners, and the notifications routed to this node that its policy has not decided yet (pending,
+    /// with no rule). Each is harmless to hear twice: a known device is kept, an owner is taken only with
+    /// a higher claim number, a routed push runs once.
+    func missedNotices() async throws -> [ClusterNotice]
 }
 
 /// A notification's identity across teams: its apns-id as sent, and its team.

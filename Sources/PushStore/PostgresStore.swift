@@ -361,6 +361,49 @@ public final class PostgresStore: ClusterStore {
         return found
     }
 
+    public func missedNotices() async throws -> [ClusterNotice] {
+        let node = nodeID
+        var notices: [ClusterNotice] = []
+        var owners: [ClusterNotice] = []
+        for try await (id, hash, created, owner, claims) in try await client.query(
+            """
+            SELECT id, secret_hash, created_at, owner, claims FROM devices WHERE owner IS DISTINCT FROM \(node)
+            ORDER BY seq
+            """, logger: logger
+        ).decode((String, ByteBuffer, Int64, String?, Int64).self) {
+            notices.append(
+                .device(
+                    StoredDevice(
+                        id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created),
+                        owner: owner)))
+            if let owner { owners.append(.owner(deviceID: id, node: owner, claim: claims)) }
+        }
+        // Tokens of this node's own devices change only here: the registry has them, newer than the table
+        // while a change waits for its commit.
+        for try await (token, device, bundle, unregistered) in try await client.query(
+            """
+            SELECT t.token, t.device_id, t.bundle_id, t.unregistered_at FROM tokens t
+            JOIN devices d ON d.id = t.device_id WHERE d.owner IS DISTINCT FROM \(node) ORDER BY t.seq
+            """, logger: logger
+        ).decode((String, String, String, Int64?).self) {
+            notices.append(
+                .token(
+                    StoredToken(
+                        token: token, deviceID: device, bundleID: bundle,
+                        unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) })))
+        }
+        notices += owners
+        for try await (apnsID, teamID) in try await client.query(
+            """
+            SELECT n.apns_id, n.team_id FROM notifications n JOIN devices d ON d.id = n.device_id
+            WHERE n.state = 0 AND n.rule IS NULL AND d.owner = \(node) ORDER BY n.seq
+            """, logger: logger
+        ).decode((String, String).self) {
+            notices.append(.route(node: node, apnsID: apnsID, teamID: teamID))
+        }
+        return notices
+    }
+
     public func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws {
         let node = nodeID
         try await client.withConnection { connection in

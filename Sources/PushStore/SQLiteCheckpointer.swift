@@ -10,7 +10,8 @@ import Synchronization
 /// database. Here the writer's commit only reports the WAL's size (SQLite's WAL hook); past
 /// `threshold` pages a checkpoint runs on another thread while the writer goes on. The WAL restarts
 /// from its beginning only once a checkpoint has caught up with the writer, so past twice the threshold
-/// the writer checkpoints itself, copying what the background one has not yet (usually little).
+/// the writer waits for the background checkpoint and then checkpoints itself, copying what that one
+/// has not (usually little): the WAL stays within about twice the threshold.
 final class SQLiteCheckpointer: Sendable {
     let path: String
     let threshold: Int32
@@ -45,7 +46,10 @@ final class SQLiteCheckpointer: Sendable {
     private func walHas(_ frames: Int32, connection: OpaquePointer?) {
         guard frames >= threshold else { return }
         if frames >= 2 * threshold {
-            // Fails with SQLITE_BUSY while the background one runs: the next commit tries again.
+            // Two checkpoints cannot run at once: wait for the background one, then copy the rest here.
+            // Only this thread adds frames, so this one catches up, and the WAL starts over at the next
+            // commit.
+            queue.sync {}
             _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             return
         }

@@ -152,6 +152,20 @@ import Testing
             received.value.withLock { $0[id(5)] } == "released_piggyback_keep_alive",
             "over budget on node A: the budget spent on node B came along")
 
+        // Both nodes lose the connection they listen on. An alert sent through B meanwhile is routed to A
+        // with a notice nobody hears; A reads it back from the database once it listens again.
+        let cut = try await TestPostgres.integer(
+            url,
+            """
+            SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE datname = current_database() AND query LIKE 'LISTEN%'
+            """)
+        #expect(cut == 2)
+        #expect(try await post(to: b, id: id(6), silent: false) == 200)
+        try await eventually("the alert routed while node A was not listening reached the device") {
+            received.value.withLock { $0[id(6)] } != nil
+        }
+
         // Both stop cleanly.
         for node in nodes { node.process.kill(SIGTERM) }
         for node in nodes {

@@ -12,11 +12,7 @@ import Testing
 
     @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func noticesGoOutWithTheirCommitAndAClaimBringsTheDevicesState() async throws {
-        let place = try await StoreUnderTest.postgres.makePlace()
-        let a = try PostgresStore(url: place.path, nodeID: "node-a")
-        let b = try PostgresStore(url: place.path, nodeID: "node-b")
-        _ = try await a.open(now: Self.t0)
-        _ = try await b.open(now: Self.t0)
+        let (place, a, b) = try await twoNodes()
 
         // Node B listens; node A registers a device with a token and holds a push for it.
         let heard = Heard()
@@ -72,6 +68,59 @@ import Testing
         try await a.close()
         try await b.close()
         await place.remove()
+    }
+
+    /// What a node that stopped listening may have missed comes back from the tables as notices: the
+    /// devices other nodes own with their tokens and owners, and the pushes routed to it that its policy
+    /// has not decided yet.
+    @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func missedNoticesAreRebuiltFromTheTables() async throws {
+        let (place, a, b) = try await twoNodes()
+        let onA = StoredDevice(id: "dev-a", secretHash: [1], createdAt: Self.t0, owner: "node-a")
+        let onB = StoredDevice(id: "dev-b", secretHash: [2], createdAt: Self.t0, owner: "node-b")
+        let tokenA = StoredToken(
+            token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil)
+        let tokenB = StoredToken(
+            token: Samples.token(2), deviceID: "dev-b", bundleID: "com.example.a", unregisteredAt: nil)
+        var batch = StoreBatch()
+        batch.devices = [onA, onB]
+        batch.tokens = [tokenA, tokenB]
+        // For B's device: one routed by A (no rule yet), one B's policy decided; one for A's device.
+        var routed = Samples.stored(10, rule: nil)
+        routed.deviceID = "dev-b"
+        var decided = Samples.stored(11, rule: .overBudget)
+        decided.deviceID = "dev-b"
+        var forA = Samples.stored(12, rule: nil)
+        forA.deviceID = "dev-a"
+        batch.notifications = [routed, decided, forA]
+        try await a.commit(batch)
+
+        let missed = try await b.missedNotices()
+        #expect(
+            missed == [
+                .device(onA), .token(tokenA), .owner(deviceID: "dev-a", node: "node-a", claim: 0),
+                .route(node: "node-b", apnsID: routed.notification.id.value, teamID: "TEAM000001"),
+            ])
+        // Once B has decided it, the routed push is no longer missed.
+        var outcome = StoreBatch()
+        outcome.outcomes = [
+            NotificationOutcome(apnsID: routed.notification.id, state: .pending, rule: .overBudget, at: Self.t0)
+        ]
+        try await b.commit(outcome)
+        #expect(try await b.missedNotices().contains { if case .route = $0 { true } else { false } } == false)
+        try await a.close()
+        try await b.close()
+        await place.remove()
+    }
+
+    /// A new database, opened by node A and node B.
+    func twoNodes() async throws -> (StorePlace, PostgresStore, PostgresStore) {
+        let place = try await StoreUnderTest.postgres.makePlace()
+        let a = try PostgresStore(url: place.path, nodeID: "node-a")
+        let b = try PostgresStore(url: place.path, nodeID: "node-b")
+        _ = try await a.open(now: Self.t0)
+        _ = try await b.open(now: Self.t0)
+        return (place, a, b)
     }
 
     /// Commits notices until B hears one (LISTEN takes effect asynchronously).

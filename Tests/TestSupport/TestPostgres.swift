@@ -21,6 +21,23 @@ public enum TestPostgres {
         }
     }
 
+    /// The first column of the first row a query returns, as an integer (nil: no row).
+    public static func integer(_ url: String, _ sql: String) async throws -> Int? {
+        let components = URLComponents(string: url)!
+        let configuration = PostgresClient.Configuration(
+            host: components.host!, port: components.port ?? 5432, username: components.user!,
+            password: components.password, database: String(components.path.dropFirst()), tls: .disable)
+        let client = PostgresClient(configuration: configuration)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            for try await value in try await client.query(PostgresQuery(unsafeSQL: sql)).decode(Int64.self) {
+                return Int(value)
+            }
+            return nil
+        }
+    }
+
     /// A new database on the server; returns its URL.
     public static func makeDatabase(prefix: String) async throws -> String {
         let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
