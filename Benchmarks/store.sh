@@ -128,7 +128,8 @@ start=$(date +%s.%N)
 pid=$!
 wait_ready
 end=$(date +%s.%N)
-RSS=$(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null || echo '?')
+# Resident memory, and how much of it is heap (anonymous) rather than the database file mapped in.
+RSS=$(awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} /RssFile/ {f=$2} END {print r " kB: " a " kB heap, " f " kB file"}' /proc/$pid/status 2>/dev/null || echo '?')
 restored=$(curl -sf "http://127.0.0.1:$ADMIN/v1/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["policy"]["heldNow"])')
 kill -TERM $pid; wait $pid || true
-python3 -c "print(f'\nRecovery: {$HELD:,} held notifications in SQLite, start to /ready: {$end - $start:.2f} s ({$restored:,} held after restart; RSS ${RSS} kB)')"
+python3 -c "print(f'\nRecovery: {$HELD:,} held notifications in SQLite, start to /ready: {$end - $start:.2f} s ({$restored:,} held after restart; RSS ${RSS})')"

@@ -1,9 +1,10 @@
 import GRDBSQLite
 
-/// One row's values for a prepared statement, bound without SQLite copying them: text and blobs are
-/// laid out in one buffer, kept from row to row, and bound in place (`SQLITE_STATIC`: SQLite reads
-/// them where they are until the reset) just before the step; integers and NULLs are bound at once. Bound with `SQLITE_TRANSIENT`, every text value
-/// cost SQLite an allocation and a copy under its memory mutex: eight per notification row.
+/// The values of one statement run, bound without SQLite copying them: text and blobs are laid out in
+/// one buffer, kept from run to run, and bound in place (`SQLITE_STATIC`: SQLite reads them where they
+/// are until the reset) just before the step; integers and NULLs are bound at once. Bound with
+/// `SQLITE_TRANSIENT`, every text value cost SQLite an allocation and a copy under its memory mutex:
+/// eight per notification row.
 struct SQLiteRowBinder {
     private enum Kind {
         case text
