@@ -30,24 +30,28 @@ import Testing
                 team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
                 topics: [Self.topic], environment: nil),
             to: directory + "/provider-keys.yaml")
-        let ports = try await GatewayProcess.freePorts(3)
-        let arguments = [
-            "serve", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
-            "--set", "provider.h2c.port=\(ports[0])", "--set", "devices.port=\(ports[1])",
-            "--set", "devices.tls.enabled=false", "--set", "admin.port=\(ports[2])", "--set", "log.level=notice",
-            "--set", "devices.keep_alive_seconds=1",
-        ]
+        // Ports the kernel picks, read back from the log; the restart binds the same device port again
+        // (the devices reconnect to it), the others anew.
+        func arguments(devicesPort: Int) -> [String] {
+            [
+                "serve", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
+                "--set", "provider.h2c.port=0", "--set", "devices.port=\(devicesPort)",
+                "--set", "devices.tls.enabled=false", "--set", "admin.port=0", "--set", "log.level=notice",
+                "--set", "log.modules=provider=info,devices=info,admin=info", "--set", "devices.keep_alive_seconds=1",
+            ]
+        }
         let logPath = directory + "/gateway.log"
-        let gateway = try GatewayProcess(arguments: arguments, logPath: logPath)
+        let gateway = try GatewayProcess(arguments: arguments(devicesPort: 0), logPath: logPath)
         defer { gateway.kill(SIGKILL) }
-        try await waitUntilReady(adminPort: ports[2])
+        let ports = try await gateway.boundPorts(logPath: logPath)
+        try await waitUntilReady(adminPort: ports.admin)
 
         // Ten devices with the app; what each receives is recorded by apns-id.
         let received = Shared<Set<String>>([])
         let group = MultiThreadedEventLoopGroup.singleton
         let agents = (0..<10).map { _ in
             DeviceAgent(
-                host: "127.0.0.1", port: ports[1], apps: [Self.topic], behaviour: .prompt, group: group,
+                host: "127.0.0.1", port: ports.devices, apps: [Self.topic], behaviour: .prompt, group: group,
                 onEvent: { event in
                     if case .delivered(let delivery, _) = event {
                         _ = received.value.withLock { $0.insert(delivery.apnsID) }
@@ -62,7 +66,7 @@ import Testing
         // Pushes from 8 concurrent senders; SIGKILL once 150 were answered 200.
         let accepted = Shared<[String]>([])
         let client = try await ProviderClient.connect(
-            host: "127.0.0.1", port: ports[0], security: .cleartext, group: group)
+            host: "127.0.0.1", port: ports.provider, security: .cleartext, group: group)
         let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
         await withTaskGroup(of: Void.self) { senders in
             for sender in 0..<8 {
@@ -105,9 +109,10 @@ import Testing
         }
 
         // Restarted on the same data: the devices come back and get what was not delivered before.
-        let restarted = try GatewayProcess(arguments: arguments, logPath: logPath)
+        let restartLog = directory + "/restarted.log"
+        let restarted = try GatewayProcess(arguments: arguments(devicesPort: ports.devices), logPath: restartLog)
         defer { restarted.kill(SIGKILL) }
-        try await waitUntilReady(adminPort: ports[2])
+        try await waitUntilReady(adminPort: try await restarted.boundPorts(logPath: restartLog).admin)
         var missing: [String] = []
         try await eventually("every push answered 200 delivered or discarded by design", seconds: 60) {
             let seen = received.value.withLock { $0 }
@@ -124,7 +129,7 @@ import Testing
         // SIGTERM: drains, commits, closes devices with a reconnect hint, exits 0.
         restarted.kill(SIGTERM)
         let status = await restarted.exitStatus(within: 30)
-        #expect(status == 0, "exit status \(String(describing: status)); log: \(logPath)")
+        #expect(status == 0, "exit status \(String(describing: status)); log: \(restartLog)")
     }
 
     func waitUntilReady(adminPort: Int) async throws {

@@ -61,21 +61,6 @@ final class GatewayProcess: @unchecked Sendable {
         return (provider, devices, admin)
     }
 
-    /// Free loopback ports for a child to bind, chosen below the kernel's ephemeral range (32768 and up
-    /// on Linux) so that no port-0 bind elsewhere in the test run takes one before the child does.
-    static func freePorts(_ count: Int) async throws -> [Int] {
-        var ports: [Int] = []
-        while ports.count < count {
-            let port = Int.random(in: 20_000..<32_000)
-            guard !ports.contains(port),
-                let channel = try? await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .bind(host: "127.0.0.1", port: port).get()
-            else { continue }
-            try await channel.close()
-            ports.append(port)
-        }
-        return ports
-    }
 }
 
 struct NotListening: Error, CustomStringConvertible {
