@@ -1,6 +1,4 @@
 import Foundation
-import NIOCore
-import NIOPosix
 import Testing
 
 /// A `pushgate serve` child process on loopback ports, for tests that kill it.
