@@ -150,12 +150,12 @@ public final class SQLiteStore: StoreBackend {
                 }
             }
             var rest = batch.notifications[...]
-            for size in Self.insertSizes {
+            for (size, sql) in Self.insertNotifications {
                 guard rest.count >= size else { continue }
                 // Bound with SQLite's own calls: GRDB's arguments box every value (17 per row), which cost
                 // more than SQLite's insert itself on this path.
                 var rows = SQLiteRowBinder(
-                    try db.cachedStatement(sql: Self.insertNotifications(rows: size)).sqliteStatement)
+                    try db.cachedStatement(sql: sql).sqliteStatement)
                 while rest.count >= size {
                     for (row, stored) in rest.prefix(size).enumerated() {
                         Self.bind(stored, to: &rows, at: Int32(row * NotificationColumns.count))
@@ -239,18 +239,17 @@ public final class SQLiteStore: StoreBackend {
 
     // MARK: Inserting notifications
 
-    /// Rows per INSERT, largest first: what SQLite spends per statement run (its cursors opened and
-    /// closed, the reset) is shared by up to 32 notifications.
-    static let insertSizes = [32, 8, 1]
-
-    static func insertNotifications(rows: Int) -> String {
+    /// The INSERTs by rows each, largest first: what SQLite spends per statement run (its cursors opened
+    /// and closed, the reset) is shared by up to 32 notifications.
+    static let insertNotifications: [(rows: Int, sql: String)] = [32, 8, 1].map { rows in
         let row = "(" + Array(repeating: "?", count: NotificationColumns.count).joined(separator: ", ") + ")"
-        return """
+        let sql = """
             INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type, priority,
                 expiration, collapse_id, class, payload, received_at, expires_at, device_id, state, rule, finished_at)
             VALUES \(Array(repeating: row, count: rows).joined(separator: ", "))
             ON CONFLICT (apns_id, team_id) DO NOTHING
             """
+        return (rows, sql)
     }
 
     /// One notification's 17 values (the columns of `NotificationColumns`, and `finished_at`), as

@@ -9,20 +9,23 @@ public enum TestPostgres {
 
     /// Runs a statement on the database `url` names, behind the store's back, as an operator would.
     public static func run(_ url: String, _ sql: String) async throws {
-        let components = URLComponents(string: url)!
-        let configuration = PostgresClient.Configuration(
-            host: components.host!, port: components.port ?? 5432, username: components.user!,
-            password: components.password, database: String(components.path.dropFirst()), tls: .disable)
-        let client = PostgresClient(configuration: configuration)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            try await client.query(PostgresQuery(unsafeSQL: sql))
-            group.cancelAll()
-        }
+        try await withClient(url) { try await $0.query(PostgresQuery(unsafeSQL: sql)) }
     }
 
     /// The first column of the first row a query returns, as an integer (nil: no row).
     public static func integer(_ url: String, _ sql: String) async throws -> Int? {
+        try await withClient(url) { client in
+            for try await value in try await client.query(PostgresQuery(unsafeSQL: sql)).decode(Int64.self) {
+                return Int(value)
+            }
+            return nil
+        }
+    }
+
+    /// A client of the database `url` names, running while `body` does.
+    private static func withClient<R: Sendable>(
+        _ url: String, _ body: (PostgresClient) async throws -> R
+    ) async throws -> R {
         let components = URLComponents(string: url)!
         let configuration = PostgresClient.Configuration(
             host: components.host!, port: components.port ?? 5432, username: components.user!,
@@ -31,10 +34,7 @@ public enum TestPostgres {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            for try await value in try await client.query(PostgresQuery(unsafeSQL: sql)).decode(Int64.self) {
-                return Int(value)
-            }
-            return nil
+            return try await body(client)
         }
     }
 
