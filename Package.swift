@@ -183,14 +183,20 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: [.product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
             path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "DeviceHubTests",
             dependencies: [
                 "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
-                "ProviderClient", "Gateway",
+                "ProviderClient", "Gateway", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Yams", package: "Yams"),

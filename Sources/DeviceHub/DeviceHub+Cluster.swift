@@ -60,11 +60,18 @@ extension DeviceHub {
                 notification: notification, expiresAt: policy.expiry(of: notification),
                 deviceID: registry.deviceID(of: device), state: .pending, rule: nil)
             guard let writer else { return .now(.rejected(Rejection(.serviceUnavailable))) }
-            return .afterCommit(
-                writer.enqueue(answeringOn: eventLoop) {
-                    $0.notifications.append(stored)
-                    $0.notices.append(Self.route(notification, to: node))
-                })
+            let committed = writer.enqueue(answeringOn: eventLoop) {
+                $0.notifications.append(stored)
+                $0.notices.append(Self.route(notification, to: node))
+            }
+            committed.whenSuccess { [self] in
+                // A claim of the device that began meanwhile may have read its pending pushes before this
+                // one was committed, and the old owner may be gone: this node runs it after the claim
+                // (once, whichever way it arrives first).
+                let claimedHere = claims.withLock { $0[device] != nil } || registry.owner(of: device) == registry.nodeID
+                if claimedHere { routed(stored, device: device) }
+            }
+            return .afterCommit(committed)
         }
     }
 
@@ -89,7 +96,6 @@ extension DeviceHub {
             if let deviceID = registry.deviceID(of: device) {
                 do {
                     let state = try await cluster.claim(deviceID: deviceID)
-                    _ = engine.withLock { $0.release(device: device) }
                     adopted.withLock { adopted in
                         for stored in state.pending { _ = adopted.insert(stored.notification.id) }
                     }
@@ -175,20 +181,18 @@ extension DeviceHub {
             guard adopted.withLock({ $0.insert(push.id) }) else { return }
             hubCounters.withLock { $0.routedIn += 1 }
             let now = clock()
-            let actions = decide(
-                now: now, inserting: (push, device, false), { $0.received(push, device: device, now: now) },
-                persisting: { $0 })
-            carryOut(actions, device: device, now: now)
+            let (_, _, writes) = decideAndCommit(
+                now: now, device: device, inserting: (push, device, false), answeringOn: nil,
+                { $0.received(push, device: device, now: now) }, actions: { $0 })
+            write(writes)
         }
     }
 
     /// Another node claimed a device this node ran: its session here (if any) is closed, its state
     /// dropped, and its held pushes handed to the new owner (who also finds them pending in the store).
     func lost(_ device: DeviceID, to node: String) {
-        if let session = sessions.withLock({ $0.removeValue(forKey: device) }) {
-            session.close(reason: "moved", reconnectAfterMilliseconds: nil)
-        }
-        let held = engine.withLock { $0.release(device: device) }
+        let (session, held) = core.withLock { $0.lost(device) }
+        session?.close(reason: "moved", reconnectAfterMilliseconds: nil)
         hubCounters.withLock { $0.released += 1 }
         guard !held.isEmpty else { return }
         writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, to: node) } }

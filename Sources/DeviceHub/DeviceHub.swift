@@ -24,8 +24,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     public let writer: StoreWriter?
     let clock: @Sendable () -> UnixTime
     let logger: Logger
-    let engine: Mutex<ThrottleEngine>
-    let sessions = Mutex<[DeviceID: any DeviceSession]>([:])
+    /// The policy, the delivery queues and the sessions, under one lock that is never held for I/O.
+    let core: Mutex<HubCore>
     let hubCounters = Mutex(HubCounters())
     /// With several nodes on one PostgreSQL database: the store they share (nil on a single node).
     let cluster: (any ClusterStore)?
@@ -42,6 +42,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
     /// closes the accept-to-device latency (bounded; the rest is not measured).
     private let awaitingAck = Mutex<[APNsID: NIODeadline]>([:])
+    private let lastStallCheck = Mutex(UnixTime(milliseconds: 0))
     private let ackLatency = Mutex(
         Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
     static let latencySampleLimit = 100_000
@@ -59,7 +60,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
         self.policy = policy
         var engine = ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity)
         engine.tracksChanges = registry.writer != nil
-        self.engine = Mutex(engine)
+        self.core = Mutex(
+            HubCore(
+                policy: engine,
+                deliveries: DeliveryQueues(window: settings.deliveryWindow, limit: settings.maximumWaiting)))
         self.cluster = registry.nodeID == nil ? nil : registry.writer?.backend as? any ClusterStore
     }
 
@@ -81,24 +85,26 @@ public final class DeviceHub: NotificationIntake, Sendable {
         return submitHere(notification, device: device, on: eventLoop)
     }
 
-    /// Runs the policy for a push to a device this node owns.
+    /// Runs the policy for a push to a device this node owns. A device with `maximumWaiting` pushes not
+    /// yet acknowledged gets no more: 429 TooManyRequests, not a 200 and a later drop.
     func submitHere(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop) -> IntakeReply {
+        if core.withLock({ $0.deliveries.isFull(device) }) {
+            hubCounters.withLock { $0.refusedQueueFull += 1 }
+            return .now(.rejected(Rejection(.tooManyRequests)))
+        }
         let accepted = NIODeadline.now()
         let now = clock()
         // Enqueued for the store before it is delivered, so that the device's ack follows the insert.
-        let (actions, committed) = decideAndCommit(
-            now: now, inserting: (notification, device, true), answeringOn: eventLoop,
-            { $0.received(notification, device: device, now: now) }, persisting: { $0 })
+        let (_, committed, writes) = decideAndCommit(
+            now: now, device: device, inserting: (notification, device, true), answeringOn: eventLoop,
+            { $0.received(notification, device: device, now: now) }, actions: { $0 })
         let reply = committed.map { IntakeReply.afterCommit($0) } ?? .now(.accepted)
-        if actions.contains(where: {
-            if case .deliver(let push, _, _) = $0 { return push === notification }
-            return false
-        }) {
+        if writes.contains(where: { $0.item.push === notification }) {
             awaitingAck.withLock { pending in
                 if pending.count < Self.latencySampleLimit { pending[notification.id] = accepted }
             }
         }
-        carryOut(actions, device: device, now: now)
+        write(writes)
         return reply
     }
 
@@ -122,53 +128,55 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     private func connectedHere(_ device: DeviceID, session: any DeviceSession) {
         let now = clock()
-        // Under the engine's lock (then the sessions'), so a failed delivery cannot mark the device
-        // offline between its new session and the policy hearing of it.
-        let (previous, actions) = decide(
-            now: now,
-            { engine in
-                let previous = sessions.withLock { $0.updateValue(session, forKey: device) }
-                return (previous, engine.connected(device: device, now: now))
-            }, persisting: { $0.1 })
-        if let previous, previous !== session {
-            previous.close(reason: "replaced", reconnectAfterMilliseconds: nil)
-        }
-        carryOut(actions, device: device, now: now)
+        // One lock: the new session, its queue and the policy hear of the connection together, so no
+        // delivery can be decided for a session that is not the device's.
+        let ((previous, _), _, writes) = decideAndCommit(
+            now: now, device: device, inserting: nil, answeringOn: nil,
+            { core -> ((any DeviceSession)?, [PolicyAction]) in
+                var writes: [HubCore.Write] = []
+                let result = core.connected(device, session: session, now: now, writes: &writes)
+                core.pendingWrites = writes
+                return result
+            }, actions: { $0.1 })
+        previous?.close(reason: "replaced", reconnectAfterMilliseconds: nil)
+        write(writes)
     }
 
+    /// The session ended (closed by either side, dropped, replaced, stalled, shut down): what the device
+    /// had not acknowledged stays in its queue for its next connection.
     func disconnected(_ device: DeviceID, session: any DeviceSession) {
-        let wasCurrent = sessions.withLock { sessions -> Bool in
-            guard sessions[device] === session else { return false }
-            sessions.removeValue(forKey: device)
-            return true
-        }
-        guard wasCurrent else { return }
         let now = clock()
-        engine.withLock { $0.disconnected(device: device, now: now) }
+        let wasCurrent = core.withLock { $0.disconnected(device, session: session, now: now) }
+        if wasCurrent { hubCounters.withLock { $0.disconnections += 1 } }
     }
 
-    /// A keep-alive: the answer carries the held pushes released to the device.
+    /// A keep-alive: the answer carries the held pushes released to the device (as far as its window
+    /// lets them through; the rest follow as acknowledgements come).
     func keepAlive(_ device: DeviceID, sequence: Int) -> GatewayMessage {
         let now = clock()
-        let actions = decide(now: now) { $0.keepAlive(device: device, now: now) }
-        var deliveries: [Delivery] = []
-        for action in actions {
-            if case .deliver(let push, let rule, let wake) = action {
-                deliveries.append(delivery(push, rule: rule, wake: wake))
-            }
-        }
+        let (_, _, writes) = decideAndCommit(
+            now: now, device: device, inserting: nil, answeringOn: nil, { $0.policy.keepAlive(device: device, now: now) },
+            actions: { $0 })
+        let deliveries = writes.filter { $0.device == device }.map { delivery($0.item) }
+        write(writes.filter { $0.device != device })
         hubCounters.withLock {
             $0.keepAlives += 1
-            $0.delivered += deliveries.count
+            $0.sent += deliveries.count
         }
         return .keepAliveAck(sequence: sequence, notifications: deliveries)
     }
 
+    /// The device acknowledged a push: it is delivered (the store records it, a wake's deadline starts),
+    /// and its window lets the next one through.
     func acknowledged(_ device: DeviceID, apnsID: String) {
         hubCounters.withLock { $0.acknowledged += 1 }
         guard let id = APNsID(header: apnsID) else { return }
         let now = clock()
-        engine.withLock { $0.acknowledged(id, now: now) }
+        var writes: [HubCore.Write] = []
+        let item = core.withLock { $0.acknowledged(id, by: device, now: now, writes: &writes) }
+        write(writes)
+        guard item != nil else { return }
+        hubCounters.withLock { $0.delivered += 1 }
         if let writer {
             writer.enqueue {
                 $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
@@ -200,27 +208,24 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     func completed(_ device: DeviceID, bundleID: String, apnsID: APNsID, result: CompletionResult) {
         let now = clock()
-        let actions = decide(now: now) {
-            $0.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
+        decideAndWrite(now: now, device: device) {
+            $0.policy.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
         }
-        carryOut(actions, device: device, now: now)
     }
 
     func appStateChanged(_ device: DeviceID, bundleID: String, state: AppState) {
         let now = clock()
-        let actions = decide(now: now) {
-            $0.appStateChanged(device: device, bundleID: bundleID, to: state, now: now)
+        decideAndWrite(now: now, device: device) {
+            $0.policy.appStateChanged(device: device, bundleID: bundleID, to: state, now: now)
         }
-        carryOut(actions, device: device, now: now)
     }
 
     func conditionsChanged(_ device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
         let now = clock()
-        let actions = decide(now: now) {
-            $0.conditionsChanged(
+        decideAndWrite(now: now, device: device) {
+            $0.policy.conditionsChanged(
                 device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now)
         }
-        carryOut(actions, device: device, now: now)
     }
 
     // MARK: Time
@@ -228,112 +233,116 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Runs the policy's due timers (completion deadlines, expiry). The server calls it every tick.
     public func tick() {
         let now = clock()
-        let actions = decide(now: now) { $0.advance(to: now) }
-        if !actions.isEmpty { carryOut(actions, device: nil, now: now) }
+        decideAndWrite(now: now, device: nil) { $0.policy.advance(to: now) }
+        closeStalled(now: now)
+    }
+
+    /// Closes the connections of devices that acknowledged nothing written to them for
+    /// `notReadingTimeoutSeconds` (checked about once a second): what they had not acknowledged goes back
+    /// to their queues for their next connection.
+    private func closeStalled(now: UnixTime) {
+        let due = lastStallCheck.withLock { last -> Bool in
+            guard now.milliseconds - last.milliseconds >= 1000 else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let timeout = settings.notReadingTimeoutSeconds * 1000
+        let stalled = core.withLock { core in
+            core.deliveries.stalled(now: now, timeoutMilliseconds: timeout).compactMap { core.session(of: $0) }
+        }
+        guard !stalled.isEmpty else { return }
+        hubCounters.withLock { $0.closedForMisbehaviour += stalled.count }
+        logger.notice("devices closed for not acknowledging", metadata: ["count": "\(stalled.count)"])
+        for session in stalled { session.close(reason: "not_reading", reconnectAfterMilliseconds: nil) }
     }
 
     // MARK: Reading
 
     public var counters: HubCounters { hubCounters.withLock { $0 } }
-    public var policyCounters: PolicyCounters { engine.withLock { $0.counters } }
-    public func journey(of id: APNsID) -> [DecisionLog.Entry] { engine.withLock { $0.log.journey(of: id) } }
+    public var policyCounters: PolicyCounters { core.withLock { $0.policy.counters } }
+    public func journey(of id: APNsID) -> [DecisionLog.Entry] { core.withLock { $0.policy.log.journey(of: id) } }
     public func budget(device: DeviceID, bundleID: String) -> AppThrottleSnapshot? {
         let now = clock()
-        return engine.withLock { $0.snapshot(device: device, bundleID: bundleID, now: now) }
+        return core.withLock { $0.policy.snapshot(device: device, bundleID: bundleID, now: now) }
     }
-    public func conditions(of device: DeviceID) -> DeviceConditions { engine.withLock { $0.conditions(of: device) } }
-    public var connectedCount: Int { sessions.withLock { $0.count } }
-    public func isConnected(_ device: DeviceID) -> Bool { sessions.withLock { $0[device] != nil } }
+    public func conditions(of device: DeviceID) -> DeviceConditions {
+        core.withLock { $0.policy.conditions(of: device) }
+    }
+    public var connectedCount: Int { core.withLock { $0.connectedCount } }
+    public func isConnected(_ device: DeviceID) -> Bool { core.withLock { $0.session(of: device) != nil } }
+    /// Pushes decided for `device` and not acknowledged by it (written or waiting), in order.
+    public func outstanding(of device: DeviceID) -> [Outgoing] { core.withLock { $0.deliveries.outstanding(of: device) } }
+    /// Pushes not acknowledged across the fleet.
+    public var outstandingCount: Int { core.withLock { $0.deliveries.totalCount } }
 
     /// Closes every session with a reconnect hint (graceful shutdown).
     public func closeAll(reconnectAfterMilliseconds: Int) {
-        for session in sessions.withLock({ Array($0.values) }) {
+        for session in core.withLock({ $0.allSessions }) {
             session.close(reason: "shutdown", reconnectAfterMilliseconds: reconnectAfterMilliseconds)
         }
     }
 
-    // MARK: Carrying out
+    // MARK: Writing
 
-    func carryOut(_ actions: [PolicyAction], device: DeviceID?, now: UnixTime) {
-        var undeliverable: [(DeviceID, PushNotification)] = []
-        var delivered = 0
-        for action in actions {
-            guard case .deliver(let push, let rule, let wake) = action,
-                let target = device ?? registry.slot(of: push.deviceToken)
-            else { continue }
-            if let session = sessions.withLock({ $0[target] }) {
-                session.send(.notification(delivery(push, rule: rule, wake: wake)))
-                delivered += 1
-            } else {
-                undeliverable.append((target, push))
-            }
+    /// Writes what the delivery queues let through, after the lock is released.
+    func write(_ writes: [HubCore.Write]) {
+        guard !writes.isEmpty else { return }
+        var resent = 0
+        for write in writes {
+            write.session.send(.notification(delivery(write.item)))
+            if write.item.sends > 1 { resent += 1 }
         }
-        hubCounters.withLock { $0.delivered += delivered }
-        // The device left between the policy's decision and the write: the policy keeps the push as for
-        // an offline device rather than lose it.
-        let byDevice = Dictionary(grouping: undeliverable, by: \.0)
-        for (target, entries) in byDevice {
-            let pushes = entries.map(\.1)
-            let (session, _) = decide(
-                now: now,
-                { engine -> ((any DeviceSession)?, [PolicyAction]) in
-                    // It may have come back meanwhile: then it gets them now.
-                    if let session = sessions.withLock({ $0[target] }) { return (session, []) }
-                    return (nil, engine.undeliverable(pushes, device: target, now: now))
-                }, persisting: { $0.1 })
-            if let session {
-                for case .deliver(let push, let rule, let wake) in actions where pushes.contains(where: { $0 === push })
-                {
-                    session.send(.notification(delivery(push, rule: rule, wake: wake)))
-                }
-            } else {
-                hubCounters.withLock { $0.requeued += pushes.count }
-            }
+        hubCounters.withLock {
+            $0.sent += writes.count
+            $0.resent += resent
         }
+    }
+
+    /// Decides under the lock (the store hears of it), then writes what the queues let through.
+    func decideAndWrite(now: UnixTime, device: DeviceID?, _ body: (inout HubCore) -> [PolicyAction]) {
+        let (_, _, writes) = decideAndCommit(
+            now: now, device: device, inserting: nil, answeringOn: nil, body, actions: { $0 })
+        write(writes)
     }
 
     // MARK: The store
 
-    /// Runs `body` on the engine and, with a store, enqueues what it decided (the actions `persisting`
-    /// picks from its result, the changed budgets, the new notification) before the engine's lock is
-    /// released: the store sees decisions in the order the policy made them, so an outcome never
-    /// reaches it before the insert of its notification. A push that is not `new` is already stored
-    /// (another node accepted it): what the policy decided for it is written as an outcome.
-    func decide<R>(
-        now: UnixTime, inserting: (push: PushNotification, device: DeviceID, new: Bool)? = nil,
-        _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
-    ) -> R {
-        decideAndCommit(now: now, inserting: inserting, answeringOn: nil, body, persisting: persisting).result
-    }
-
-    /// `decide`, and with `answeringOn`, the future (on that loop) of the commit that carries what was
-    /// decided: the provider's 200.
+    /// Runs `body` on the policy and, with a store, enqueues what it decided (the `actions` it picks from
+    /// its result, the changed budgets, the new notification) before the lock is released: the store
+    /// sees decisions in the order the policy made them, so an outcome never reaches it before the
+    /// insert of its notification. The deliveries among the actions go to their devices' queues (to
+    /// `device`, or the device of each push's token); what the windows let through is returned to write
+    /// after unlocking. A push that is not `new` is already stored (another node accepted it): what the
+    /// policy decided for it is written as an outcome. With `answeringOn`, the future (on that loop) of
+    /// the commit that carries what was decided: the provider's 200.
     func decideAndCommit<R>(
-        now: UnixTime, inserting: (push: PushNotification, device: DeviceID, new: Bool)?,
+        now: UnixTime, device: DeviceID?, inserting: (push: PushNotification, device: DeviceID, new: Bool)?,
         answeringOn eventLoop: (any EventLoop)?,
-        _ body: (inout ThrottleEngine) -> R, persisting: (R) -> [PolicyAction]
-    ) -> (result: R, committed: EventLoopFuture<Void>?) {
-        engine.withLock { engine in
-            let result = body(&engine)
-            guard writer != nil else { return (result, nil) }
+        _ body: (inout HubCore) -> R, actions pick: (R) -> [PolicyAction]
+    ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubCore.Write]) {
+        core.withLock { core in
+            let result = body(&core)
+            let actions = pick(result)
+            var writes = core.pendingWrites
+            core.pendingWrites = []
+            core.route(actions, device: device, now: now, slot: { registry.slot(of: $0) }, writes: &writes)
+            guard writer != nil else { return (result, nil, writes) }
             var budgets: [String: [AppBudget]] = [:]
-            for device in engine.takeChangedDevices() {
-                guard let id = registry.deviceID(of: device) else { continue }
-                budgets[id] = engine.budgets(of: device).map { AppBudget(bundleID: $0.bundleID, budget: $0.budget) }
+            for changed in core.policy.takeChangedDevices() {
+                guard let id = registry.deviceID(of: changed) else { continue }
+                budgets[id] = core.policy.budgets(of: changed).map {
+                    AppBudget(bundleID: $0.bundleID, budget: $0.budget)
+                }
             }
-            let actions = persisting(result)
             let stored = inserting.map {
                 Self.stored($0.push, deviceID: registry.deviceID(of: $0.device), actions, policy: policy)
             }
             let committed = persist(
                 actions, budgets: budgets, now: now, decided: stored, new: inserting?.new ?? true,
                 answeringOn: eventLoop)
-            return (result, committed)
+            return (result, committed, writes)
         }
-    }
-
-    func decide(now: UnixTime, _ body: (inout ThrottleEngine) -> [PolicyAction]) -> [PolicyAction] {
-        decide(now: now, body, persisting: { $0 })
     }
 
     /// Writes what the policy decided: the new notification (if any), what became of held ones, and the
@@ -418,48 +427,34 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
     }
 
-    /// Gives the policy a device's state from the store (at start, or when this node claims it): its
-    /// budgets, and its pending notifications, held as for an offline device until it connects. Ones
-    /// beyond the per-app limit are recorded as overflowed. Returns how many are held.
+    /// Gives the hub a device's state from the store (at start, or when this node claims it): its
+    /// budgets; the deliveries it had not acknowledged, back in its queue in their order; the rest held
+    /// as for an offline device until it connects. Held pushes beyond the per-app limit are recorded as
+    /// overflowed; notifications no policy had decided yet (routed to a node that never ran them) are
+    /// recorded as held for the offline device. Returns how many are kept.
     @discardableResult
     func adopt(_ deviceID: String, budgets: [AppBudget], pending: [StoredNotification], now: UnixTime) -> Int {
         guard let slot = registry.slot(ofDevice: deviceID) else { return 0 }
-        var bundles: [String] = []
-        var held: [String: [HeldPush]] = [:]
-        for stored in pending {
-            let bundleID = stored.notification.bundleID
-            if held[bundleID] == nil { bundles.append(bundleID) }
-            // Over budget it waits for a piggyback as before; anything else was for a device now offline.
-            let rule: Rule = stored.rule == .overBudget ? .overBudget : .offline
-            held[bundleID, default: []].append(
-                HeldPush(notification: stored.notification, expiresAt: stored.expiresAt, rule: rule))
+        let entries = pending.map { PendingPush(push: $0.notification, expiresAt: $0.expiresAt, rule: $0.rule) }
+        let (restored, overflow) = core.withLock {
+            $0.adopt(slot, budgets: budgets.map { ($0.bundleID, $0.budget) }, pending: entries, now: now)
         }
-        var budget: [String: ThrottleBudget] = [:]
-        for app in budgets {
-            budget[app.bundleID] = app.budget
-            if held[app.bundleID] == nil { bundles.append(app.bundleID) }
-        }
-        var overflow: [APNsID] = []
-        var restored = 0
-        engine.withLock { engine in
-            for bundleID in bundles {
-                let pushes = held[bundleID] ?? []
-                let dropped = engine.restore(
-                    device: slot, bundleID: bundleID, budget: budget[bundleID] ?? .untouched, held: pushes)
-                overflow += dropped
-                restored += pushes.count - dropped.count
-            }
-            _ = engine.takeChangedDevices()
-        }
-        if let writer, !overflow.isEmpty {
+        let undecided = pending.filter { $0.rule == nil }.map(\.notification.id)
+        if let writer, !overflow.isEmpty || !undecided.isEmpty {
+            let dropped = Set(overflow)
             writer.enqueue { batch in
                 batch.outcomes += overflow.map {
                     NotificationOutcome(apnsID: $0, state: .discarded, rule: .overflow, at: now)
+                }
+                batch.outcomes += undecided.filter { !dropped.contains($0) }.map {
+                    NotificationOutcome(apnsID: $0, state: .pending, rule: .offline, at: now)
                 }
             }
         }
         return restored
     }
+
+    func delivery(_ item: Outgoing) -> Delivery { delivery(item.push, rule: item.rule, wake: item.wake) }
 
     func delivery(_ push: PushNotification, rule: Rule, wake: Bool) -> Delivery {
         Delivery(
@@ -481,10 +476,18 @@ public struct DeliveryLatency: Sendable, Codable, Equatable {
 
 /// The hub's own counters (the policy's are in `PolicyCounters`).
 public struct HubCounters: Sendable, Equatable, Codable {
+    /// Notifications written to device connections (again after a connection ended: also `resent`).
+    public var sent = 0
+    public var resent = 0
+    /// Notifications acknowledged by their devices: delivered.
     public var delivered = 0
+    /// Acknowledgements received (a repeated one delivers nothing).
     public var acknowledged = 0
+    /// Pushes refused with 429 because their device had `maximumWaiting` not yet acknowledged.
+    public var refusedQueueFull = 0
+    /// Device sessions that ended.
+    public var disconnections = 0
     public var keepAlives = 0
-    public var requeued = 0
     public var acceptedWithoutDevice = 0
     public var closedForMisbehaviour = 0
     public var authenticationFailures = 0
@@ -515,6 +518,11 @@ public struct HubSettings: Sendable {
     public var decisionLogCapacity: Int = 100_000
     /// The reconnect hint sent on shutdown.
     public var reconnectHintMilliseconds: Int = 2000
+    /// Pushes written to a device and not yet acknowledged, at most (the rest wait in its queue).
+    public var deliveryWindow: Int = 64
+    /// Pushes that may wait for one device (written or queued, not acknowledged) before further POSTs to
+    /// its tokens are answered 429 TooManyRequests.
+    public var maximumWaiting: Int = 10_000
 
     public init() {}
 }

@@ -80,8 +80,10 @@ public final class DeviceServer: Service, Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 * 1024, high: 256 * 1024))
             .childChannelInitializer { channel in
+                // The session handler answers framing errors itself (an `error` naming the limit and
+                // `closing`, then the close frame), so NIO's automatic close does not cut it short.
                 let upgrader = NIOWebSocketServerUpgrader(
-                    maxFrameSize: maximumFrame,
+                    maxFrameSize: maximumFrame, automaticErrorHandling: false,
                     shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
                     upgradePipelineHandler: { channel, _ in
                         channel.eventLoop.makeCompletedFuture {

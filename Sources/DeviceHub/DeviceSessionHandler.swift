@@ -83,7 +83,14 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // Malformed WebSocket framing (NIO's decoder or aggregator): this device only.
         hub.count { $0.closedForMisbehaviour += 1 }
-        close(context, reason: "protocol_error", "\(error)")
+        let detail: String
+        switch error {
+        case NIOWebSocketError.invalidFrameLength, is NIOWebSocketFrameAggregator.Error:
+            detail = "a message over devices.max_frame_bytes (\(hub.settings.maximumFrameBytes) bytes)"
+        default:
+            detail = "\(error)"
+        }
+        close(context, reason: "protocol_error", detail)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -109,6 +116,12 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         case .pong:
             break
         case .connectionClose:
+            // The device ends the session: it is gone now, not when TCP closes, and what it had not
+            // acknowledged waits for its next connection.
+            if case .authenticated(let device) = state, let session {
+                hub.disconnected(device, session: session)
+                logger.info("device disconnected", metadata: ["close": "by the device"])
+            }
             state = .closed
             let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: ByteBuffer())
             let channel = context.channel
@@ -222,8 +235,10 @@ final class ChannelSession: DeviceSession {
         close(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds, detail: nil)
     }
 
-    /// Says why, sends a WebSocket close frame, and closes once they are written.
+    /// Says why, sends a WebSocket close frame, and closes once they are written. A device that does not
+    /// read would never take them: it is closed at once.
     func close(reason: String, reconnectAfterMilliseconds: Int?, detail: String?) {
+        guard reason != "not_reading" else { return channel.close(promise: nil) }
         if let detail { send(.error(message: detail)) }
         send(.closing(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds))
         var data = channel.allocator.buffer(capacity: 2)

@@ -202,7 +202,17 @@ public enum ConfigKeys {
             doc: "Sustained messages per second a device may send."),
         .init(
             name: "devices.not_reading_timeout_seconds", defaultValue: "30",
-            doc: "A device that does not read its messages for this long is closed."),
+            doc:
+                "A device that does not read its messages, or acknowledges none of the pushes sent to it, for this long is closed (they are sent again on its next connection)."
+        ),
+        .init(
+            name: "devices.delivery_window", defaultValue: "64",
+            doc: "Pushes written to a device and not yet acknowledged, at most; the rest wait their turn in its queue."),
+        .init(
+            name: "devices.max_waiting", defaultValue: "10000",
+            doc:
+                "Pushes that may wait for one device (queued or written, not acknowledged) before POSTs to its tokens get 429 TooManyRequests."
+        ),
         .init(
             name: "devices.hello_timeout_seconds", defaultValue: "10",
             doc: "A connection that does not say hello (or register) within this time is closed."),

@@ -153,6 +153,13 @@ public struct GatewayConfiguration: Sendable {
         hub.messageBurst = try reader.int("devices.message_burst", in: 1...1_000_000)
         hub.messagesPerSecond = try reader.double("devices.messages_per_second", in: 0.01...1_000_000)
         hub.notReadingTimeoutSeconds = Int64(try reader.int("devices.not_reading_timeout_seconds", in: 1...86400))
+        hub.deliveryWindow = try reader.int("devices.delivery_window", in: 1...100_000)
+        hub.maximumWaiting = try reader.int("devices.max_waiting", in: 1...10_000_000)
+        guard hub.maximumWaiting >= hub.deliveryWindow else {
+            throw ConfigError(
+                key: "devices.max_waiting", source: nil,
+                message: "must be at least devices.delivery_window (\(hub.deliveryWindow)), was \(hub.maximumWaiting)")
+        }
         hub.helloTimeoutSeconds = Int64(try reader.int("devices.hello_timeout_seconds", in: 1...3600))
         hub.maximumFrameBytes = try reader.int("devices.max_frame_bytes", in: 1024...(16 << 20))
         self.hub = hub

@@ -20,6 +20,7 @@ public final class GatewayMetrics: Sendable {
     private let hubCounters: [(CoreMetrics.Counter, any KeyPath<HubCounters, Int> & Sendable)]
     private let held: CoreMetrics.Meter
     private let connected: CoreMetrics.Meter
+    private let waiting: CoreMetrics.Meter
     private let registered: CoreMetrics.Meter
 
     private struct Seen {
@@ -74,7 +75,10 @@ public final class GatewayMetrics: Sendable {
         ]
         hubCounters = [
             (counter(.keepAlives), \.keepAlives),
+            (counter(.sent), \.sent),
+            (counter(.resent), \.resent),
             (counter(.delivered), \.delivered),
+            (counter(.disconnections), \.disconnections),
             (counter(.acknowledged), \.acknowledged),
             (counter(.devicesClosed), \.closedForMisbehaviour),
             (counter(.routed, [("direction", "out")]), \.routedOut),
@@ -88,6 +92,7 @@ public final class GatewayMetrics: Sendable {
         ]
         held = CoreMetrics.Meter(label: MetricName.held.rawValue, dimensions: [], factory: factory)
         connected = CoreMetrics.Meter(label: MetricName.connectedDevices.rawValue, dimensions: [], factory: factory)
+        waiting = CoreMetrics.Meter(label: MetricName.waiting.rawValue, dimensions: [], factory: factory)
         registered = CoreMetrics.Meter(label: MetricName.registeredDevices.rawValue, dimensions: [], factory: factory)
         if let node {
             CoreMetrics.Meter(label: MetricName.node.rawValue, dimensions: [("node", node)], factory: factory).set(1)
@@ -114,6 +119,7 @@ public final class GatewayMetrics: Sendable {
         }
         held.set(policy.heldNow)
         connected.set(hub.connectedCount)
+        waiting.set(hub.outstandingCount)
         registered.set(hub.registry.deviceCount)
         return Self.withHelp(registry.emitToString())
     }

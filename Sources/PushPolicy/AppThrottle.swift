@@ -22,12 +22,15 @@ public struct AppThrottle: Sendable, Equatable {
     /// When `advance` next has something to do (milliseconds; `Int64.max`: nothing), kept up to date
     /// after every event so the engine's timer bookkeeping does not walk `pending`.
     private var nextDue: Int64 = .max
-    /// Held pushes, wakes awaiting completion, and recently missed wakes, in one array so that a
-    /// resting state allocates nothing.
+    /// Held pushes, wakes on their way, wakes awaiting completion, and recently missed wakes, in one
+    /// array so that a resting state allocates nothing.
     private var pending: [Pending] = []
 
     enum Pending: Sendable, Equatable {
         case held(HeldPush)
+        /// A wake the budget paid for, not yet acknowledged by the device: its deadline starts with the
+        /// acknowledgement (a wake written to a connection that ended is sent again, not charged again).
+        case sent(APNsID)
         case awaiting(APNsID, deadline: UnixTime)
         /// A wake whose deadline passed, kept until `forgetAt` so a late completion is recognised as late.
         case missed(APNsID, forgetAt: UnixTime)
@@ -117,23 +120,13 @@ public struct AppThrottle: Sendable, Equatable {
         compact()
     }
 
-    /// A delivery the policy decided could not be written: the device went away in between. The push is
-    /// kept as for an offline device (one per app, `expiration: 0` not stored), and a wake it started is
-    /// forgotten rather than counted as a miss.
-    public mutating func undeliverable(
-        _ push: PushNotification, settings: PolicySettings, now: UnixTime, into actions: inout [PolicyAction]
-    ) {
-        pending.removeAll {
-            if case .awaiting(push.id, _) = $0 { return true }
-            return false
-        }
-        let expiresAt = Self.expiry(of: push, settings: settings)
-        if let expiresAt, expiresAt < now {
-            actions.append(.discard(push.id, rule: .expiredOnArrival))
-        } else {
-            keep(push, expiresAt, .offline, DeviceConditions(online: false), settings, &actions)
-        }
-        compact()
+    /// The device acknowledged a wake: the app is running now, and its completion deadline starts.
+    /// Acknowledging anything else, or the same wake again, changes nothing.
+    public mutating func delivered(_ id: APNsID, settings: PolicySettings, now: UnixTime) {
+        guard let index = pending.firstIndex(of: .sent(id)) else { return }
+        let deadline = now.adding(seconds: settings.completionDeadlineSeconds)
+        pending[index] = .awaiting(id, deadline: deadline)
+        nextDue = min(nextDue, deadline.milliseconds + 1)
     }
 
     /// The app's state changed. Opening a force-quit app (foreground) releases what it held.
@@ -155,6 +148,14 @@ public struct AppThrottle: Sendable, Equatable {
     ) {
         for (index, item) in pending.enumerated() {
             switch item {
+            case .sent(id):
+                // Completed before its acknowledgement arrived: the app had it, and answered in time.
+                pending.remove(at: index)
+                actions.append(.completed(id, result))
+                let change = result == .failed ? settings.failedStrike : -relief(for: result, settings)
+                addStrikes(change, settings: settings, now: now)
+                compact()
+                return
             case .awaiting(id, let deadline):
                 pending.remove(at: index)
                 if now <= deadline {
@@ -196,7 +197,7 @@ public struct AppThrottle: Sendable, Equatable {
         }
         pending.removeAll { item in
             switch item {
-            case .awaiting: return false
+            case .awaiting, .sent: return false
             case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
                 actions.append(.discard(entry.notification.id, rule: .expired))
@@ -220,6 +221,7 @@ public struct AppThrottle: Sendable, Equatable {
             case .awaiting(_, let deadline): earliest = min(earliest, deadline.milliseconds)
             case .held(let entry): if let at = entry.expiresAt { earliest = min(earliest, at.milliseconds) }
             case .missed(_, let forgetAt): earliest = min(earliest, forgetAt.milliseconds)
+            case .sent: continue
             }
         }
         nextDue = earliest == .max ? .max : earliest + 1
@@ -244,8 +246,10 @@ public struct AppThrottle: Sendable, Equatable {
             strikes: Double(copy.strikes),
             coolingUntil: coolingUntil > now.milliseconds ? UnixTime(milliseconds: coolingUntil) : nil,
             awaitingCompletion: pending.compactMap {
-                if case .awaiting(let id, _) = $0 { return id }
-                return nil
+                switch $0 {
+                case .awaiting(let id, _), .sent(let id): return id
+                default: return nil
+                }
             },
             appState: appState)
     }
@@ -273,9 +277,7 @@ public struct AppThrottle: Sendable, Equatable {
         _ push: PushNotification, rule: Rule, settings: PolicySettings, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
-        let deadline = now.adding(seconds: settings.completionDeadlineSeconds)
-        pending.append(.awaiting(push.id, deadline: deadline))
-        nextDue = min(nextDue, deadline.milliseconds + 1)
+        pending.append(.sent(push.id))
         actions.append(.deliver(push, rule: rule, wake: true))
     }
 
@@ -448,9 +450,11 @@ extension AppThrottle {
     }
 
     /// A state brought back from the store: its budget and its held pushes (oldest first; beyond
-    /// `maximumHeld`, the oldest are returned as overflow to discard). Wakes that were awaiting their
-    /// completion are not restored: the app was not running while the gateway was down.
-    public init(restoring budget: ThrottleBudget, held: [HeldPush], overflow: inout [APNsID]) {
+    /// `maximumHeld`, the oldest are returned as overflow to discard), and the wakes it paid for that the
+    /// device has not acknowledged (they are sent again; their deadlines start with the acknowledgement).
+    /// Wakes that were awaiting their completion are not restored: the app was not running while the
+    /// gateway was down.
+    public init(restoring budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = [], overflow: inout [APNsID]) {
         self.init()
         tokens = budget.tokens ?? .nan
         strikes = budget.strikes
@@ -459,7 +463,7 @@ extension AppThrottle {
         appState = budget.appState
         let kept = held.suffix(Self.maximumHeld)
         overflow.append(contentsOf: held.dropLast(kept.count).map(\.notification.id))
-        pending = kept.map { .held($0) }
+        pending = sentWakes.map { .sent($0) } + kept.map { .held($0) }
         compact()
     }
 }

@@ -62,6 +62,15 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case expiredOnArrival = "expired_on_arrival"
     case notStoredExpirationZero = "not_stored_expiration_zero"
 
+    /// A decision to deliver (now or as a release): the push is the device's until it acknowledges it,
+    /// and a restart or a node change sends it again rather than holding or coalescing it.
+    public var isDelivery: Bool {
+        switch self {
+        case .alerting, .immediate, .onBudget: return true
+        default: return isRelease
+        }
+    }
+
     /// A delivery of a held push (with something that opened a delivery window).
     public var isRelease: Bool {
         switch self {

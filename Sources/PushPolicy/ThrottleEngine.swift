@@ -143,22 +143,6 @@ public struct ThrottleEngine: Sendable {
         releaseAll(device, carrier: .reconnect, now: now, into: &actions)
     }
 
-    /// The deliveries in `pushes` could not be written to `device`, which left meanwhile: it is offline,
-    /// and they are kept for its return.
-    public mutating func undeliverable(_ pushes: [PushNotification], device: DeviceID, now: UnixTime) -> [PolicyAction]
-    {
-        disconnected(device: device, now: now)
-        var actions: [PolicyAction] = []
-        for push in pushes {
-            update(AppKey(device: device, app: appID(push.bundleID)), now: now, actions: &actions) {
-                app, settings, actions in
-                app.undeliverable(push, settings: settings, now: now, into: &actions)
-            }
-        }
-        record(actions[...], now: now)
-        return actions
-    }
-
     public mutating func disconnected(device: DeviceID, now: UnixTime) {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false
@@ -312,15 +296,16 @@ public struct ThrottleEngine: Sendable {
     }
 
     /// Brings back a (device, app)'s state from the store, at start: the device is offline until it
-    /// connects, and its held pushes go out then. Returns the ids of held pushes beyond the limit, which
-    /// the caller records as overflowed.
+    /// connects, and its held pushes go out then; `sentWakes` are wakes it paid for and that are sent
+    /// again (their deadlines start when the device acknowledges them). Returns the ids of held pushes
+    /// beyond the limit, which the caller records as overflowed.
     public mutating func restore(
-        device: DeviceID, bundleID: String, budget: ThrottleBudget, held: [HeldPush]
+        device: DeviceID, bundleID: String, budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = []
     ) -> [APNsID] {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false
         var overflow: [APNsID] = []
-        let state = AppThrottle(restoring: budget, held: held, overflow: &overflow)
+        let state = AppThrottle(restoring: budget, held: held, sentWakes: sentWakes, overflow: &overflow)
         let key = AppKey(device: device, app: appID(bundleID))
         if let index = appIndex(key) {
             slots[Int(device)].apps.withState(at: index) { $0 = state }
@@ -334,9 +319,19 @@ public struct ThrottleEngine: Sendable {
         return overflow
     }
 
-    /// The device acknowledged a delivery: only the decision log hears of it (a lookup shows it).
-    public mutating func acknowledged(_ id: APNsID, now: UnixTime) {
+    /// The device acknowledged a delivery. A wake's completion deadline starts now (it was sent, maybe
+    /// more than once, but the app runs from the delivery the device confirmed); the decision log
+    /// records the acknowledgement.
+    public mutating func acknowledged(
+        _ id: APNsID, device: DeviceID, bundleID: String, wake: Bool, now: UnixTime
+    ) {
         if log.capacity > 0 { log.recordIfKnown(id, .acknowledged, at: now) }
+        guard wake, let app = appIDs[bundleID] else { return }
+        var none: [PolicyAction] = []
+        update(AppKey(device: device, app: app), now: now, actions: &none, createIfMissing: false) {
+            app, settings, _ in
+            app.delivered(id, settings: settings, now: now)
+        }
     }
 
     /// Lets go of a device another node now runs the policy for (several nodes on one database): its

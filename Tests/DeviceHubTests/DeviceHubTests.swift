@@ -10,6 +10,7 @@ import NIOWebSocket
 import PushModel
 import PushPolicy
 import Synchronization
+import TestSupport
 import Testing
 
 /// End to end over loopback: provider API → hub → real WebSocket → device agent, and back.
@@ -43,7 +44,8 @@ import Testing
         let log = EventLog()
         let (agent, token) = try await harness.installedAgent(behaviour: AgentBehaviour { _ in .never }, log: log)
         #expect(try await harness.post(token: token, payload: silent).status == 200)
-        try await eventually("wake delivered") { log.deliveries.count == 1 }
+        // Its deadline runs from the device's acknowledgement.
+        try await eventually("wake acknowledged") { harness.hub.counters.delivered == 1 }
         harness.clock.advance(seconds: 30)
         harness.hub.tick()
         #expect(harness.hub.policyCounters.deadlinePenalties == 0)
@@ -204,7 +206,11 @@ import Testing
                 notificationClass: .alerting, payload: payload, teamID: nil, receivedAt: harness.clock.now)
             _ = harness.hub.submit(push, on: loop)
         }
+        // Its window fills and it acknowledges nothing: past the timeout the hub's timer closes it.
         // (The stalled client reads nothing, so it would not notice the close itself: ask the gateway.)
+        try await eventually("its window is written") { harness.hub.counters.sent >= 64 }
+        harness.clock.advance(seconds: 2)
+        harness.hub.tick()
         try await eventually("the stalled device is closed") {
             harness.hub.counters.closedForMisbehaviour == 1 && harness.hub.connectedCount == 1
         }
@@ -249,55 +255,3 @@ import Testing
 
 /// A bare WebSocket client for hostile tests: sends text frames and collects what the gateway answers
 /// until it closes the connection.
-enum RawWebSocket {
-    final class Collector: ChannelInboundHandler, Sendable {
-        typealias InboundIn = WebSocketFrame
-        let texts = Mutex<[String]>([])
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            let frame = unwrapInboundIn(data)
-            if frame.opcode == .text { texts.withLock { $0.append(String(buffer: frame.unmaskedData)) } }
-        }
-    }
-
-    /// Returns nil when the connection was not upgraded, else the texts received before the close.
-    static func exchange(host: String, port: Int, texts: [String], group: any EventLoopGroup) async throws -> [String]?
-    {
-        let collector = Collector()
-        guard let channel = try? await open(host: host, port: port, group: group) else { return nil }
-        try await channel.pipeline.addHandler(collector)
-        for text in texts {
-            let frame = WebSocketFrame(
-                fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(string: text))
-            channel.write(frame, promise: nil)
-        }
-        channel.flush()
-        try await channel.closeFuture.get()
-        return collector.texts.withLock { $0 }
-    }
-
-    /// An upgraded connection, for tests that drive it frame by frame.
-    static func open(host: String, port: Int, group: any EventLoopGroup) async throws -> any Channel {
-        let upgraded = try await ClientBootstrap(group: group).connect(host: host, port: port) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(upgradePipelineHandler: { channel, _ in
-                    channel.eventLoop.makeSucceededFuture(true)
-                })
-                let head = HTTPRequestHead(
-                    version: .http1_1, method: .GET, uri: "/device",
-                    headers: ["host": "localhost", "content-length": "0"])
-                let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-                    configuration: .init(
-                        upgradeConfiguration: .init(
-                            upgradeRequestHead: head, upgraders: [upgrader],
-                            notUpgradingCompletionHandler: { $0.eventLoop.makeSucceededFuture(false) })))
-                return negotiated.map { ($0, channel) }
-            }
-        }.get()
-        guard upgraded.0 else { throw ChannelError.inputClosed }
-        return upgraded.1
-    }
-
-    static func connectAndSend(host: String, port: Int, text: String, group: any EventLoopGroup) async throws -> Bool {
-        try await exchange(host: host, port: port, texts: [text], group: group) != nil
-    }
-}

@@ -12,6 +12,7 @@ import ProviderClient
 import PushModel
 import PushPolicy
 import Synchronization
+import TestSupport
 import Testing
 
 final class ManualClock: Sendable {
@@ -91,6 +92,11 @@ final class HubHarness: Sendable {
         agent.start()
         try await eventually("app installed") { agent.tokens[Self.bundle] != nil }
         return (agent, agent.tokens[Self.bundle]!)
+    }
+
+    /// A device on a raw WebSocket with `identity`, which acknowledges only when told to.
+    func rawDevice(_ identity: DeviceAgent.Identity) async throws -> RawDevice {
+        try await RawDevice(port: devicePort, deviceID: identity.deviceID, secret: identity.secret, group: group)
     }
 
     func post(token: String, payload: String, extra: [(String, String)] = []) async throws -> ProviderClient.Response {

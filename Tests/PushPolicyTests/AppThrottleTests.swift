@@ -14,7 +14,13 @@ import Testing
     ) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         app.received(push, conditions: conditions ?? online, settings: settings, now: now, into: &actions)
+        acknowledgeWakes(&app, actions, at: now)
         return actions
+    }
+
+    /// The device acknowledges the wakes among `actions` at once (their deadlines start then).
+    func acknowledgeWakes(_ app: inout AppThrottle, _ actions: [PolicyAction], at now: UnixTime) {
+        for case .deliver(let push, _, true) in actions { app.delivered(push.id, settings: settings, now: now) }
     }
 
     @Test mutating func budgetOfThreeThenHeldUntilPiggyback() {
@@ -209,6 +215,7 @@ import Testing
                 app.release(carrier: .keepAlive, conditions: online, settings: settings, now: t0, into: &actions)
             }
         }
+        acknowledgeWakes(&app, actions, at: t0)
         actions.removeAll()
         app.advance(settings: settings, now: t0.adding(seconds: 31), into: &actions)
         #expect(actions == wakes.map { .deadlineMissed($0.id) })
@@ -229,6 +236,7 @@ import Testing
             // Open the window so the push wakes the app even with an empty bucket.
             app.received(wake, conditions: online, settings: settings, now: now, into: &actions)
             app.release(carrier: .keepAlive, conditions: online, settings: settings, now: now, into: &actions)
+            acknowledgeWakes(&app, actions, at: now)
             now = now.adding(seconds: 31)
             app.advance(settings: settings, now: now, into: &actions)
             let cooling = app.snapshot(settings: settings, now: now).coolingUntil!

@@ -60,6 +60,8 @@ import Testing
         var engine = ThrottleEngine()
         let wake = pushes.make(.silent)
         _ = engine.received(wake, device: 1, now: t0)
+        #expect(engine.nextTimer == nil, "no deadline before the device acknowledges the wake")
+        engine.acknowledged(wake.id, device: 1, bundleID: "com.example.app", wake: true, now: t0)
         #expect(engine.nextTimer == t0.adding(seconds: 30), "the second the deadline falls in")
         #expect(engine.advance(to: t0.adding(seconds: 30)).isEmpty)
         #expect(engine.advance(to: t0.adding(seconds: 31)) == [.deadlineMissed(wake.id)])
@@ -71,7 +73,7 @@ import Testing
         #expect(engine.counters.completedLate == 1)
         #expect(
             engine.log.journey(of: wake.id).map(\.event.description) == [
-                "accepted silent", "woken", "deadline missed", "completed late noData",
+                "accepted silent", "woken", "acknowledged by the device", "deadline missed", "completed late noData",
             ])
         #expect(engine.log.journey(of: wake.id)[1].rule == .onBudget)
         let snapshot = engine.snapshot(device: 1, bundleID: "com.example.app", now: t0.adding(seconds: 40))
@@ -79,19 +81,44 @@ import Testing
         #expect(abs((snapshot?.strikes ?? 0) - 1) < 0.01)
     }
 
-    @Test mutating func anUndeliverableWakeIsKeptNotMissed() {
+    @Test mutating func aWakesDeadlineRunsFromItsAcknowledgement() {
         var engine = ThrottleEngine()
         let wake = pushes.make(.silent)
         #expect(engine.received(wake, device: 3, now: t0).delivered.map(\.1) == [.onBudget])
-        // The device left before the write: kept as for an offline device, its deadline forgotten.
-        #expect(engine.undeliverable([wake], device: 3, now: t0).rules == [.offline])
-        #expect(engine.conditions(of: 3).online == false)
-        #expect(
-            engine.advance(to: t0.adding(seconds: 60)).isEmpty, "no deadline miss for a wake that never reached the app"
-        )
-        let back = engine.connected(device: 3, now: t0.adding(seconds: 61))
-        #expect(back.deliveredIDs == [wake.id])
-        #expect(back.delivered.first?.1 == .reconnect)
+        // Not acknowledged (the connection ended, the device is away): no deadline runs.
+        #expect(engine.advance(to: t0.adding(seconds: 600)).isEmpty, "no miss for a wake that never reached the app")
+        // Acknowledged when written again, ten minutes later: the 30 seconds start now.
+        let acked = t0.adding(seconds: 600)
+        engine.acknowledged(wake.id, device: 3, bundleID: "com.example.app", wake: true, now: acked)
+        #expect(engine.advance(to: acked.adding(seconds: 30)).isEmpty)
+        #expect(engine.advance(to: acked.adding(seconds: 31)) == [.deadlineMissed(wake.id)])
+        // Acknowledged twice (written twice): the deadline is not moved again.
+        engine.acknowledged(wake.id, device: 3, bundleID: "com.example.app", wake: true, now: acked.adding(seconds: 40))
+        #expect(engine.counters.deadlinePenalties == 1)
+    }
+
+    @Test mutating func aWakeCompletedBeforeItsAcknowledgementIsInTime() {
+        var engine = ThrottleEngine()
+        let wake = pushes.make(.silent)
+        _ = engine.received(wake, device: 3, now: t0)
+        let done = engine.completed(
+            device: 3, bundleID: "com.example.app", id: wake.id, result: .newData, now: t0.adding(seconds: 90))
+        #expect(done == [.completed(wake.id, .newData)])
+        engine.acknowledged(wake.id, device: 3, bundleID: "com.example.app", wake: true, now: t0.adding(seconds: 91))
+        #expect(engine.advance(to: t0.adding(seconds: 200)).isEmpty, "a late acknowledgement starts no deadline")
+    }
+
+    @Test mutating func restoredSentWakesAreNotChargedAgain() {
+        var engine = ThrottleEngine()
+        let wake = pushes.make(.silent)
+        var spent = ThrottleBudget.untouched
+        spent.tokens = 0
+        _ = engine.restore(device: 2, bundleID: "com.example.app", budget: spent, held: [], sentWakes: [wake.id])
+        #expect(engine.snapshot(device: 2, bundleID: "com.example.app", now: t0)?.awaitingCompletion == [wake.id])
+        engine.acknowledged(wake.id, device: 2, bundleID: "com.example.app", wake: true, now: t0)
+        let done = engine.completed(
+            device: 2, bundleID: "com.example.app", id: wake.id, result: .noData, now: t0.adding(seconds: 5))
+        #expect(done == [.completed(wake.id, .noData)])
     }
 
     @Test mutating func idleStatesAreDropped() {

@@ -1,0 +1,155 @@
+import PushModel
+import PushPolicy
+
+/// What the hub's one lock guards: the policy, every device's delivery queue, and which session is each
+/// device's current one. Its methods are pure (no I/O, time passed in): they change the state and return
+/// what to write to which session, which the hub does after unlocking. Tests drive it with plain
+/// objects as sessions.
+struct HubCore: Sendable {
+    typealias Session = any DeviceSession
+
+    var policy: ThrottleEngine
+    var deliveries: DeliveryQueues
+    private(set) var sessions: [DeviceID: Session] = [:]
+    /// Writes an event produced before its policy actions were routed (a connection's queued pushes),
+    /// for the hub to collect in the same lock.
+    var pendingWrites: [Write] = []
+
+    /// A push to write to a session.
+    struct Write {
+        var session: Session
+        var device: DeviceID
+        var item: Outgoing
+    }
+
+    init(policy: ThrottleEngine, deliveries: DeliveryQueues) {
+        self.policy = policy
+        self.deliveries = deliveries
+    }
+
+    func session(of device: DeviceID) -> Session? { sessions[device] }
+    var connectedCount: Int { sessions.count }
+    var allSessions: [Session] { Array(sessions.values) }
+
+    // MARK: Events
+
+    /// A push accepted for `device`. The policy hears first that the device is offline when it has no
+    /// session (a device restored from the store, or one that never said hello, is offline).
+    mutating func received(_ push: PushNotification, device: DeviceID, now: UnixTime) -> [PolicyAction] {
+        if sessions[device] == nil, policy.conditions(of: device).online {
+            policy.disconnected(device: device, now: now)
+        }
+        return policy.received(push, device: device, now: now)
+    }
+
+    /// `session` is the device's connection now: an earlier one is returned to close, what its queue
+    /// kept is written, then what the policy held for it.
+    mutating func connected(
+        _ device: DeviceID, session: Session, now: UnixTime, writes: inout [Write]
+    ) -> (previous: Session?, actions: [PolicyAction]) {
+        let previous = sessions.updateValue(session, forKey: device)
+        if previous != nil { deliveries.disconnected(device) }
+        var items: [Outgoing] = []
+        deliveries.connected(device, now: now, into: &items)
+        writes += items.map { Write(session: session, device: device, item: $0) }
+        let actions = policy.connected(device: device, now: now)
+        return (previous === session ? nil : previous, actions)
+    }
+
+    /// The device's `session` ended. Nothing if it was not the current one (a replaced connection).
+    mutating func disconnected(_ device: DeviceID, session: Session, now: UnixTime) -> Bool {
+        guard sessions[device] === session else { return false }
+        sessions.removeValue(forKey: device)
+        deliveries.disconnected(device)
+        policy.disconnected(device: device, now: now)
+        return true
+    }
+
+    /// The device acknowledged `id`: the push it names (nil if unknown or repeated), and what the window
+    /// now lets through.
+    mutating func acknowledged(_ id: APNsID, by device: DeviceID, now: UnixTime, writes: inout [Write]) -> Outgoing? {
+        var items: [Outgoing] = []
+        guard let item = deliveries.acknowledged(id, by: device, now: now, into: &items) else { return nil }
+        policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
+        if let session = sessions[device] {
+            writes += items.map { Write(session: session, device: device, item: $0) }
+        }
+        return item
+    }
+
+    /// Puts the policy's deliveries in their devices' queues (`device`, or the device of each push's
+    /// token via `slot`); what the windows let through is written.
+    mutating func route(
+        _ actions: [PolicyAction], device: DeviceID?, now: UnixTime, slot: (DeviceToken) -> DeviceID?,
+        writes: inout [Write]
+    ) {
+        var items: [Outgoing] = []
+        for action in actions {
+            guard case .deliver(let push, let rule, let wake) = action,
+                let target = device ?? slot(push.deviceToken)
+            else { continue }
+            items.removeAll(keepingCapacity: true)
+            deliveries.enqueue(Outgoing(push: push, rule: rule, wake: wake), for: target, now: now, into: &items)
+            guard !items.isEmpty, let session = sessions[target] else { continue }
+            for item in items { writes.append(Write(session: session, device: target, item: item)) }
+        }
+    }
+
+    /// Another node runs the device now: its session (to close), queue and policy state are let go; the
+    /// held pushes are returned to hand over (the queue's are pending in the store for the new owner).
+    mutating func lost(_ device: DeviceID) -> (session: Session?, held: [HeldPush]) {
+        let session = sessions.removeValue(forKey: device)
+        _ = deliveries.removeAll(of: device)
+        return (session, policy.release(device: device))
+    }
+
+    /// The device's state from the store (at start or on a claim): deliveries it had not acknowledged go
+    /// back to its queue in their order (never coalesced: they were decided for a reachable device), the
+    /// rest is held by the policy as for an offline device. Returns the held pushes beyond the limit.
+    mutating func adopt(
+        _ device: DeviceID, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
+        now: UnixTime
+    ) -> (restored: Int, overflow: [APNsID]) {
+        _ = deliveries.removeAll(of: device)
+        _ = policy.release(device: device)
+        var bundles: [String] = []
+        var held: [String: [HeldPush]] = [:]
+        var sentWakes: [String: [APNsID]] = [:]
+        var unused: [Outgoing] = []
+        for entry in pending {
+            let bundleID = entry.push.bundleID
+            if held[bundleID] == nil, sentWakes[bundleID] == nil { bundles.append(bundleID) }
+            if let rule = entry.rule, rule.isDelivery {
+                let wake = entry.push.notificationClass == .silent
+                if wake { sentWakes[bundleID, default: []].append(entry.push.id) }
+                deliveries.enqueue(
+                    Outgoing(push: entry.push, rule: rule, wake: wake), for: device, now: now, into: &unused)
+            } else {
+                // Over budget it waits for a piggyback as before; anything else was for a device now offline.
+                let rule: Rule = entry.rule == .overBudget ? .overBudget : .offline
+                held[bundleID, default: []].append(HeldPush(notification: entry.push, expiresAt: entry.expiresAt, rule: rule))
+            }
+        }
+        var budget: [String: ThrottleBudget] = [:]
+        for app in budgets {
+            budget[app.bundleID] = app.budget
+            if held[app.bundleID] == nil, sentWakes[app.bundleID] == nil { bundles.append(app.bundleID) }
+        }
+        var overflow: [APNsID] = []
+        for bundleID in bundles {
+            overflow += policy.restore(
+                device: device, bundleID: bundleID, budget: budget[bundleID] ?? .untouched,
+                held: held[bundleID] ?? [], sentWakes: sentWakes[bundleID] ?? [])
+        }
+        _ = policy.takeChangedDevices()
+        return (pending.count - overflow.count, overflow)
+    }
+}
+
+/// A pending notification from the store, as `HubCore.adopt` needs it.
+struct PendingPush: Sendable {
+    var push: PushNotification
+    var expiresAt: UnixTime?
+    /// The policy's last decision (nil: none yet, e.g. routed to a node that never ran it).
+    var rule: Rule?
+}
