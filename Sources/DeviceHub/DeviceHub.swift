@@ -175,8 +175,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
         var writes: [HubCore.Write] = []
         let item = core.withLock { $0.acknowledged(id, by: device, now: now, writes: &writes) }
         write(writes)
-        guard item != nil else { return }
-        hubCounters.withLock { $0.delivered += 1 }
+        guard let item else { return }
+        hubCounters.withLock {
+            $0.delivered += 1
+            if item.rule.isRelease { $0.deliveredFromStorage += 1 }
+        }
         if let writer {
             writer.enqueue {
                 $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
@@ -211,6 +214,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
         decideAndWrite(now: now, device: device) {
             $0.policy.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
         }
+    }
+
+    /// The app was uninstalled: its held pushes are discarded (Apple: "Discarded – Token Unregistered").
+    func uninstalled(_ device: DeviceID, bundleID: String) {
+        let now = clock()
+        decideAndWrite(now: now, device: device) { $0.policy.uninstalled(device: device, bundleID: bundleID, now: now) }
     }
 
     func appStateChanged(_ device: DeviceID, bundleID: String, state: AppState) {
@@ -479,8 +488,9 @@ public struct HubCounters: Sendable, Equatable, Codable {
     /// Notifications written to device connections (again after a connection ended: also `resent`).
     public var sent = 0
     public var resent = 0
-    /// Notifications acknowledged by their devices: delivered.
+    /// Notifications acknowledged by their devices: delivered (of them, released from storage).
     public var delivered = 0
+    public var deliveredFromStorage = 0
     /// Acknowledgements received (a repeated one delivers nothing).
     public var acknowledged = 0
     /// Pushes refused with 429 because their device had `maximumWaiting` not yet acknowledged.

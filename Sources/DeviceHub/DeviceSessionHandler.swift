@@ -161,6 +161,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             sendOnceCommitted(.installed(InstalledApp(bundleID: bundleID, token: token.hex)), context)
         case (.authenticated(let device), .uninstall(let bundleID)):
             if hub.registry.uninstall(bundleID, on: device, at: hub.clock()) {
+                hub.uninstalled(device, bundleID: bundleID)
                 logger.debug("app uninstalled", metadata: ["bundle_id": "\(bundleID)"])
                 sendOnceCommitted(.uninstalled(bundleID: bundleID), context)
             } else {

@@ -12,13 +12,16 @@ public struct AdminRoutes: Sendable {
     let readiness: @Sendable () -> [String: Bool]
 
     let storeFigures: @Sendable () -> CommitFigures?
+    let providerConnections: @Sendable () -> Int
     let metrics: GatewayMetrics?
 
     public init(
         hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] },
-        storeFigures: @escaping @Sendable () -> CommitFigures? = { nil }, metrics: GatewayMetrics? = nil
+        storeFigures: @escaping @Sendable () -> CommitFigures? = { nil },
+        providerConnections: @escaping @Sendable () -> Int = { 0 }, metrics: GatewayMetrics? = nil
     ) {
         self.hub = hub
+        self.providerConnections = providerConnections
         self.storeFigures = storeFigures
         self.readiness = readiness
         self.metrics = metrics
@@ -54,14 +57,7 @@ public struct AdminRoutes: Sendable {
             guard !journey.isEmpty || stored != nil else {
                 return error(404, "nothing known of \(id): not in the store, and no decision in the log")
             }
-            return encode(
-                NotificationJourney(
-                    apnsID: apnsID.value,
-                    stored: stored.map(NotificationJourney.Stored.init),
-                    steps: journey.map {
-                        NotificationJourney.Step(
-                            at: $0.at.milliseconds, event: $0.event.description, rule: $0.rule?.rawValue)
-                    }))
+            return encode(NotificationJourney(apnsID: apnsID, stored: stored, journey: journey))
         } else if resource == "devices" {
             let id = parts[2]
             guard let slot = hub.registry.slot(ofDevice: id) else { return error(404, "no device \(id)") }
@@ -89,7 +85,7 @@ public struct AdminRoutes: Sendable {
             return encode(
                 Counters(
                     policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount,
-                    acceptToDeviceAckMicroseconds: hub.deliveryLatency,
+                    providerConnections: providerConnections(), acceptToDeviceAckMicroseconds: hub.deliveryLatency,
                     acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets, store: storeFigures()))
         }
         return error(404, "no such admin path: \(path)")
@@ -112,7 +108,13 @@ struct NotificationJourney: Codable {
         var at: Int64
         var event: String
         var rule: String?
+        /// Apple's name for where the push stood after this step (Push Notifications Console).
+        var state: String
     }
+
+    /// Where it stands now, in Apple's words ("Delivered (From Storage)", "Stored – Device Offline", …),
+    /// with the policy's rule as the detail.
+    var deliveryState: String
 
     /// The store's record: what was accepted and where it stands.
     struct Stored: Codable {
@@ -147,6 +149,37 @@ struct NotificationJourney: Codable {
     var apnsID: String
     var stored: Stored?
     var steps: [Step]
+
+    /// The store's record and the decision log's steps, each step with Apple's state after it.
+    init(apnsID: APNsID, stored: StoredNotification?, journey: [DecisionLog.Entry]) {
+        self.apnsID = apnsID.value
+        self.stored = stored.map(Stored.init)
+        var lastRule: Rule?
+        var state = DeliveryState.received
+        steps = journey.map { entry in
+            switch entry.event {
+            case .accepted: state = .received
+            case .acknowledged: state = DeliveryState(rule: lastRule, acknowledged: true, discarded: false)
+            case .delivered, .woken, .held, .discarded:
+                lastRule = entry.rule ?? lastRule
+                state = DeliveryState(rule: lastRule, acknowledged: false, discarded: entry.event == .discarded)
+            case .completed, .completedLate, .deadlineMissed: break
+            }
+            return Step(
+                at: entry.at.milliseconds, event: entry.event.description, rule: entry.rule?.rawValue,
+                state: state.rawValue)
+        }
+        if let stored {
+            let current =
+                stored.state == .noDevice
+                ? DeliveryState.received
+                : DeliveryState(
+                    rule: stored.rule, acknowledged: stored.state == .delivered, discarded: stored.state == .discarded)
+            deliveryState = current.rawValue
+        } else {
+            deliveryState = state.rawValue
+        }
+    }
 }
 
 struct TokenState: Codable {
@@ -222,6 +255,8 @@ struct Counters: Encodable {
     var policy: PolicyCounters
     var hub: HubCounters
     var connectedDevices: Int
+    /// Provider API connections open now.
+    var providerConnections: Int
     var acceptToDeviceAckMicroseconds: DeliveryLatency
     var acceptToDeviceAckBuckets: [[UInt64]]
     /// The store writer's commits (absent without a store).

@@ -15,7 +15,7 @@ public enum AdminTables {
     }
 
     static func journey(_ journey: NotificationJourney) -> String {
-        var out = "notification \(journey.apnsID)\n"
+        var out = "notification \(journey.apnsID): \(journey.deliveryState)\n"
         if let stored = journey.stored {
             out += table([
                 ["state", stored.state + (stored.rule.map { " (\($0))" } ?? "")],
@@ -33,7 +33,9 @@ public enum AdminTables {
         if journey.steps.isEmpty {
             out += "no decision in the log (it keeps the most recent 100,000 notifications)\n"
         } else {
-            out += table([["when", "event", "rule"]] + journey.steps.map { [time($0.at), $0.event, $0.rule ?? "-"] })
+            out += table(
+                [["when", "event", "rule", "state"]]
+                    + journey.steps.map { [time($0.at), $0.event, $0.rule ?? "-", $0.state] })
         }
         return out
     }

@@ -211,9 +211,10 @@ enum DashboardPage {
             const body = await response.json();
             if (!response.ok) { out.innerHTML = '<div class="error">' + cell(body.error || response.status) + "</div>"; return; }
             if (body.steps) {
-              out.innerHTML = "<table><tr><th>when</th><th>event</th><th>rule</th></tr>" + body.steps.map(s =>
+              out.innerHTML = '<div class="state">' + cell(body.deliveryState) + "</div>" +
+                "<table><tr><th>when</th><th>event</th><th>rule</th><th>state</th></tr>" + body.steps.map(s =>
                 "<tr><td>" + new Date(s.at).toISOString().replace("T", " ").slice(0, 23) + "</td><td>" + cell(s.event) +
-                "</td><td>" + cell(s.rule) + "</td></tr>").join("") + "</table>";
+                "</td><td>" + cell(s.rule) + "</td><td>" + cell(s.state) + "</td></tr>").join("") + "</table>";
             } else {
               out.innerHTML = "<table>" + Object.entries(body).map(([k, v]) =>
                 "<tr><th>" + cell(k) + "</th><td>" + cell(v) + "</td></tr>").join("") + "</table>";

@@ -18,6 +18,7 @@ public final class GatewayMetrics: Sendable {
     private let commitCounters: [(CoreMetrics.Counter, any KeyPath<CommitFigures, Int> & Sendable)]
     private let policyCounters: [(CoreMetrics.Counter, any KeyPath<PolicyCounters, Int> & Sendable)]
     private let hubCounters: [(CoreMetrics.Counter, any KeyPath<HubCounters, Int> & Sendable)]
+    private let stateCounters: [(CoreMetrics.Counter, any KeyPath<DeliveryStateCounts, Int> & Sendable)]
     private let held: CoreMetrics.Meter
     private let connected: CoreMetrics.Meter
     private let waiting: CoreMetrics.Meter
@@ -27,6 +28,7 @@ public final class GatewayMetrics: Sendable {
         var policy = PolicyCounters()
         var hub = HubCounters()
         var store = CommitFigures()
+        var states = DeliveryStateCounts()
     }
 
     private let seen = Mutex(Seen())
@@ -86,6 +88,9 @@ public final class GatewayMetrics: Sendable {
             (counter(.deviceHandovers, [("change", "claimed")]), \.claimed),
             (counter(.deviceHandovers, [("change", "released")]), \.released),
         ]
+        stateCounters = DeliveryState.allCases.map {
+            (counter(.deliveryStates, [("state", $0.label)]), DeliveryStateCounts.field($0))
+        }
         commitCounters = [
             (counter(.storeCommits), \.commits),
             (counter(.storeCommitFailures), \.failures),
@@ -115,7 +120,9 @@ public final class GatewayMetrics: Sendable {
             Self.add(policyCounters, now: policy, before: seen.policy)
             Self.add(hubCounters, now: hubNow, before: seen.hub)
             Self.add(commitCounters, now: store, before: seen.store)
-            seen = Seen(policy: policy, hub: hubNow, store: store)
+            let states = DeliveryStateCounts(policy: policy, hub: hubNow)
+            Self.add(stateCounters, now: states, before: seen.states)
+            seen = Seen(policy: policy, hub: hubNow, store: store, states: states)
         }
         held.set(policy.heldNow)
         connected.set(hub.connectedCount)
@@ -147,6 +154,45 @@ public final class GatewayMetrics: Sendable {
         for (counter, field) in rows {
             let difference = now[keyPath: field] - before[keyPath: field]
             if difference > 0 { counter.increment(by: difference) }
+        }
+    }
+}
+
+/// How many pushes entered each of Apple's delivery states, from the policy's and the hub's counters
+/// (on the node that runs each device's policy).
+struct DeliveryStateCounts: Sendable {
+    var received = 0
+    var deliveredToDevice = 0
+    var deliveredFromStorage = 0
+    var storedDeviceOffline = 0
+    var storedPowerConsiderations = 0
+    var discardedTokenUnregistered = 0
+    var discardedExpired = 0
+    var discardedCoalesced = 0
+
+    init() {}
+
+    init(policy: PolicyCounters, hub: HubCounters) {
+        received = policy.silentAccepted + policy.alertingAccepted + policy.otherAccepted + hub.acceptedWithoutDevice
+        deliveredToDevice = hub.delivered - hub.deliveredFromStorage
+        deliveredFromStorage = hub.deliveredFromStorage
+        storedDeviceOffline = policy.heldOffline
+        storedPowerConsiderations = policy.held - policy.heldOffline
+        discardedTokenUnregistered = policy.unregistered
+        discardedExpired = policy.expired + policy.notStored
+        discardedCoalesced = policy.coalesced + policy.overflowed
+    }
+
+    static func field(_ state: DeliveryState) -> any KeyPath<DeliveryStateCounts, Int> & Sendable {
+        switch state {
+        case .received: \.received
+        case .deliveredToDevice: \.deliveredToDevice
+        case .deliveredFromStorage: \.deliveredFromStorage
+        case .storedDeviceOffline: \.storedDeviceOffline
+        case .storedPowerConsiderations: \.storedPowerConsiderations
+        case .discardedTokenUnregistered: \.discardedTokenUnregistered
+        case .discardedExpired: \.discardedExpired
+        case .discardedCoalesced: \.discardedCoalesced
         }
     }
 }

@@ -27,9 +27,11 @@ public struct GatewayServices: Sendable {
     public let metrics: GatewayMetrics
 
     /// In dependency order: the store first and devices next, so that the provider API never hands a
-    /// push to a hub that is not up; shutdown runs in reverse, so the store commits last.
+    /// push to a hub that is not up; shutdown runs in reverse, so the store commits last. The admin API
+    /// starts first and stops last: while the gateway drains, `/ready` answers 503 (`not_draining`
+    /// false) and `/health` 200, until the process exits.
     public var services: [any Service] {
-        [store] + (cluster.map { [$0] } ?? []) + [devices, provider, reloader] + (admin.map { [$0] } ?? [])
+        (admin.map { [$0] } ?? []) + [store] + (cluster.map { [$0] } ?? []) + [devices, provider, reloader]
     }
 
     /// Opens the store (migrations, then what it kept is restored into the hub) and assembles the services.
@@ -54,7 +56,8 @@ public struct GatewayServices: Sendable {
             cluster?.stop()
             throw error
         }
-        let metrics = GatewayMetrics(node: cluster == nil ? nil : configuration.store.nodeID)
+        // Every node names itself (store.postgres.node_id, or <hostname>:<devices.port>), SQLite ones too.
+        let metrics = GatewayMetrics(node: configuration.store.nodeID)
         self.metrics = metrics
         store = StoreService(
             backend: backend, settings: configuration.store, logger: Logger(label: "pushgate.store"),
@@ -114,7 +117,8 @@ public struct GatewayServices: Sendable {
                     hub: hub,
                     readiness: Self.readiness(
                         provider, listeners.count, devices, deviceListeners.count, store, cluster),
-                    storeFigures: { [store] in store.writer.figures }, metrics: metrics),
+                    storeFigures: { [store] in store.writer.figures },
+                    providerConnections: { [provider] in provider.openConnections }, metrics: metrics),
                 host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: Logger(label: "pushgate.admin")) : nil
         reloader = RegistryReloader(

@@ -43,6 +43,9 @@ public final class ProviderServer: Service, Sendable {
         var bound: [SocketAddress] = []
     }
 
+    /// Provider connections open now (draining ones included).
+    public var openConnections: Int { state.withLock { $0.connections.count } }
+
     public init(
         context: ProviderContext, listeners: [ProviderListener], group: any EventLoopGroup, logger: Logger,
         gracePeriod: TimeAmount = .seconds(10)

@@ -11,6 +11,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     case completions = "pushgate_completions_total"
     case deadlineMisses = "pushgate_completion_deadline_misses_total"
     case held = "pushgate_held_notifications"
+    case deliveryStates = "pushgate_delivery_states_total"
     // Devices
     case connectedDevices = "pushgate_connected_devices"
     case registeredDevices = "pushgate_registered_devices"
@@ -43,6 +44,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."
         case .deadlineMisses: "Background wakes not completed within the 30-second deadline (each penalises the app)."
         case .held: "Notifications held by the policy now."
+        case .deliveryStates:
+            "Notifications that entered each of Apple's delivery states (Push Notifications Console names), where the device's policy runs."
         case .connectedDevices: "Device agents connected to this node now."
         case .registeredDevices: "Devices known to this node's registry."
         case .keepAlives: "Keep-alives answered."
@@ -57,7 +60,7 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .storeCommitFailures: "Store transactions that failed (their requests were answered 500)."
         case .storeCommitDuration: "Time one store commit took."
         case .storeCommitBatch: "Changes per store commit."
-        case .node: "This node's name (several nodes on one PostgreSQL database), as a label; the value is 1."
+        case .node: "This node's name (store.postgres.node_id, or <hostname>:<devices.port>), as a label; the value is 1."
         case .routed: "Notifications routed between nodes: out (accepted here, run by the device's owner), in."
         case .deviceHandovers: "Devices this node claimed from another node (claimed) or let go to one (released)."
         }

@@ -129,6 +129,16 @@ public struct AppThrottle: Sendable, Equatable {
         nextDue = min(nextDue, deadline.milliseconds + 1)
     }
 
+    /// The app was uninstalled (its token is unregistered): what it held can never be delivered.
+    public mutating func uninstalled(into actions: inout [PolicyAction]) {
+        pending.removeAll { item in
+            guard case .held(let entry) = item else { return false }
+            actions.append(.discard(entry.notification.id, rule: .tokenUnregistered))
+            return true
+        }
+        compact()
+    }
+
     /// The app's state changed. Opening a force-quit app (foreground) releases what it held.
     public mutating func appStateChanged(
         to state: AppState, conditions: DeviceConditions, settings: PolicySettings, now: UnixTime,

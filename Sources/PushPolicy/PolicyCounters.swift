@@ -7,6 +7,8 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var otherAccepted = 0
     public var wokenOnBudget = 0
     public var held = 0
+    /// Of `held`: kept for a device that was unreachable (the rest: power considerations).
+    public var heldOffline = 0
     public var releasedOnAlert = 0
     public var releasedOnKeepAlive = 0
     public var releasedOnReconnect = 0
@@ -17,6 +19,8 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var overflowed = 0
     public var expired = 0
     public var notStored = 0
+    /// Held pushes discarded because their app was uninstalled.
+    public var unregistered = 0
     public var completedNewData = 0
     public var completedNoData = 0
     public var completedFailed = 0
@@ -48,14 +52,16 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
             default: deliveredImmediately += 1
             }
             if rule.isRelease { heldNow -= 1 }
-        case .hold:
+        case .hold(_, let rule):
             held += 1
+            if rule == .offline { heldOffline += 1 }
             heldNow += 1
         case .discard(_, let rule):
             switch rule {
             case .coalescedCollapseID, .coalescedNewest: coalesced += 1
             case .overflow: overflowed += 1
             case .notStoredExpirationZero: notStored += 1
+            case .tokenUnregistered: unregistered += 1
             default: expired += 1
             }
             if rule != .notStoredExpirationZero, rule != .expiredOnArrival { heldNow -= 1 }

@@ -61,6 +61,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// Past its expiration when it reached the policy (never held).
     case expiredOnArrival = "expired_on_arrival"
     case notStoredExpirationZero = "not_stored_expiration_zero"
+    /// The app was uninstalled (its token unregistered) while the push was held.
+    case tokenUnregistered = "discarded_token_unregistered"
 
     /// A decision to deliver (now or as a release): the push is the device's until it acknowledges it,
     /// and a restart or a node change sends it again rather than holding or coalescing it.
@@ -68,6 +70,26 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         switch self {
         case .alerting, .immediate, .onBudget: return true
         default: return isRelease
+        }
+    }
+
+    /// A decision to keep the push for later.
+    public var isHeld: Bool {
+        switch self {
+        case .overBudget, .forceQuit, .lowPowerMode, .backgroundAppRefreshOff, .offline, .lowPriority,
+            .deferredPowerSaving:
+            return true
+        default: return false
+        }
+    }
+
+    /// A decision to throw the push away.
+    public var isDiscard: Bool {
+        switch self {
+        case .coalescedCollapseID, .coalescedNewest, .overflow, .expired, .expiredOnArrival, .notStoredExpirationZero,
+            .tokenUnregistered:
+            return true
+        default: return false
         }
     }
 

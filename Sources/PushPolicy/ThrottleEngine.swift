@@ -175,6 +175,18 @@ public struct ThrottleEngine: Sendable {
         record(actions[start...], now: now)
     }
 
+    /// The app was uninstalled from the device: its held pushes are discarded (token unregistered).
+    public mutating func uninstalled(device: DeviceID, bundleID: String, now: UnixTime) -> [PolicyAction] {
+        guard let app = appIDs[bundleID] else { return [] }
+        var actions: [PolicyAction] = []
+        update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
+            app, _, actions in
+            app.uninstalled(into: &actions)
+        }
+        record(actions[...], now: now)
+        return actions
+    }
+
     public mutating func completed(
         device: DeviceID, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime,
         into actions: inout [PolicyAction]

@@ -32,6 +32,13 @@ import Testing
                 "accepted silent -", "held held_over_budget", "woken released_piggyback_keep_alive",
                 "acknowledged by the device -", "completed newData -",
             ])
+        // Apple's delivery states, step by step and now.
+        #expect(
+            (journey["steps"] as? [[String: Any]] ?? []).map { $0["state"] as? String ?? "?" } == [
+                "Received", "Stored – Power Considerations", "Received", "Delivered (From Storage)",
+                "Delivered (From Storage)",
+            ])
+        #expect(journey["deliveryState"] as? String == "Delivered (From Storage)")
         let stored = journey["stored"] as? [String: Any]
         #expect(stored?["rule"] as? String == "released_piggyback_keep_alive")
         #expect(stored?["pushType"] as? String == "background")
@@ -42,6 +49,8 @@ import Testing
         #expect(table.contains("held_over_budget"))
         #expect(table.contains("released_piggyback_keep_alive"))
         #expect(table.contains("delivered (released_piggyback_keep_alive)"))
+        #expect(table.contains(": Delivered (From Storage)"))
+        #expect(table.contains("Stored – Power Considerations"))
 
         // The device: its app's budget is spent.
         let device = try #require(setup.agent.identity?.deviceID)

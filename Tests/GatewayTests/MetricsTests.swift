@@ -11,7 +11,8 @@ import Testing
 
     @Test func aScriptedSetOfPushesGivesExactCounts() async throws {
         let setup = try await GatewayWithDevice.start(
-            topic: Self.topic, settings: ["policy.budget.capacity=2", "devices.keep_alive_seconds=3600"])
+            topic: Self.topic,
+            settings: ["policy.budget.capacity=2", "devices.keep_alive_seconds=3600", "store.postgres.node_id=test-node"])
         let gateway = setup.gateway
         // Three silent pushes (two wake the app, one is held), an alert (it carries the held one), and a
         // push to a token nobody has.
@@ -42,6 +43,13 @@ import Testing
             "pushgate_connected_devices": 1,
             "pushgate_registered_devices": 1,
             "pushgate_delivered_total": 4,
+            "pushgate_sent_total": 4,
+            #"pushgate_delivery_states_total{state="received"}"#: 4,
+            #"pushgate_delivery_states_total{state="delivered_to_device"}"#: 3,
+            #"pushgate_delivery_states_total{state="delivered_from_storage"}"#: 1,
+            #"pushgate_delivery_states_total{state="stored_power_considerations"}"#: 1,
+            #"pushgate_delivery_states_total{state="discarded_coalesced"}"#: 0,
+            #"pushgate_node_info{node="test-node"}"#: 1,
         ]
         for (series, value) in expected.sorted(by: { $0.key < $1.key }) {
             #expect(metrics[series] == value, "\(series)")
@@ -49,7 +57,7 @@ import Testing
         #expect((metrics["pushgate_store_commits_total"] ?? 0) >= 1)
         #expect(metrics["pushgate_store_commit_batch_changes_count"] == metrics["pushgate_store_commits_total"])
         #expect(text.contains("# TYPE pushgate_provider_request_duration_seconds histogram"))
-        for name in MetricName.allCases where name != .node {
+        for name in MetricName.allCases {
             #expect(text.contains("# HELP \(name.rawValue) \(name.help)\n# TYPE \(name.rawValue) "), "\(name)")
         }
         #expect(!text.contains(setup.token), "never a token as a label")

@@ -1,0 +1,67 @@
+import Foundation
+import Gateway
+import Testing
+
+/// After SIGTERM the gateway drains: the admin API keeps answering until the process exits, `/ready`
+/// with 503 and the failing check, `/health` with 200, as orchestrators expect.
+@Suite(.serialized) struct DrainingTests {
+    static let curl = ["/usr/bin/curl", "/usr/local/bin/curl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        .enabled(if: DrainingTests.curl != nil, "needs curl (apt-get install curl) to hold a request open"))
+    func theAdminAPIAnswersWhileTheGatewayDrains() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-drain-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = directory + "/gateway.log"
+        let gateway = try GatewayProcess(
+            arguments: [
+                "serve", "--ephemeral", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
+                "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
+                "--set", "admin.port=0", "--set", "log.level=notice",
+                "--set", "log.modules=provider=info,devices=info,admin=info", "--set", "shutdown.grace_seconds=60",
+            ], logPath: log)
+        defer { gateway.kill(SIGKILL) }
+        let ports = try await gateway.boundPorts(logPath: log)
+        func get(_ path: String) async -> (status: Int, body: String)? {
+            try? await AdminClient.get(host: "127.0.0.1", port: ports.admin, path: path, token: nil)
+        }
+        try await eventually("ready") { await get("/ready")?.status == 200 }
+
+        // A request whose body never ends (curl uploading from a pipe kept open) holds the drain.
+        let input = Pipe()
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: Self.curl!)
+        client.arguments = [
+            "--http2-prior-knowledge", "-sS", "-o", "/dev/null", "-X", "POST", "-T", "-",
+            "http://127.0.0.1:\(ports.provider)/3/device/\(String(repeating: "ab", count: 32))",
+        ]
+        client.standardInput = input
+        client.standardOutput = FileHandle.nullDevice
+        client.standardError = FileHandle.nullDevice
+        try client.run()
+        defer { client.terminate() }
+        input.fileHandleForWriting.write(Data(#"{"aps":"#.utf8))
+        try await eventually("the request's connection is open") {
+            guard let counters = await get("/v1/counters"),
+                let object = try? JSONSerialization.jsonObject(with: Data(counters.body.utf8)) as? [String: Any]
+            else { return false }
+            return object["providerConnections"] as? Int == 1
+        }
+
+        gateway.kill(SIGTERM)
+        try await eventually("draining: not ready, still alive") {
+            guard let ready = await get("/ready"), ready.status == 503 else { return false }
+            return ready.body.contains(#""not_draining" : false"#)
+        }
+        #expect(await get("/health")?.status == 200)
+        #expect(gateway.process.isRunning, "still draining while the request is open")
+
+        // The request ends: the drain completes and the process exits cleanly.
+        try input.fileHandleForWriting.close()
+        let status = await gateway.exitStatus(within: 30)
+        #expect(status == 0, "exit status \(String(describing: status)); log: \(log)")
+    }
+}
