@@ -91,16 +91,12 @@ extension DeviceHub {
             return true
         }
         guard first, let cluster else { return }
-        Task {
+        spawn { [self] in
             var claimed = false
             if let deviceID = registry.deviceID(of: device) {
                 do {
                     let state = try await cluster.claim(deviceID: deviceID)
-                    adopted.withLock { adopted in
-                        for stored in state.pending { _ = adopted.insert(stored.notification.id) }
-                    }
-                    adopt(deviceID, budgets: state.budgets, pending: state.pending, now: clock())
-                    _ = registry.setOwner(device, cluster.nodeID, claim: state.claim)
+                    take(device, deviceID: deviceID, state, owner: cluster.nodeID)
                     hubCounters.withLock { $0.claimed += 1 }
                     logger.debug(
                         "device claimed",
@@ -139,7 +135,7 @@ extension DeviceHub {
                 defer { queue.draining = true }
                 return !queue.draining
             }
-            if start { Task { await drainRoutes() } }
+            if start { spawn { [self] in await drainRoutes() } }
         }
     }
 
@@ -171,15 +167,26 @@ extension DeviceHub {
     }
 
     /// A notification another node stored for a device this node owns (or owned: then it goes on).
-    func routed(_ stored: StoredNotification, device: DeviceID) {
+    /// `swept`: found by the sweep for undecided pushes rather than by a notice.
+    func routed(_ stored: StoredNotification, device: DeviceID, swept: Bool = false) {
         let push = stored.notification
-        guard let placement = place(device, orDefer: { { [self] _ in routed(stored, device: device) } }) else { return }
+        guard
+            let placement = place(
+                device, orDefer: { { [self] _ in routed(stored, device: device, swept: swept) } })
+        else { return }
         switch placement {
         case .elsewhere(let node):
             writer?.enqueue { $0.notices.append(Self.route(push, to: node)) }
         case .here:
             guard adopted.withLock({ $0.insert(push.id) }) else { return }
-            hubCounters.withLock { $0.routedIn += 1 }
+            hubCounters.withLock {
+                $0.routedIn += 1
+                if swept { $0.sweptUndecided += 1 }
+            }
+            if swept {
+                logger.warning(
+                    "swept a push no policy had decided", metadata: ["apns_id": "\(push.id)", "device": "\(device)"])
+            }
             let now = clock()
             let (_, _, writes) = decideAndCommit(
                 now: now, device: device, inserting: (push, device, false), answeringOn: nil,
@@ -196,5 +203,54 @@ extension DeviceHub {
         hubCounters.withLock { $0.released += 1 }
         guard !held.isEmpty else { return }
         writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, to: node) } }
+    }
+
+    // MARK: Jobs, takeover, sweep
+
+    /// Store work the hub starts, for the cluster service's task group.
+    public var jobs: AsyncStream<@Sendable () async -> Void> { jobQueue.stream }
+
+    /// No more jobs (shutdown): the cluster service's task group finishes what it has.
+    public func finishJobs() { jobQueue.continuation.finish() }
+
+    /// Runs `job` in the cluster service's task group.
+    public func spawn(_ job: @escaping @Sendable () async -> Void) { jobQueue.continuation.yield(job) }
+
+    /// This node runs the device's policy from now on, with the state the store gave (a claim or a
+    /// takeover): its budgets, its queue and held pushes, and its owner.
+    func take(_ device: DeviceID, deviceID: String, _ state: ClaimedDevice, owner: String) {
+        adopted.withLock { adopted in
+            for stored in state.pending { _ = adopted.insert(stored.notification.id) }
+        }
+        adopt(deviceID, budgets: state.budgets, pending: state.pending, now: clock())
+        _ = registry.setOwner(device, owner, claim: state.claim)
+    }
+
+    /// Devices this node took over from nodes whose lease went stale: their pushes are this node's to
+    /// decide and deliver now (held for the offline device until it connects, to any node).
+    public func tookOver(_ taken: [TakenDevice]) {
+        guard let cluster, !taken.isEmpty else { return }
+        var count = 0
+        for device in taken {
+            guard let slot = registry.slot(ofDevice: device.deviceID) else { continue }
+            take(slot, deviceID: device.deviceID, device.claimed, owner: cluster.nodeID)
+            count += 1
+        }
+        hubCounters.withLock { $0.takenOver += count }
+        logger.notice("took over the devices of a node that is gone", metadata: ["devices": "\(count)"])
+    }
+
+    /// Runs the undecided pushes the sweep found (pending with no rule, accepted a while ago) through
+    /// their device's policy here, once each.
+    public func sweep(_ keys: [NotificationKey]) async {
+        guard let cluster, !keys.isEmpty else { return }
+        do {
+            for stored in try await cluster.notifications(keys) where stored.state == .pending && stored.rule == nil {
+                guard let deviceID = stored.deviceID, let device = registry.slot(ofDevice: deviceID) else { continue }
+                routed(stored, device: device, swept: true)
+            }
+        } catch {
+            logger.error("swept notifications not loaded", metadata: ["error": "\(error)"])
+        }
     }
 }

@@ -37,6 +37,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     let adopted = Mutex(RecentSet<APNsID>(capacity: 65_536))
     /// Routed notices waiting to be loaded, in the order they came, and whether a task is loading them.
     let routes = Mutex<(keys: [NotificationKey], draining: Bool)>(([], false))
+    /// Several nodes: the store work the hub starts (claims, loading routed pushes), run by the cluster
+    /// service's task group (`jobs`), not by tasks of their own.
+    let jobQueue = AsyncStream<@Sendable () async -> Void>.makeStream()
     private let deadlineSeconds: Int
     let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
@@ -498,6 +501,10 @@ public struct HubCounters: Sendable, Equatable, Codable {
     /// Device sessions that ended.
     public var disconnections = 0
     public var keepAlives = 0
+    /// Several nodes: devices taken over from nodes that were gone, and undecided pushes the sweep found
+    /// (none in normal operation).
+    public var takenOver = 0
+    public var sweptUndecided = 0
     public var acceptedWithoutDevice = 0
     public var closedForMisbehaviour = 0
     public var authenticationFailures = 0

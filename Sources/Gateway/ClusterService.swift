@@ -1,5 +1,6 @@
 import DeviceHub
 import Logging
+import PushModel
 import PushStore
 import ServiceLifecycle
 import Synchronization
@@ -9,15 +10,23 @@ import Synchronization
 /// listening starts before the store's snapshot is read, so nothing committed after the snapshot is
 /// missed; notices are queued until the hub has restored the snapshot. A lost connection is opened
 /// again after a second, and what was missed meanwhile is read back from the database.
+///
+/// `run` owns one task group for the rest: handing notices to the hub, the hub's store work (claims,
+/// loading routed pushes), and the node's upkeep — its lease renewed every third of
+/// `store.postgres.lease_seconds`, the devices of nodes whose lease went stale taken over, and a sweep
+/// every `store.postgres.sweep_seconds` for pushes to this node's devices that no policy decided.
 public final class ClusterService: Service, Sendable {
     let cluster: any ClusterStore
     let logger: Logger
+    let settings: ClusterSettings
     private let notices: AsyncStream<ClusterMessage>
     private let continuation: AsyncStream<ClusterMessage>.Continuation
 
     private struct State {
+        /// Started before the service runs (the snapshot is read after the first LISTEN), so not a child
+        /// of `run`'s task group; cancelled by `stop`.
         var listening: Task<Void, Never>?
-        var delivering: Task<Void, Never>?
+        var hub: DeviceHub?
         var started: CheckedContinuation<Void, any Error>?
         var connected = false
         var stopped = false
@@ -25,8 +34,9 @@ public final class ClusterService: Service, Sendable {
 
     private let state = Mutex(State())
 
-    public init(cluster: any ClusterStore, logger: Logger) {
+    public init(cluster: any ClusterStore, settings: ClusterSettings = ClusterSettings(), logger: Logger) {
         self.cluster = cluster
+        self.settings = settings
         self.logger = logger
         (notices, continuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
     }
@@ -58,7 +68,7 @@ public final class ClusterService: Service, Sendable {
                     started?.resume()
                     if again {
                         logger.info("listening to the other nodes again")
-                        Task { [self] in await catchUp() }
+                        state.withLock { $0.hub }?.spawn { [self] in await catchUp() }
                     }
                 }) { [continuation] message in continuation.yield(message) }
             } catch {
@@ -99,27 +109,72 @@ public final class ClusterService: Service, Sendable {
         }
     }
 
-    /// Hands queued and future notices to the hub (once it has restored the store's snapshot).
+    /// The hub that hears the notices (once it has restored the store's snapshot); `run` hands them over.
     public func deliver(to hub: DeviceHub) {
-        let notices = self.notices
-        let delivering = Task {
-            for await message in notices { hub.received(message) }
-        }
-        state.withLock { $0.delivering = delivering }
+        state.withLock { $0.hub = hub }
     }
 
     public func run() async throws {
-        try? await gracefulShutdown()
-        stop()
+        guard let hub = state.withLock({ $0.hub }) else {
+            try? await gracefulShutdown()
+            return stop()
+        }
+        let notices = self.notices
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await message in notices { hub.received(message) }
+            }
+            group.addTask { [self] in await upkeep(hub) }
+            group.addTask { [self] in
+                try? await gracefulShutdown()
+                stop()
+            }
+            // The hub's store work, each job a child of this group; ends when the hub has no more.
+            for await job in hub.jobs { group.addTask { await job() } }
+            group.cancelAll()
+        }
+    }
+
+    /// The lease, takeovers of nodes that are gone, and the sweep for undecided pushes, until cancelled.
+    private func upkeep(_ hub: DeviceHub) async {
+        let lease = Int64(settings.leaseSeconds) * 1000
+        let renewEvery = Duration.milliseconds(max(100, lease / 3))
+        var lastSweep = ContinuousClock.now
+        while !Task.isCancelled {
+            do {
+                try await cluster.renewLease()
+                hub.tookOver(try await cluster.takeOver(leaseMilliseconds: lease))
+                if ContinuousClock.now - lastSweep >= .seconds(settings.sweepSeconds) {
+                    lastSweep = ContinuousClock.now
+                    let cutoff = UnixTime.now().adding(seconds: -Int64(settings.sweepSeconds))
+                    await hub.sweep(try await cluster.undecided(olderThan: cutoff))
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.error("cluster upkeep failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            try? await Task.sleep(for: renewEvery)  // clock-ok: the lease's renewal period
+        }
     }
 
     public func stop() {
-        let (listening, delivering) = state.withLock { state in
+        let (listening, hub) = state.withLock { state in
             state.stopped = true
-            return (state.listening, state.delivering)
+            return (state.listening, state.hub)
         }
         listening?.cancel()
         continuation.finish()
-        delivering?.cancel()
+        hub?.finishJobs()
     }
+}
+
+/// The timing of a node among several (configuration keys `store.postgres.lease_seconds`,
+/// `store.postgres.sweep_seconds`).
+public struct ClusterSettings: Sendable, Equatable {
+    /// A node whose lease is older than this is gone; its lease is renewed every third of it.
+    public var leaseSeconds = 10
+    /// How often, and from what age, pushes to this node's devices that no policy decided are swept.
+    public var sweepSeconds = 30
+
+    public init() {}
 }

@@ -158,6 +158,16 @@ public enum ConfigKeys {
                 "This node's name among the gateway nodes sharing the PostgreSQL database (each device's policy runs on its owner node; docs/store.md). Keep it stable across restarts. Empty: <hostname>:<devices.port>."
         ),
         .init(
+            name: "store.postgres.lease_seconds", defaultValue: "10",
+            doc:
+                "A node whose lease (renewed every third of this) is older than this is gone: another node takes its devices over and delivers their pushes."
+        ),
+        .init(
+            name: "store.postgres.sweep_seconds", defaultValue: "30",
+            doc:
+                "How often a node looks for pushes to its devices that no policy has decided and that are older than this (none in normal operation; each found is logged and counted)."
+        ),
+        .init(
             name: "store.retention_seconds", defaultValue: "86400",
             doc:
                 "How long delivered and discarded notifications stay in the store (for lookups) before they are pruned."

@@ -20,6 +20,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var postgresURL = ""
     /// This node's name among those sharing the PostgreSQL database.
     public var nodeID = "pushgate"
+    /// Several nodes: leases, takeovers and the sweep for undecided pushes.
+    public var cluster = ClusterSettings()
     public var retentionSeconds: Int64 = 86400
     public var pruneSeconds: Int64 = 60
 
@@ -232,6 +234,8 @@ public struct GatewayConfiguration: Sendable {
                 message: "expected a name of at most 200 characters without spaces, got '\(node)'")
         }
         store.nodeID = node.isEmpty ? "\(ProcessInfo.processInfo.hostName):\(devicesPort)" : node
+        store.cluster.leaseSeconds = try reader.int("store.postgres.lease_seconds", in: 1...3600)
+        store.cluster.sweepSeconds = try reader.int("store.postgres.sweep_seconds", in: 1...86400)
         store.retentionSeconds = Int64(try reader.int("store.retention_seconds", in: 0...(365 * 86400)))
         store.pruneSeconds = Int64(try reader.int("store.prune_seconds", in: 1...86400))
         return store

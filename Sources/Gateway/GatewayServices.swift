@@ -44,7 +44,7 @@ public struct GatewayServices: Sendable {
             try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
         let backend = try StoreService.backend(configuration.store)
         let cluster = (backend as? any ClusterStore).map {
-            ClusterService(cluster: $0, logger: Logger(label: "pushgate.cluster"))
+            ClusterService(cluster: $0, settings: configuration.store.cluster, logger: Logger(label: "pushgate.cluster"))
         }
         self.cluster = cluster
         // Listening before the snapshot is read: a notice committed after it is queued, not missed.

@@ -20,6 +20,27 @@ public protocol ClusterStore: StoreBackend {
     /// with no rule). Each is harmless to hear twice: a known device is kept, an owner is taken only with
     /// a higher claim number, a routed push runs once.
     func missedNotices() async throws -> [ClusterNotice]
+    /// Renews this node's lease (on the database's clock): the other nodes take its devices over when it
+    /// goes stale.
+    func renewLease() async throws
+    /// Takes over the devices of nodes whose lease is older than `leaseMilliseconds` (or who hold none):
+    /// this node becomes their owner, tells the others, and gets what each needs. One survivor takes each
+    /// dead node's devices.
+    func takeOver(leaseMilliseconds: Int64) async throws -> [TakenDevice]
+    /// Notifications for this node's devices that no policy has decided (pending, no rule) and that were
+    /// accepted before `cutoff`, oldest first: the sweep runs them (in normal operation there are none).
+    func undecided(olderThan cutoff: UnixTime) async throws -> [NotificationKey]
+}
+
+/// A device this node took over from a node that is gone.
+public struct TakenDevice: Sendable, Equatable {
+    public var deviceID: String
+    public var claimed: ClaimedDevice
+
+    public init(deviceID: String, claimed: ClaimedDevice) {
+        self.deviceID = deviceID
+        self.claimed = claimed
+    }
 }
 
 /// A notification's identity across teams: its apns-id as sent, and its team.

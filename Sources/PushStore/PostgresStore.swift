@@ -79,7 +79,15 @@ public final class PostgresStore: ClusterStore {
             "ALTER TABLE devices ADD COLUMN claims BIGINT NOT NULL DEFAULT 0",
             "CREATE INDEX notifications_device_pending ON notifications (device_id, seq) WHERE state = 0",
         ],
+        [
+            // Each node's lease, renewed on a timer with the database's clock: a node whose lease is stale
+            // is gone, and a survivor takes its devices over.
+            "CREATE TABLE nodes (node_id TEXT PRIMARY KEY, renewed_at BIGINT NOT NULL)"
+        ],
     ]
+
+    /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.
+    static let databaseNow = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
     /// The channel every node listens on.
     static let channel = "pushgate"
@@ -122,6 +130,8 @@ public final class PostgresStore: ClusterStore {
         } catch {
             throw StoreError("cannot use the PostgreSQL database at \(place): \(String(reflecting: error))")
         }
+        // Alive from the start: no other node takes this one's devices while it opens.
+        try await renewLease()
         _ = try await expire(now: now, atStart: true)
         var snapshot = StoreSnapshot()
         for try await (id, hash, created, owner) in try await client.query(
@@ -154,8 +164,8 @@ public final class PostgresStore: ClusterStore {
     }
 
     /// Budgets of the devices `condition` picks (`$1` bound to `value`), by device then bundle id.
-    static func budgets(
-        _ connection: PostgresConnection, where condition: String, _ value: String, logger: Logger
+    static func budgets<Value: PostgresNonThrowingEncodable & Sendable>(
+        _ connection: PostgresConnection, where condition: String, _ value: Value, logger: Logger
     ) async throws -> [DeviceBudgets] {
         var query = PostgresQuery(
             unsafeSQL: """
@@ -345,6 +355,89 @@ public final class PostgresStore: ClusterStore {
         }
     }
 
+    public func renewLease() async throws {
+        var query = PostgresQuery(
+            unsafeSQL: """
+                INSERT INTO nodes (node_id, renewed_at) VALUES ($1, \(Self.databaseNow))
+                ON CONFLICT (node_id) DO UPDATE SET renewed_at = excluded.renewed_at
+                """)
+        query.binds.append(nodeID)
+        _ = try await client.query(query, logger: logger).all()
+    }
+
+    public func takeOver(leaseMilliseconds: Int64) async throws -> [TakenDevice] {
+        let node = nodeID
+        return try await client.withTransaction(logger: logger) { connection in
+            // The stale leases are deleted by the statement that moves their devices: the survivor that
+            // deletes one holds its row, so one survivor takes each dead node's devices. Devices of a node
+            // that holds no lease at all (gone before it wrote one) are taken too.
+            var move = PostgresQuery(
+                unsafeSQL: """
+                    WITH dead AS (
+                        DELETE FROM nodes WHERE node_id <> $1 AND renewed_at < \(Self.databaseNow) - $2
+                        RETURNING node_id)
+                    UPDATE devices d SET owner = $1, claims = d.claims + 1
+                    WHERE d.owner IN (SELECT node_id FROM dead)
+                        OR (d.owner IS NOT NULL AND d.owner <> $1 AND d.owner NOT IN (SELECT node_id FROM nodes))
+                    RETURNING d.id, d.claims
+                    """)
+            move.binds.append(node)
+            move.binds.append(leaseMilliseconds)
+            var taken: [(id: String, claims: Int64)] = []
+            for try await (id, claims) in try await connection.query(move, logger: self.logger).decode(
+                (String, Int64).self)
+            {
+                taken.append((id, claims))
+            }
+            guard !taken.isEmpty else { return [] }
+            let ids = taken.map(\.id)
+            var notify = PostgresQuery(unsafeSQL: "SELECT pg_notify($1, t) FROM UNNEST($2::text[]) AS t")
+            notify.binds.append(Self.channel)
+            notify.binds.append(
+                taken.map { ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text })
+            _ = try await connection.query(notify, logger: self.logger).all()
+            var budgets: [String: [AppBudget]] = [:]
+            for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {
+                budgets[device.deviceID] = device.apps
+            }
+            var query = PostgresQuery(
+                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = ANY($1) ORDER BY seq")
+            query.binds.append(ids)
+            var pending: [String: [StoredNotification]] = [:]
+            for try await row in try await connection.query(query, logger: self.logger) {
+                let stored = try Self.notification(row)
+                if let device = stored.deviceID { pending[device, default: []].append(stored) }
+            }
+            return taken.map { device in
+                TakenDevice(
+                    deviceID: device.id,
+                    claimed: ClaimedDevice(
+                        previousOwner: nil, claim: device.claims, budgets: budgets[device.id] ?? [],
+                        pending: pending[device.id] ?? []))
+            }
+        }
+    }
+
+    public func undecided(olderThan cutoff: UnixTime) async throws -> [NotificationKey] {
+        try await undecidedKeys(receivedBefore: cutoff.milliseconds)
+    }
+
+    /// Notifications for this node's devices that no policy has decided (pending, no rule), oldest first.
+    private func undecidedKeys(receivedBefore: Int64) async throws -> [NotificationKey] {
+        let node = nodeID
+        var keys: [NotificationKey] = []
+        for try await (apnsID, teamID) in try await client.query(
+            """
+            SELECT n.apns_id, n.team_id FROM notifications n JOIN devices d ON d.id = n.device_id
+            WHERE n.state = 0 AND n.rule IS NULL AND d.owner = \(node) AND n.received_at < \(receivedBefore)
+            ORDER BY n.seq
+            """, logger: logger
+        ).decode((String, String).self) {
+            keys.append(NotificationKey(apnsID: apnsID, teamID: teamID))
+        }
+        return keys
+    }
+
     public func notifications(_ keys: [NotificationKey]) async throws -> [StoredNotification] {
         guard !keys.isEmpty else { return [] }
         var query = PostgresQuery(
@@ -393,13 +486,8 @@ public final class PostgresStore: ClusterStore {
                         unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) })))
         }
         notices += owners
-        for try await (apnsID, teamID) in try await client.query(
-            """
-            SELECT n.apns_id, n.team_id FROM notifications n JOIN devices d ON d.id = n.device_id
-            WHERE n.state = 0 AND n.rule IS NULL AND d.owner = \(node) ORDER BY n.seq
-            """, logger: logger
-        ).decode((String, String).self) {
-            notices.append(.route(node: node, apnsID: apnsID, teamID: teamID))
+        for key in try await undecidedKeys(receivedBefore: .max) {
+            notices.append(.route(node: node, apnsID: key.apnsID, teamID: key.teamID))
         }
         return notices
     }

@@ -83,6 +83,8 @@ public final class SQLiteStore: StoreBackend {
         ],
         // The owner column serves several nodes on PostgreSQL; one SQLite file has one node.
         ["ALTER TABLE devices ADD COLUMN owner TEXT"],
+        // Version 3 adds the nodes' leases on PostgreSQL; nothing changes here.
+        [],
     ]
 
     private func migrate() throws {

@@ -37,31 +37,14 @@ import Testing
         let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
         var nodes: [Node] = []
         for (index, name) in ["node-a", "node-b"].enumerated() {
-            let data = directory + "/" + name
-            try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-            try RegistryFiles.addKey(
-                .init(
-                    team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
-                    topics: [Self.topic], environment: nil),
-                to: data + "/provider-keys.yaml")
-            let log = data + "/gateway.log"
-            let process = try GatewayProcess(
-                arguments: [
-                    "serve", "--set", "data_dir=\(data)", "--set", "store.backend=postgres",
-                    "--set", "store.postgres.url=\(url)", "--set", "store.postgres.node_id=\(name)",
-                    // Ports the kernel picks, read back from the log: no race with other tests for them.
-                    "--set", "provider.tls.enabled=false", "--set", "provider.h2c.port=0",
-                    "--set", "devices.port=0", "--set", "devices.tls.enabled=false", "--set", "admin.port=0",
-                    "--set", "log.level=notice", "--set", "log.modules=provider=info,devices=info,admin=info",
-                    "--set", "policy.budget.capacity=2",
-                    // Keep-alives release held pushes: at once on A, never during the test on B.
-                    "--set", "devices.keep_alive_seconds=\(index == 0 ? 1 : 3600)",
-                ], logPath: log)
-            let ports = try await process.boundPorts(logPath: log)
+            // Keep-alives release held pushes: at once on A, never during the test on B.
             nodes.append(
-                Node(
-                    name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin,
-                    log: log))
+                try await startNode(
+                    name, directory: directory, url: url, key: key, signer: signer,
+                    settings: [
+                        "policy.budget.capacity=2", "devices.keep_alive_seconds=\(index == 0 ? 1 : 3600)",
+                        "store.postgres.sweep_seconds=1",
+                    ]))
         }
         defer {
             for node in nodes { node.process.kill(SIGKILL) }
@@ -152,6 +135,12 @@ import Testing
             received.value.withLock { $0[id(5)] } == "released_piggyback_keep_alive",
             "over budget on node A: the budget spent on node B came along")
 
+        // In normal operation the sweep finds no push that a policy left undecided.
+        for node in nodes {
+            let hub = await counters(node)?["hub"] as? [String: Any]
+            #expect(hub?["sweptUndecided"] as? Int == 0, "\(node.name) swept undecided pushes")
+        }
+
         // Both nodes lose the connection they listen on. An alert sent through B meanwhile is routed to A
         // with a notice nobody hears; A reads it back from the database once it listens again.
         let cut = try await TestPostgres.integer(
@@ -173,6 +162,161 @@ import Testing
             #expect(status == 0, "\(node.name) exit status \(String(describing: status)); log: \(node.log)")
         }
         await TestPostgres.dropDatabase(url)
+    }
+
+    /// Node A is killed with SIGKILL while pushes for its devices flow into node B: B takes A's devices
+    /// over when A's lease goes stale (or claims each as it reconnects), and every push answered 200
+    /// reaches its device once the devices reconnect to B.
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func aKilledNodesDevicesAreTakenOverWithoutLoss() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-kill-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_kill")
+        let key = P256.Signing.PrivateKey()
+        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        let settings = [
+            "store.postgres.lease_seconds=2", "store.postgres.sweep_seconds=2",
+            "provider.rate.device_token.per_second=0", "devices.keep_alive_seconds=3600",
+        ]
+        let a = try await startNode("node-a", directory: directory, url: url, key: key, signer: signer, settings: settings)
+        let b = try await startNode("node-b", directory: directory, url: url, key: key, signer: signer, settings: settings)
+        defer {
+            a.process.kill(SIGKILL)
+            b.process.kill(SIGKILL)
+        }
+        for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
+
+        // Six devices on node A (it owns them); what reaches them, on either node, is recorded. The sixth
+        // does not come back after the kill: B takes it over when A's lease goes stale.
+        let received = Shared<Set<String>>([])
+        let record: @Sendable (AgentEvent) -> Void = { event in
+            if case .delivered(let delivery, _) = event { _ = received.value.withLock { $0.insert(delivery.apnsID) } }
+        }
+        let group = MultiThreadedEventLoopGroup.singleton
+        let onA = (0..<6).map { _ in
+            DeviceAgent(
+                host: "127.0.0.1", port: a.devices, apps: [Self.topic], behaviour: .prompt, group: group, onEvent: record)
+        }
+        for agent in onA { agent.start() }
+        try await eventually("the devices installed the app on node A") { onA.allSatisfy { $0.tokens.count == 1 } }
+        let tokens = onA.compactMap { $0.tokens[Self.topic] }
+        let identities = onA.compactMap(\.identity)
+        try await eventually("node B knows the tokens") {
+            for token in tokens {
+                let found = try? await AdminClient.get(
+                    host: "127.0.0.1", port: b.admin, path: "/v1/tokens/\(token)", token: nil)
+                if found?.status != 200 { return false }
+            }
+            return true
+        }
+
+        // Alerts for A's devices POSTed to B from four senders; A is killed once 100 were answered 200.
+        let accepted = Shared<[String]>([])
+        let sentToLast = Shared<Set<String>>([])
+        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: b.provider, security: .cleartext, group: group)
+        await withTaskGroup(of: Void.self) { senders in
+            for sender in 0..<4 {
+                senders.addTask {
+                    for n in 0..<75 {
+                        let id = UUID().uuidString.lowercased()
+                        guard
+                            let response = try? await client.post(
+                                path: "/3/device/\(tokens[(sender + n) % tokens.count])",
+                                headers: [
+                                    ("authorization", authorization), ("apns-topic", Self.topic), ("apns-id", id),
+                                ], body: Array(#"{"aps":{"alert":"n\#(n)"}}"#.utf8))
+                        else { return }
+                        if response.status == 200 {
+                            if (sender + n) % tokens.count == tokens.count - 1 {
+                                _ = sentToLast.value.withLock { $0.insert(id) }
+                            }
+                            let count = accepted.value.withLock {
+                                $0.append(id)
+                                return $0.count
+                            }
+                            if count == 100 { a.process.kill(SIGKILL) }
+                        }
+                    }
+                }
+            }
+        }
+        await client.close()
+        #expect(await a.process.exitStatus(within: 10) != nil, "node A did not die")
+        for agent in onA { agent.stop() }
+        let answered = accepted.value.withLock { $0 }
+        #expect(answered.count == 300, "node B answered every push 200 (\(answered.count))")
+
+        // The devices reconnect to the survivor: every push answered 200 reaches them.
+        let onB = identities.dropLast().map { identity in
+            DeviceAgent(
+                host: "127.0.0.1", port: b.devices, apps: [Self.topic], identity: identity, behaviour: .prompt,
+                group: group, onEvent: record)
+        }
+        for agent in onB { agent.start() }
+        defer { for agent in onB { agent.stop() } }
+        let toReturning = answered.enumerated().filter { !sentToLast.value.withLock { $0 }.contains($0.element) }
+            .map(\.element)
+        try await eventually("every push answered 200 reached its device") {
+            let seen = received.value.withLock { $0 }
+            return toReturning.allSatisfy { seen.contains($0) }
+        }
+        let missing = toReturning.filter { !received.value.withLock { $0 }.contains($0) }
+        #expect(missing.isEmpty, "lost: \(missing.prefix(5)) of \(missing.count); log: \(b.log)")
+
+        // The device that stayed away: B took it over, and its pushes are decided (delivered before the
+        // kill, or stored for the offline device), none left without a decision.
+        try await eventually("node B took over the device that did not come back") {
+            ((await counters(b))?["hub"] as? [String: Any])?["takenOver"] as? Int ?? 0 >= 1
+        }
+        for id in sentToLast.value.withLock({ $0 }) {
+            let lookup = try await AdminClient.get(
+                host: "127.0.0.1", port: b.admin, path: "/v1/notifications/\(id)", token: nil)
+            let json = try JSONSerialization.jsonObject(with: Data(lookup.body.utf8)) as? [String: Any]
+            let stored = json?["stored"] as? [String: Any]
+            #expect(stored?["rule"] as? String != nil, "\(id) left without a decision: \(lookup.body)")
+        }
+        b.process.kill(SIGTERM)
+        #expect(await b.process.exitStatus(within: 30) == 0)
+        await TestPostgres.dropDatabase(url)
+    }
+
+    /// A `pushgate serve` node on the database at `url`, with the team's key, on ports the kernel picks
+    /// (read back from its log: no race with other tests for them).
+    func startNode(
+        _ name: String, directory: String, url: String, key: P256.Signing.PrivateKey, signer: ProviderTokenSigner,
+        settings: [String]
+    ) async throws -> Node {
+        let data = directory + "/" + name
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        try RegistryFiles.addKey(
+            .init(
+                team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
+                topics: [Self.topic], environment: nil),
+            to: data + "/provider-keys.yaml")
+        let log = data + "/gateway.log"
+        let process = try GatewayProcess(
+            arguments: [
+                "serve", "--set", "data_dir=\(data)", "--set", "store.backend=postgres",
+                "--set", "store.postgres.url=\(url)", "--set", "store.postgres.node_id=\(name)",
+                "--set", "provider.tls.enabled=false", "--set", "provider.h2c.port=0",
+                "--set", "devices.port=0", "--set", "devices.tls.enabled=false", "--set", "admin.port=0",
+                "--set", "log.level=notice", "--set", "log.modules=provider=info,devices=info,admin=info",
+            ] + settings.flatMap { ["--set", $0] }, logPath: log)
+        let ports = try await process.boundPorts(logPath: log)
+        return Node(
+            name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin, log: log)
+    }
+
+    /// A node's `/v1/counters`, parsed.
+    func counters(_ node: Node) async -> [String: Any]? {
+        guard let response = try? await AdminClient.get(host: "127.0.0.1", port: node.admin, path: "/v1/counters", token: nil)
+        else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any]
     }
 
     func waitUntilReady(adminPort: Int) async throws {

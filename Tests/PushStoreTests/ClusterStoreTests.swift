@@ -3,6 +3,7 @@ import PushModel
 import PushPolicy
 import PushStore
 import Synchronization
+import TestSupport
 import Testing
 
 /// Several nodes on one PostgreSQL database: notices go out with their commit, a claim moves a device's
@@ -110,6 +111,51 @@ import Testing
         #expect(try await b.missedNotices().contains { if case .route = $0 { true } else { false } } == false)
         try await a.close()
         try await b.close()
+        await place.remove()
+    }
+
+    /// A node whose lease went stale is gone: one survivor takes its devices over (owner notice, budgets,
+    /// pending pushes), a second finds nothing left to take; the sweep finds the undecided pushes of a
+    /// node's own devices once they are old enough.
+    @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func aDeadNodesDevicesAreTakenOverByOneSurvivor() async throws {
+        let (place, a, b) = try await twoNodes()
+        let c = try PostgresStore(url: place.path, nodeID: "node-c")
+        _ = try await c.open(now: Self.t0)
+        let device = StoredDevice(id: "dev-a", secretHash: [1], createdAt: Self.t0, owner: "node-a")
+        let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
+        var undecided = Samples.stored(20, rule: nil)
+        undecided.deviceID = "dev-a"
+        var batch = StoreBatch()
+        batch.devices = [device]
+        batch.notifications = [undecided]
+        batch.budgets = ["dev-a": spent]
+        try await a.commit(batch)
+
+        #expect(try await b.takeOver(leaseMilliseconds: 60_000).isEmpty, "node A's lease is fresh")
+        try await TestPostgres.run(place.path, "UPDATE nodes SET renewed_at = 0 WHERE node_id = 'node-a'")
+        let taken = try await b.takeOver(leaseMilliseconds: 60_000)
+        #expect(taken.map(\.deviceID) == ["dev-a"])
+        #expect(taken.first?.claimed.claim == 1)
+        #expect(taken.first?.claimed.budgets == spent)
+        #expect(taken.first?.claimed.pending.map(\.notification.id) == [undecided.notification.id])
+        #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty, "one survivor takes each device")
+        #expect(try await TestPostgres.integer(place.path, "SELECT COUNT(*) FROM nodes WHERE node_id = 'node-a'") == 0)
+
+        // B owns it now: its undecided push is B's to sweep, once older than the cutoff.
+        #expect(try await b.undecided(olderThan: undecided.notification.receivedAt).isEmpty)
+        #expect(
+            try await b.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).map(\.apnsID) == [
+                undecided.notification.id.value
+            ])
+        #expect(try await c.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).isEmpty)
+
+        // Node A comes back: it renews its lease and owns nothing until a device connects to it.
+        try await a.renewLease()
+        #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty)
+        try await a.close()
+        try await b.close()
+        try await c.close()
         await place.remove()
     }
 
