@@ -39,13 +39,19 @@ let package = Package(
             name: "PushMetrics",
             dependencies: ["PushModel", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: hotPath),
+        // Where the provider API hands accepted notifications: the intake protocol the device hub
+        // implements (so neither imports the other).
+        .target(
+            name: "PushIntake",
+            dependencies: ["PushModel", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: hotPath),
         // The device protocol's messages (JSON over WebSocket). No NIO.
         .target(name: "DeviceProtocol"),
         // The device hub: device connections (WebSocket), the device registry, delivery, and the policy engine.
         .target(
             name: "DeviceHub",
             dependencies: [
-                "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "PushStore",
+                "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -97,7 +103,7 @@ let package = Package(
         .target(
             name: "ProviderAPI",
             dependencies: [
-                "PushModel", "ProviderAuth", "PushMetrics",
+                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -139,7 +145,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "DeviceHub", "PushStore", "PushMetrics",
+                "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "PushStore", "PushMetrics",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -214,7 +220,7 @@ let package = Package(
         .testTarget(
             name: "ProviderAPITests",
             dependencies: [
-                "ProviderAPI", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
+                "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,6 +1,6 @@
 import Logging
 import NIOCore
-import ProviderAPI
+import PushIntake
 import PushModel
 import PushPolicy
 import PushStore

@@ -2,7 +2,7 @@ import DeviceProtocol
 import Histogram
 import Logging
 import NIOCore
-import ProviderAPI
+import PushIntake
 import PushModel
 import PushPolicy
 import PushStore

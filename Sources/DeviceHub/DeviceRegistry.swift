@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import ProviderAPI
+import PushIntake
 import PushModel
 import PushPolicy
 import PushStore

@@ -1,5 +1,6 @@
 import Logging
 import ProviderAPI
+import PushIntake
 import PushModel
 import PushStore
 import ServiceLifecycle

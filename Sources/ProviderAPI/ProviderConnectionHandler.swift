@@ -3,6 +3,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
+import PushIntake
 import PushModel
 
 /// The provider API on one HTTP/2 connection, at frame level: no child channel or task per stream,

@@ -1,4 +1,5 @@
 import ProviderAuth
+import PushIntake
 import PushMetrics
 import PushModel
 import Synchronization
@@ -57,17 +58,3 @@ public final class ProviderContext: Sendable {
     }
 }
 
-extension UnixTime {
-    /// The system's wall clock. Only the I/O shell calls this; policy receives the value.
-    @Sendable public static func now() -> UnixTime {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return UnixTime(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
-    }
-}
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif

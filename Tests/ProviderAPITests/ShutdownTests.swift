@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ProviderClient
+import PushIntake
 import PushModel
 import Synchronization
 import Testing

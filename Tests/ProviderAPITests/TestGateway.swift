@@ -7,6 +7,7 @@ import NIOHPACK
 import NIOPosix
 import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
 import Synchronization
 

@@ -1,0 +1,165 @@
+import DeviceProtocol
+import PushModel
+import PushPolicy
+import Synchronization
+import Testing
+
+@testable import DeviceHub
+
+/// The hub's core without sockets: fake sessions, plain instants. Every event in each state a device can
+/// be in (never connected, connected, replaced, gone, taken by another node), and what it writes.
+@Suite struct HubCoreTests {
+    final class FakeSession: DeviceSession {
+        let closed = Mutex(false)
+        func send(_ message: GatewayMessage) {}
+        func close(reason: String, reconnectAfterMilliseconds: Int?) { closed.withLock { $0 = true } }
+    }
+
+    static let t0 = UnixTime(seconds: 1_800_000_000)
+    static let token = DeviceToken(String(repeating: "cd", count: 32))!
+    var counter = 0
+
+    mutating func push(_ kind: NotificationClass, bundle: String = "com.example.app") -> PushNotification {
+        counter += 1
+        return PushNotification(
+            id: APNsID(header: String(format: "00000000-0000-4000-8000-%012d", counter))!, deviceToken: Self.token,
+            topic: Topic(bundle)!, bundleID: bundle, pushType: kind == .silent ? .background : .alert,
+            priority: kind == .silent ? .conservePower : .immediate, expiration: .storeByDefault, collapseID: nil,
+            notificationClass: kind, payload: [], teamID: nil, receivedAt: Self.t0)
+    }
+
+    func core(window: Int = 2) -> HubCore {
+        HubCore(policy: ThrottleEngine(), deliveries: DeliveryQueues(window: window, limit: 100))
+    }
+
+    /// `received`, then the routing the hub does under the same lock.
+    func receive(_ push: PushNotification, _ core: inout HubCore, device: DeviceID = 1) -> [HubCore.Write] {
+        var writes: [HubCore.Write] = []
+        let actions = core.received(push, device: device, now: Self.t0)
+        core.route(actions, device: device, now: Self.t0, slot: { _ in device }, writes: &writes)
+        return writes
+    }
+
+    func connect(_ session: FakeSession, _ core: inout HubCore, device: DeviceID = 1) -> (
+        previous: (any DeviceSession)?, writes: [HubCore.Write]
+    ) {
+        var writes: [HubCore.Write] = []
+        let (previous, actions) = core.connected(device, session: session, now: Self.t0, writes: &writes)
+        core.route(actions, device: device, now: Self.t0, slot: { _ in device }, writes: &writes)
+        return (previous, writes)
+    }
+
+    @Test mutating func aDeviceThatNeverConnectedIsOfflineAndGetsWhatWasKeptWhenItDoes() {
+        var core = core()
+        let alert = push(.alerting)
+        #expect(receive(alert, &core).isEmpty)
+        #expect(core.policy.conditions(of: 1).online == false, "no session: offline for the policy")
+        let session = FakeSession()
+        let (previous, writes) = connect(session, &core)
+        #expect(previous == nil)
+        #expect(writes.map(\.item.id) == [alert.id])
+        #expect(writes.first?.item.rule == .reconnect)
+        #expect(writes.allSatisfy { $0.session === session })
+    }
+
+    @Test mutating func theWindowHoldsBackWhatTheDeviceHasNotAcknowledged() {
+        var core = core(window: 2)
+        let session = FakeSession()
+        _ = connect(session, &core)
+        let alerts = (0..<3).map { _ in push(.alerting) }
+        let written = alerts.flatMap { receive($0, &core) }
+        #expect(written.map(\.item.id) == [alerts[0].id, alerts[1].id])
+        var writes: [HubCore.Write] = []
+        let first = core.acknowledged(alerts[0].id, by: 1, now: Self.t0, writes: &writes)
+        #expect(first?.id == alerts[0].id)
+        #expect(writes.map(\.item.id) == [alerts[2].id])
+        let repeated = core.acknowledged(alerts[0].id, by: 1, now: Self.t0, writes: &writes)
+        #expect(repeated == nil, "repeated")
+    }
+
+    @Test mutating func aReplacingSessionGetsWhatTheFirstHadNotAcknowledgedAndTheFirstIsReturnedToClose() {
+        var core = core()
+        let first = FakeSession()
+        _ = connect(first, &core)
+        let alert = push(.alerting)
+        #expect(receive(alert, &core).map(\.item.id) == [alert.id])
+        let second = FakeSession()
+        let (previous, writes) = connect(second, &core)
+        #expect(previous === first)
+        #expect(writes.map(\.item.id) == [alert.id])
+        #expect(writes.first?.item.sends == 2)
+        #expect(writes.allSatisfy { $0.session === second })
+        // The first session's end, heard late, changes nothing.
+        let ended = core.disconnected(1, session: first, now: Self.t0)
+        #expect(ended == false)
+        #expect(core.session(of: 1) === second)
+    }
+
+    @Test mutating func whatIsQueuedForAGoneDeviceIsNeverCoalescedByLaterArrivals() {
+        var core = core(window: 1)
+        let session = FakeSession()
+        _ = connect(session, &core)
+        let queued = (0..<3).map { _ in push(.alerting) }
+        for alert in queued { _ = receive(alert, &core) }
+        let ended = core.disconnected(1, session: session, now: Self.t0)
+        #expect(ended)
+        // Two more while it is away: APNs keeps the newest of those only.
+        let away = (0..<2).map { _ in push(.alerting) }
+        for alert in away { _ = receive(alert, &core) }
+        var writes: [HubCore.Write] = []
+        let again = FakeSession()
+        let (_, connectWrites) = connect(again, &core)
+        writes = connectWrites
+        var delivered: [APNsID] = []
+        while let next = writes.first {
+            writes.removeFirst()
+            delivered.append(next.item.id)
+            _ = core.acknowledged(next.item.id, by: 1, now: Self.t0, writes: &writes)
+        }
+        #expect(delivered == queued.map(\.id) + [away[1].id], "the queued three in order, then the newest kept")
+    }
+
+    @Test mutating func adoptingPutsDeliveriesBackInTheQueueAndHoldsTheRest() {
+        var core = core(window: 8)
+        let alert = push(.alerting)
+        let wake = push(.silent)
+        let overBudget = push(.silent)
+        let undecided = push(.alerting)
+        var spent = ThrottleBudget.untouched
+        spent.tokens = 0
+        let (restored, overflow) = core.adopt(
+            1, budgets: [("com.example.app", spent)],
+            pending: [
+                PendingPush(push: alert, expiresAt: nil, rule: .alerting),
+                PendingPush(push: wake, expiresAt: nil, rule: .onBudget),
+                PendingPush(push: overBudget, expiresAt: nil, rule: .overBudget),
+                PendingPush(push: undecided, expiresAt: nil, rule: nil),
+            ], now: Self.t0)
+        #expect(restored == 4)
+        #expect(overflow.isEmpty)
+        #expect(core.deliveries.outstanding(of: 1).map(\.id) == [alert.id, wake.id])
+        let session = FakeSession()
+        let (_, writes) = connect(session, &core)
+        // The queue first, in order; then what the policy held, released by the reconnection (a release
+        // spends no budget: the over-budget wake goes too).
+        #expect(writes.map(\.item.id) == [alert.id, wake.id, undecided.id, overBudget.id])
+        #expect(writes.map(\.item.wake) == [false, true, false, true])
+        // The restored wake was paid for: acknowledging it starts its deadline, no second charge.
+        var more: [HubCore.Write] = []
+        _ = core.acknowledged(wake.id, by: 1, now: Self.t0, writes: &more)
+        let due = core.policy.advance(to: Self.t0.adding(seconds: 31))
+        #expect(due == [.deadlineMissed(wake.id)])
+    }
+
+    @Test mutating func aDeviceLostToAnotherNodeLetsGoOfEverything() {
+        var core = core(window: 1)
+        let session = FakeSession()
+        _ = connect(session, &core)
+        for _ in 0..<2 { _ = receive(push(.alerting), &core) }
+        let (lostSession, held) = core.lost(1)
+        #expect(lostSession === session)
+        #expect(held.isEmpty)
+        #expect(core.deliveries.count(of: 1) == 0, "the new owner sends them (pending in the store)")
+        #expect(core.session(of: 1) == nil)
+    }
+}
