@@ -176,7 +176,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
         guard let id = APNsID(header: apnsID) else { return }
         let now = clock()
         var writes: [HubCore.Write] = []
-        let item = core.withLock { $0.acknowledged(id, by: device, now: now, writes: &writes) }
+        let item = core.withLock { core in
+            let item = core.acknowledged(id, by: device, now: now, writes: &writes)
+            core.noteResends(writes, now: now)
+            return item
+        }
         write(writes)
         guard let item else { return }
         hubCounters.withLock {
@@ -339,6 +343,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
             var writes = core.pendingWrites
             core.pendingWrites = []
             core.route(actions, device: device, now: now, slot: { registry.slot(of: $0) }, writes: &writes)
+            core.noteResends(writes, now: now)
             guard writer != nil else { return (result, nil, writes) }
             var budgets: [String: [AppBudget]] = [:]
             for changed in core.policy.takeChangedDevices() {

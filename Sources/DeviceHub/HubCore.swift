@@ -31,6 +31,13 @@ struct HubCore: Sendable {
     var connectedCount: Int { sessions.count }
     var allSessions: [Session] { Array(sessions.values) }
 
+    /// Writes of pushes written before (to a connection that ended) go in the decision log.
+    mutating func noteResends(_ writes: [Write], now: UnixTime) {
+        for write in writes where write.item.sends > 1 {
+            policy.sentAgain(write.item.id, sends: write.item.sends, now: now)
+        }
+    }
+
     // MARK: Events
 
     /// A push accepted for `device`. The policy hears first that the device is offline when it has no

@@ -16,7 +16,10 @@ public struct DecisionLog: Sendable {
         case woken
         case held
         case discarded
-        /// The device acknowledged the delivery (the hub records it; the policy does not act on it).
+        /// Written to the device again (its `n`th time): the connection it was written to ended before
+        /// the device acknowledged it.
+        case sentAgain(Int)
+        /// The device acknowledged the delivery: delivered.
         case acknowledged
         case completed(CompletionResult)
         case completedLate(CompletionResult)
@@ -29,6 +32,7 @@ public struct DecisionLog: Sendable {
             case .woken: return "woken"
             case .held: return "held"
             case .discarded: return "discarded"
+            case .sentAgain(let times): return "sent again (\(times) times in all)"
             case .acknowledged: return "acknowledged by the device"
             case .completed(let result): return "completed \(result.rawValue)"
             case .completedLate(let result): return "completed late \(result.rawValue)"

@@ -331,6 +331,11 @@ public struct ThrottleEngine: Sendable {
         return overflow
     }
 
+    /// A delivery was written to the device again (`sends` times in all): the decision log shows it.
+    public mutating func sentAgain(_ id: APNsID, sends: Int, now: UnixTime) {
+        if log.capacity > 0 { log.recordIfKnown(id, .sentAgain(sends), at: now) }
+    }
+
     /// The device acknowledged a delivery. A wake's completion deadline starts now (it was sent, maybe
     /// more than once, but the app runs from the delivery the device confirmed); the decision log
     /// records the acknowledgement.

@@ -114,8 +114,12 @@ import Testing
         return agent
     }
 
-    @Test(.enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"))
-    func unacknowledgedAtAKillAreDeliveredAfterTheRestartInOrder() async throws {
+    /// SIGKILL (a crash) or SIGTERM (a shutdown: the device is told to come back later): either way what
+    /// the device had not acknowledged reaches it after the restart.
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        arguments: [SIGKILL, SIGTERM])
+    func unacknowledgedAtAStopAreDeliveredAfterTheRestartInOrder(signal: Int32) async throws {
         let fixture = try Fixture()
         defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
         let (gateway, ports) = try await fixture.start(log: "first.log")
@@ -130,8 +134,12 @@ import Testing
         let written = try await fixture.postAlerts(3, to: token, port: ports.provider)
         #expect(written.count == 3)
         try await eventually("the three are written to the device") { raw.received == written }
-        gateway.kill(SIGKILL)
-        #expect(await gateway.exitStatus(within: 10) != nil)
+        gateway.kill(signal)
+        #expect(await gateway.exitStatus(within: 30) != nil)
+        if signal == SIGTERM {
+            let texts = raw.collector.texts.withLock { $0 }
+            #expect(texts.contains { $0.contains(#""reason":"shutdown""#) && $0.contains("reconnect_after_ms") })
+        }
         try? await raw.channel.close()
 
         // Restarted; a newer alert while the device is away; then the device comes back.

@@ -77,6 +77,8 @@ import TestSupport
         #expect(log.deliveries.map(\.rule) == ["alerting", "alerting", "alerting", "released_on_reconnect"])
         try await eventually("all acknowledged") { harness.hub.counters.delivered == 4 }
         #expect(harness.hub.counters.resent == 3)
+        let journey = harness.hub.journey(of: APNsID(header: unacknowledged[0])!).map(\.event.description)
+        #expect(journey == ["accepted alerting", "delivered", "sent again (2 times in all)", "acknowledged by the device"])
         #expect(harness.hub.outstandingCount == 0)
         again.stop()
         try await harness.stop()
