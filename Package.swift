@@ -45,13 +45,19 @@ let package = Package(
             name: "PushIntake",
             dependencies: ["PushModel", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: hotPath),
+        // The door of each listener: connection caps (total, per source address) and the handshake timeout.
+        .target(
+            name: "ConnectionLimits",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ]),
         // The device protocol's messages (JSON over WebSocket). No NIO.
         .target(name: "DeviceProtocol"),
         // The device hub: device connections (WebSocket), the device registry, delivery, and the policy engine.
         .target(
             name: "DeviceHub",
             dependencies: [
-                "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore",
+                "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore", "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -103,7 +109,7 @@ let package = Package(
         .target(
             name: "ProviderAPI",
             dependencies: [
-                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics",
+                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics", "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -145,7 +151,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "PushStore", "PushMetrics",
+                "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits", "PushStore", "PushMetrics",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -254,7 +260,8 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
+                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -28,7 +29,13 @@ public final class DeviceServer: Service, Sendable {
     private let logger: Logger
     private let state = Mutex<(channels: [any Channel], bound: [SocketAddress], ticker: RepeatedTask?)>(([], [], nil))
 
-    public init(hub: DeviceHub, listeners: [Listener], group: any EventLoopGroup, logger: Logger) {
+    /// Connection caps and the upgrade timeout (nil: none).
+    public let gate: ConnectionGate?
+
+    public init(
+        hub: DeviceHub, listeners: [Listener], group: any EventLoopGroup, logger: Logger, gate: ConnectionGate? = nil
+    ) {
+        self.gate = gate
         self.hub = hub
         self.listeners = listeners
         self.group = group
@@ -74,6 +81,7 @@ public final class DeviceServer: Service, Sendable {
     private func bootstrap(_ listener: Listener) -> ServerBootstrap {
         let hub = self.hub
         let maximumFrame = hub.settings.maximumFrameBytes
+        let gate = self.gate
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -96,6 +104,7 @@ public final class DeviceServer: Service, Sendable {
                         }
                     })
                 do {
+                    try gate?.guardConnection(channel)
                     if let tls = listener.tls {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     }
@@ -105,6 +114,8 @@ public final class DeviceServer: Service, Sendable {
                             upgraders: [upgrader],
                             completionHandler: { context in
                                 context.pipeline.syncOperations.removeHandler(refusal, promise: nil)
+                                // Upgraded: the door's timer stops, the hello timeout takes over.
+                                context.pipeline.fireUserInboundEventTriggered(ConnectionEstablished())
                             }
                         ))
                     try channel.pipeline.syncOperations.addHandler(refusal)

@@ -102,9 +102,15 @@ final class DeviceSessionHandler: ChannelInboundHandler {
                 return close(
                     context, reason: "flooding", "more than \(hub.settings.messagesPerSecond) messages per second")
             }
+            let bytes = frame.unmaskedData.readableBytesView
+            // RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection with 1007.
+            guard String(validating: bytes, as: UTF8.self) != nil else {
+                hub.count { $0.closedForMisbehaviour += 1 }
+                return close(context, reason: "invalid_utf8", "a text frame that is not valid UTF-8")
+            }
             let message: DeviceMessage
             do {
-                message = try DeviceMessage.decode(frame.unmaskedData.readableBytesView)
+                message = try DeviceMessage.decode(bytes)
             } catch {
                 hub.count { $0.closedForMisbehaviour += 1 }
                 return close(context, reason: "protocol_error", error.message)
@@ -236,6 +242,16 @@ final class ChannelSession: DeviceSession {
         close(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds, detail: nil)
     }
 
+    /// The WebSocket close code for each reason the gateway closes with.
+    static func closeCode(for reason: String) -> WebSocketErrorCode {
+        switch reason {
+        case "shutdown", "moved", "replaced": return .goingAway
+        case "invalid_utf8": return .dataInconsistentWithMessage
+        case "protocol_error": return .protocolError
+        default: return .policyViolation
+        }
+    }
+
     /// Says why, sends a WebSocket close frame, and closes once they are written. A device that does not
     /// read would never take them: it is closed at once.
     func close(reason: String, reconnectAfterMilliseconds: Int?, detail: String?) {
@@ -243,7 +259,7 @@ final class ChannelSession: DeviceSession {
         if let detail { send(.error(message: detail)) }
         send(.closing(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds))
         var data = channel.allocator.buffer(capacity: 2)
-        data.write(webSocketErrorCode: reason == "shutdown" ? .goingAway : .policyViolation)
+        data.write(webSocketErrorCode: Self.closeCode(for: reason))
         let channel = self.channel
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { _ in
             channel.close(promise: nil)

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import DeviceHub
 import Foundation
 import PushModel
@@ -13,14 +14,18 @@ public struct AdminRoutes: Sendable {
 
     let storeFigures: @Sendable () -> CommitFigures?
     let providerConnections: @Sendable () -> Int
+    /// The listeners' doors (connection caps, handshake timeouts), for `/v1/counters` and `/metrics`.
+    let gates: @Sendable () -> [ConnectionGate]
     let metrics: GatewayMetrics?
 
     public init(
         hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] },
         storeFigures: @escaping @Sendable () -> CommitFigures? = { nil },
-        providerConnections: @escaping @Sendable () -> Int = { 0 }, metrics: GatewayMetrics? = nil
+        providerConnections: @escaping @Sendable () -> Int = { 0 },
+        gates: @escaping @Sendable () -> [ConnectionGate] = { [] }, metrics: GatewayMetrics? = nil
     ) {
         self.hub = hub
+        self.gates = gates
         self.providerConnections = providerConnections
         self.storeFigures = storeFigures
         self.readiness = readiness
@@ -79,13 +84,15 @@ public struct AdminRoutes: Sendable {
                     budget: budget.map(BudgetState.init)))
         } else if parts == ["metrics"], let metrics {
             return Response(
-                status: 200, json: metrics.scrape(hub: hub, store: storeFigures() ?? CommitFigures()),
+                status: 200, json: metrics.scrape(hub: hub, store: storeFigures() ?? CommitFigures(), gates: gates()),
                 contentType: "text/plain; version=0.0.4; charset=utf-8")
         } else if parts == ["v1", "counters"] {
             return encode(
                 Counters(
                     policy: hub.policyCounters, hub: hub.counters, connectedDevices: hub.connectedCount,
-                    providerConnections: providerConnections(), acceptToDeviceAckMicroseconds: hub.deliveryLatency,
+                    providerConnections: providerConnections(),
+                    connections: Dictionary(uniqueKeysWithValues: gates().map { ($0.name, $0.figures) }),
+                    acceptToDeviceAckMicroseconds: hub.deliveryLatency,
                     acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets, store: storeFigures()))
         }
         return error(404, "no such admin path: \(path)")
@@ -257,6 +264,8 @@ struct Counters: Encodable {
     var connectedDevices: Int
     /// Provider API connections open now.
     var providerConnections: Int
+    /// Each listener kind's door: open connections, refusals by cap, handshake timeouts.
+    var connections: [String: ConnectionGate.Figures]
     var acceptToDeviceAckMicroseconds: DeliveryLatency
     var acceptToDeviceAckBuckets: [[UInt64]]
     /// The store writer's commits (absent without a store).

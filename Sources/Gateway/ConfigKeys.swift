@@ -121,6 +121,18 @@ public enum ConfigKeys {
         .init(
             name: "provider.http2.connection_window_bytes", defaultValue: "1048576",
             doc: "Receive window kept open per provider connection."),
+        .init(
+            name: "provider.handshake_timeout_seconds", defaultValue: "5",
+            doc: "A provider connection that has not finished its TLS handshake and HTTP/2 preface within this time is closed."
+        ),
+        .init(
+            name: "provider.max_connections", defaultValue: "0",
+            doc:
+                "Provider connections open at once (TLS and h2c together); more are closed at accept. 0: a tenth of the process's descriptor limit (at least 64)."
+        ),
+        .init(
+            name: "provider.max_connections_per_address", defaultValue: "500",
+            doc: "Provider connections open at once from one source address; 0: no cap."),
 
         .init(
             name: "devices.tokens_file", defaultValue: "",
@@ -228,6 +240,20 @@ public enum ConfigKeys {
             doc: "A connection that does not say hello (or register) within this time is closed."),
         .init(
             name: "devices.max_frame_bytes", defaultValue: "65536", doc: "Largest WebSocket message a device may send."),
+        .init(
+            name: "devices.upgrade_timeout_seconds", defaultValue: "5",
+            doc:
+                "A device connection that has not finished its TLS handshake and WebSocket upgrade within this time is closed (then devices.hello_timeout_seconds runs)."
+        ),
+        .init(
+            name: "devices.max_connections", defaultValue: "0",
+            doc:
+                "Device connections open at once (plain and TLS together); more are closed at accept. 0: the descriptor limit less the provider's share and 256 kept for the store, the admin API and files."
+        ),
+        .init(
+            name: "devices.max_connections_per_address", defaultValue: "0",
+            doc: "Device connections open at once from one source address; 0: no cap (a simulated fleet connects from one address)."
+        ),
     ]
 
     /// The silent-push policy (docs/throttling.md).

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import DeviceHub
 import Foundation
 import Logging
@@ -67,6 +68,9 @@ public struct GatewayConfiguration: Sendable {
     public var deviceListener: Listener
     public var deviceTLSListener: Listener
     public var hub: HubSettings
+    /// The doors of the provider API's and the device port's listeners.
+    public var providerGate: ConnectionGate.Limits
+    public var deviceGate: ConnectionGate.Limits
     public var admin: Listener
     public var adminToken: String?
     public var store: StoreSettings
@@ -165,6 +169,7 @@ public struct GatewayConfiguration: Sendable {
         hub.helloTimeoutSeconds = Int64(try reader.int("devices.hello_timeout_seconds", in: 1...3600))
         hub.maximumFrameBytes = try reader.int("devices.max_frame_bytes", in: 1024...(16 << 20))
         self.hub = hub
+        (providerGate, deviceGate) = try Self.gates(&reader, descriptors: ConnectionGate.descriptorLimit())
         admin = Listener(
             enabled: try reader.bool("admin.enabled"), host: try reader.string("admin.host", nonEmpty: true),
             port: try reader.int("admin.port", in: 0...65535))
@@ -239,6 +244,28 @@ public struct GatewayConfiguration: Sendable {
         store.retentionSeconds = Int64(try reader.int("store.retention_seconds", in: 0...(365 * 86400)))
         store.pruneSeconds = Int64(try reader.int("store.prune_seconds", in: 1...86400))
         return store
+    }
+
+    /// The connection caps (0: made from the process's descriptor limit, leaving room for each other and
+    /// for the store, the admin API and files) and handshake timeouts.
+    static func gates(_ reader: inout ConfigReader, descriptors: Int) throws -> (
+        provider: ConnectionGate.Limits, devices: ConnectionGate.Limits
+    ) {
+        let reserve = 256
+        var provider = try reader.int("provider.max_connections", in: 0...10_000_000)
+        if provider == 0 { provider = max(64, descriptors / 10) }
+        var devices = try reader.int("devices.max_connections", in: 0...10_000_000)
+        if devices == 0 { devices = max(64, descriptors - provider - reserve) }
+        return (
+            ConnectionGate.Limits(
+                maxConnections: provider,
+                maxPerAddress: try reader.int("provider.max_connections_per_address", in: 0...10_000_000),
+                handshakeTimeout: .seconds(Int64(try reader.int("provider.handshake_timeout_seconds", in: 1...3600)))),
+            ConnectionGate.Limits(
+                maxConnections: devices,
+                maxPerAddress: try reader.int("devices.max_connections_per_address", in: 0...10_000_000),
+                handshakeTimeout: .seconds(Int64(try reader.int("devices.upgrade_timeout_seconds", in: 1...3600))))
+        )
     }
 
     static func policy(_ reader: inout ConfigReader) throws -> PolicySettings {

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import CoreMetrics
 import DeviceHub
 import Prometheus
@@ -12,6 +13,7 @@ import Synchronization
 /// Prometheus counters by difference, so the policy's hot path pays nothing for being measured.
 public final class GatewayMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
     public let provider: ProviderMetrics
     private let commitDuration: CoreMetrics.Timer
     private let commitBatch: CoreMetrics.Recorder
@@ -29,6 +31,7 @@ public final class GatewayMetrics: Sendable {
         var hub = HubCounters()
         var store = CommitFigures()
         var states = DeliveryStateCounts()
+        var gates: [String: ConnectionGate.Figures] = [:]
     }
 
     private let seen = Mutex(Seen())
@@ -46,6 +49,7 @@ public final class GatewayMetrics: Sendable {
         factory.valueHistogramBuckets = [
             MetricName.storeCommitBatch.rawValue: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096]
         ]
+        self.factory = factory
         provider = ProviderMetrics(factory: factory)
         commitDuration = CoreMetrics.Timer(
             label: MetricName.storeCommitDuration.rawValue, dimensions: [], factory: factory)
@@ -113,7 +117,7 @@ public final class GatewayMetrics: Sendable {
 
     /// The exposition text (Prometheus 0.0.4), after reading the hub's, the policy's and the store's
     /// counters.
-    public func scrape(hub: DeviceHub, store: CommitFigures) -> String {
+    public func scrape(hub: DeviceHub, store: CommitFigures, gates: [ConnectionGate] = []) -> String {
         let policy = hub.policyCounters
         let hubNow = hub.counters
         seen.withLock { seen in
@@ -122,13 +126,38 @@ public final class GatewayMetrics: Sendable {
             Self.add(commitCounters, now: store, before: seen.store)
             let states = DeliveryStateCounts(policy: policy, hub: hubNow)
             Self.add(stateCounters, now: states, before: seen.states)
-            seen = Seen(policy: policy, hub: hubNow, store: store, states: states)
+            var gateFigures: [String: ConnectionGate.Figures] = [:]
+            for gate in gates {
+                let now = gate.figures
+                let before = seen.gates[gate.name] ?? ConnectionGate.Figures(open: 0)
+                addGate(gate.name, now: now, before: before)
+                gateFigures[gate.name] = now
+            }
+            seen = Seen(policy: policy, hub: hubNow, store: store, states: states, gates: gateFigures)
         }
         held.set(policy.heldNow)
         connected.set(hub.connectedCount)
         waiting.set(hub.outstandingCount)
         registered.set(hub.registry.deviceCount)
         return Self.withHelp(registry.emitToString())
+    }
+
+    /// A listener kind's door: open connections now, refusals by cap and handshake timeouts since the
+    /// last scrape.
+    private func addGate(_ name: String, now: ConnectionGate.Figures, before: ConnectionGate.Figures) {
+        CoreMetrics.Meter(label: MetricName.connectionsOpen.rawValue, dimensions: [("listener", name)], factory: factory)
+            .set(now.open)
+        let rows: [(MetricName, [(String, String)], Int)] = [
+            (.connectionsRefused, [("listener", name), ("reason", ConnectionGate.Refusal.listenerCap.rawValue)],
+             now.refusedListenerCap - before.refusedListenerCap),
+            (.connectionsRefused, [("listener", name), ("reason", ConnectionGate.Refusal.addressCap.rawValue)],
+             now.refusedAddressCap - before.refusedAddressCap),
+            (.handshakeTimeouts, [("listener", name)], now.handshakeTimeouts - before.handshakeTimeouts),
+        ]
+        for (metric, dimensions, difference) in rows {
+            let counter = CoreMetrics.Counter(label: metric.rawValue, dimensions: dimensions, factory: factory)
+            if difference > 0 { counter.increment(by: difference) }
+        }
     }
 
     /// Adds each metric's HELP line (`MetricName.help`) before its TYPE line: swift-metrics has no help

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import DeviceHub
 import Foundation
 import Logging
@@ -95,7 +96,8 @@ public struct GatewayServices: Sendable {
         }
         provider = ProviderServer(
             context: context, listeners: listeners, group: group, logger: logger,
-            gracePeriod: .seconds(configuration.shutdownGraceSeconds))
+            gracePeriod: .seconds(configuration.shutdownGraceSeconds),
+            gate: ConnectionGate(name: "provider", limits: configuration.providerGate, logger: logger))
         var deviceListeners = [
             DeviceServer.Listener(host: configuration.deviceListener.host, port: configuration.deviceListener.port)
         ]
@@ -108,8 +110,10 @@ public struct GatewayServices: Sendable {
                     host: configuration.deviceTLSListener.host, port: configuration.deviceTLSListener.port,
                     tls: deviceTLS))
         }
+        let deviceLogger = Logger(label: "pushgate.devices")
         devices = DeviceServer(
-            hub: hub, listeners: deviceListeners, group: group, logger: Logger(label: "pushgate.devices"))
+            hub: hub, listeners: deviceListeners, group: group, logger: deviceLogger,
+            gate: ConnectionGate(name: "devices", limits: configuration.deviceGate, logger: deviceLogger))
         admin =
             configuration.admin.enabled
             ? AdminServer(
@@ -118,7 +122,8 @@ public struct GatewayServices: Sendable {
                     readiness: Self.readiness(
                         provider, listeners.count, devices, deviceListeners.count, store, cluster),
                     storeFigures: { [store] in store.writer.figures },
-                    providerConnections: { [provider] in provider.openConnections }, metrics: metrics),
+                    providerConnections: { [provider] in provider.openConnections },
+                    gates: { [provider, devices] in [provider.gate, devices.gate].compactMap { $0 } }, metrics: metrics),
                 host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: Logger(label: "pushgate.admin")) : nil
         reloader = RegistryReloader(

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import Logging
 import NIOCore
 import NIOHPACK
@@ -96,6 +97,8 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             break
         case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
+        case is ConnectionEstablished:
+            break
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -105,7 +108,12 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        if !windowOpened { openConnectionWindow(context: context) }
+        if !windowOpened {
+            // The first frame (the client's SETTINGS) follows a complete preface (and TLS handshake):
+            // the connection is established, and the door's handshake timer stops.
+            context.pipeline.fireUserInboundEventTriggered(ConnectionEstablished())
+            openConnectionWindow(context: context)
+        }
         switch frame.payload {
         case .headers(let headers):
             if streams[frame.streamID] == nil {

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import Logging
 import NIOCore
 import NIOHTTP2
@@ -35,6 +36,8 @@ public final class ProviderServer: Service, Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let gracePeriod: TimeAmount
+    /// Connection caps and the handshake timeout (nil: none, for tests that drive the server alone).
+    public let gate: ConnectionGate?
     private let state = Mutex(State())
 
     private struct State {
@@ -48,8 +51,9 @@ public final class ProviderServer: Service, Sendable {
 
     public init(
         context: ProviderContext, listeners: [ProviderListener], group: any EventLoopGroup, logger: Logger,
-        gracePeriod: TimeAmount = .seconds(10)
+        gracePeriod: TimeAmount = .seconds(10), gate: ConnectionGate? = nil
     ) {
+        self.gate = gate
         self.context = context
         self.listeners = listeners
         self.group = group
@@ -106,12 +110,14 @@ public final class ProviderServer: Service, Sendable {
         let context = self.context
         let logger = self.logger
         let security = listener.security
+        let gate = self.gate
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { [weak self] channel in
                 do {
+                    try gate?.guardConnection(channel)
                     let sync = channel.pipeline.syncOperations
                     if case .tls(let sslContext) = security {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))

@@ -23,6 +23,10 @@ public enum MetricName: String, CaseIterable, Sendable {
     case waiting = "pushgate_delivery_waiting_notifications"
     case disconnections = "pushgate_device_disconnections_total"
     case devicesClosed = "pushgate_devices_closed_for_misbehaviour_total"
+    // Listeners' doors
+    case connectionsOpen = "pushgate_connections_open"
+    case connectionsRefused = "pushgate_connections_refused_total"
+    case handshakeTimeouts = "pushgate_handshake_timeouts_total"
     // Store
     case storeCommits = "pushgate_store_commits_total"
     case storeCommitFailures = "pushgate_store_commit_failures_total"
@@ -56,6 +60,11 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .waiting: "Notifications decided for delivery and not yet acknowledged (written or waiting in a device's queue)."
         case .disconnections: "Device sessions that ended (closed by either side, dropped, replaced, stalled, shut down)."
         case .devicesClosed: "Device connections closed for flooding, oversized frames or not reading."
+        case .connectionsOpen: "Connections open now, by listener kind (provider, devices)."
+        case .connectionsRefused:
+            "Connections closed at accept, by listener kind and cap (listener_cap: the kind's maximum; address_cap: one source address's)."
+        case .handshakeTimeouts:
+            "Connections closed for not finishing their TLS handshake, HTTP/2 preface or WebSocket upgrade in time."
         case .storeCommits: "Store transactions committed (each carries a group of changes)."
         case .storeCommitFailures: "Store transactions that failed (their requests were answered 500)."
         case .storeCommitDuration: "Time one store commit took."

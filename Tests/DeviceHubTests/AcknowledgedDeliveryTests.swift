@@ -154,6 +154,18 @@ import TestSupport
         try await harness.stop()
     }
 
+    @Test func aTextFrameThatIsNotUTF8ClosesWith1007() async throws {
+        let harness = try await HubHarness()
+        let (identity, _) = try await enrolledDevice(harness)
+        let raw = try await harness.rawDevice(identity)
+        try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
+        try await raw.send(bytes: [0x7B, 0xFF, 0xFE, 0x7D])
+        try await eventually("closed with 1007") { raw.collector.closeCodes.withLock { $0 } == [1007] }
+        #expect(raw.collector.texts.withLock { $0 }.contains { $0.contains(#""reason":"invalid_utf8""#) })
+        try await eventually("the session ended") { harness.hub.connectedCount == 0 }
+        try await harness.stop()
+    }
+
     @Test func anOversizedFrameGetsAnErrorNamingTheLimitBeforeTheClose() async throws {
         var settings = HubSettings()
         settings.maximumFrameBytes = 1024

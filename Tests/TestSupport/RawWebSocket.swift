@@ -12,9 +12,15 @@ public enum RawWebSocket {
         public init() {}
         public typealias InboundIn = WebSocketFrame
         public let texts = Mutex<[String]>([])
+        /// The status codes of the close frames received.
+        public let closeCodes = Mutex<[UInt16]>([])
         public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let frame = unwrapInboundIn(data)
             if frame.opcode == .text { texts.withLock { $0.append(String(buffer: frame.unmaskedData)) } }
+            if frame.opcode == .connectionClose {
+                var data = frame.unmaskedData
+                closeCodes.withLock { $0.append(data.readInteger(as: UInt16.self) ?? 0) }
+            }
         }
     }
 
@@ -76,6 +82,12 @@ public final class RawDevice: Sendable {
         try await channel.pipeline.addHandler(collector)
         if !reading { try await channel.setOption(.autoRead, value: false) }
         try await send(#"{"type":"hello","device_id":"\#(deviceID)","secret":"\#(secret)"}"#)
+    }
+
+    /// A text frame with these bytes as they are (valid UTF-8 or not).
+    public func send(bytes: [UInt8]) async throws {
+        try await channel.writeAndFlush(
+            WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(bytes: bytes)))
     }
 
     public func send(_ text: String) async throws {
