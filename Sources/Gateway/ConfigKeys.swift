@@ -105,6 +105,15 @@ public enum ConfigKeys {
             doc:
                 "One more token change per connection is allowed per this interval (APNs: refresh at most every 20 minutes)."
         ),
+        .init(
+            name: "provider.auth.max_failed_verifications", defaultValue: "16",
+            doc: "Bad provider tokens one connection may present (each costs a signature check) before it is closed with GOAWAY."
+        ),
+        .init(
+            name: "provider.auth.failed_verifications_per_second", defaultValue: "5",
+            doc:
+                "Failed token verifications per second per source address, across its connections (a burst of ten times this); past it, new tokens from that address are refused unverified. 0 disables the limit."
+        ),
 
         .init(
             name: "provider.http2.max_concurrent_streams", defaultValue: "1000",

@@ -112,6 +112,10 @@ public struct GatewayConfiguration: Sendable {
         provider.auth.tokenUpdateBurst = try reader.int("provider.auth.token_update_burst", in: 0...1_000_000)
         provider.auth.tokenUpdateIntervalSeconds = Int64(
             try reader.int("provider.auth.token_update_interval_seconds", in: 1...(365 * 86400)))
+        provider.auth.maxFailedVerifications = try reader.int("provider.auth.max_failed_verifications", in: 1...1_000_000)
+        let failedPerSecond = try reader.double("provider.auth.failed_verifications_per_second", in: 0...1_000_000)
+        provider.auth.failedVerificationsPerAddress = RateLimit(
+            burst: Int((failedPerSecond * 10).rounded(.up)), perSecond: failedPerSecond)
         provider.http2.maxConcurrentStreams = try reader.int("provider.http2.max_concurrent_streams", in: 1...1_000_000)
         provider.http2.maxHeaderListSize = try reader.int("provider.http2.max_header_list_size", in: 1024...(1 << 24))
         provider.http2.maxFrameSize = try reader.int("provider.http2.max_frame_size", in: 16384...16_777_215)

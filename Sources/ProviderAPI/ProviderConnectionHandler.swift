@@ -170,13 +170,17 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                 responseID: responseID, started: lastActivity, phase: .rejected(Rejection(.shutdown)))
         } else {
             if decider == nil {
-                decider = PushRequestDecider(context: providerContext, identity: identity(context: context))
+                decider = PushRequestDecider(
+                    context: providerContext, identity: identity(context: context),
+                    address: context.channel.remoteAddress?.ipAddress ?? "?")
             }
             switch decider!.decideHead(head, now: now) {
             case .success(let accepted):
                 streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .collecting(accepted))
             case .failure(let rejection):
                 streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .rejected(rejection))
+                // Too many bad tokens: this stream is answered, then the connection goes (GOAWAY).
+                if decider!.authenticationExhausted { beginDraining(context: context, reason: .invalidProviderToken) }
             }
         }
         if endStream { finishStream(id, context: context) }

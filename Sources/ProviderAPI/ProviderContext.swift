@@ -12,6 +12,8 @@ public final class ProviderContext: Sendable {
     public let metrics: ProviderMetrics
     let tokenLimiter: RequestRateLimiter<DeviceToken>
     let teamLimiter: RequestRateLimiter<String>
+    /// Failed token verifications by source address.
+    let verificationLimiter: RequestRateLimiter<String>
     let clock: @Sendable () -> UnixTime
     private let keyRegistry: Mutex<KeyRegistry>
     private let grants: Mutex<CertificateGrants>
@@ -30,6 +32,7 @@ public final class ProviderContext: Sendable {
         self.keyRegistry = Mutex(keys)
         self.tokenLimiter = RequestRateLimiter(limit: settings.perDeviceTokenRate)
         self.teamLimiter = RequestRateLimiter(limit: settings.perTeamRate, shardCount: 4)
+        self.verificationLimiter = RequestRateLimiter(limit: settings.auth.failedVerificationsPerAddress, shardCount: 4)
         self.clock = clock
     }
 
@@ -54,7 +57,8 @@ public final class ProviderContext: Sendable {
                 lifetimeSeconds: settings.auth.tokenLifetimeSeconds,
                 allowedFutureSkewSeconds: settings.auth.allowedFutureSkewSeconds),
             updateBurst: settings.auth.tokenUpdateBurst,
-            updateIntervalMilliseconds: settings.auth.tokenUpdateIntervalSeconds * 1000)
+            updateIntervalMilliseconds: settings.auth.tokenUpdateIntervalSeconds * 1000,
+            maxFailedVerifications: settings.auth.maxFailedVerifications)
     }
 }
 

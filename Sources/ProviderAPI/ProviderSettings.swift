@@ -34,6 +34,11 @@ public struct AuthSettings: Sendable {
     public var allowedFutureSkewSeconds: Int64 = 60
     public var tokenUpdateBurst: Int = 2
     public var tokenUpdateIntervalSeconds: Int64 = 20 * 60
+    /// Bad tokens one connection may present before it is closed with GOAWAY.
+    public var maxFailedVerifications: Int = 16
+    /// Failed verifications per source address (across its connections); past it, new tokens from that
+    /// address are refused without being verified.
+    public var failedVerificationsPerAddress = RateLimit(burst: 50, perSecond: 5)
 
     public init() {}
 }

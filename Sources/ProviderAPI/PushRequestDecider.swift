@@ -15,12 +15,18 @@ struct PushRequestDecider {
     private var authentication: ConnectionAuthentication
     let identity: ConnectionIdentity
     private let context: ProviderContext
+    /// The connection's source address: failed token verifications are bounded per address too.
+    private let address: String
 
-    init(context: ProviderContext, identity: ConnectionIdentity) {
+    init(context: ProviderContext, identity: ConnectionIdentity, address: String = "?") {
         self.context = context
         self.identity = identity
+        self.address = address
         self.authentication = ConnectionAuthentication(policy: context.authPolicy)
     }
+
+    /// The connection presented too many bad provider tokens: it is to be closed.
+    var authenticationExhausted: Bool { authentication.exhausted }
 
     mutating func decideHead(_ head: RequestHead, now: UnixTime) -> Result<AcceptedHead, Rejection> {
         let parsed: ParsedHead
@@ -54,9 +60,19 @@ struct PushRequestDecider {
             teamID = grant.teamID
         case .token:
             let token: VerifiedToken
-            switch authentication.authenticate(authorization: parsed.authorization, keys: context.keys, now: now) {
+            let failuresBefore = authentication.failedVerifications
+            let limiter = context.verificationLimiter
+            let address = self.address
+            switch authentication.authenticate(
+                authorization: parsed.authorization, keys: context.keys, now: now,
+                verificationAllowed: !limiter.isExhausted(for: address, now: now))
+            {
             case .success(let value): token = value
-            case .failure(let rejection): return .failure(rejection)
+            case .failure(let rejection):
+                if authentication.failedVerifications > failuresBefore {
+                    _ = limiter.allowsRequest(for: address, now: now)
+                }
+                return .failure(rejection)
             }
             let key = token.key
             if let limited = key.environment, limited != environment {

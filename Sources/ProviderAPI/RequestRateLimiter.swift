@@ -19,6 +19,13 @@ public final class RequestRateLimiter<Key: Hashable & Sendable>: Sendable {
         self.pruneThreshold = pruneThreshold
     }
 
+    /// Whether `key` has used up its limit at `now` (nothing is counted).
+    public func isExhausted(for key: Key, now: UnixTime) -> Bool {
+        guard limit.isEnabled else { return false }
+        let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
+        return shard.buckets.withLock { buckets in buckets[key].map { !$0.hasToken(at: now) } ?? false }
+    }
+
     /// Whether one more request for `key` is within the limit at `now` (and counts it if so).
     public func allowsRequest(for key: Key, now: UnixTime) -> Bool {
         guard limit.isEnabled else { return true }

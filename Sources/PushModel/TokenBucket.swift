@@ -22,6 +22,13 @@ public struct TokenBucket: Sendable, Equatable {
     }
 
     /// Whether the bucket is full at `now` (a full bucket carries no state worth keeping).
+    /// Whether `take` would succeed at `now` (nothing is taken).
+    public func hasToken(at now: UnixTime) -> Bool {
+        var copy = self
+        copy.refill(now: now)
+        return copy.tokens >= 1 - 1e-9
+    }
+
     public func isFull(at now: UnixTime) -> Bool {
         var copy = self
         copy.refill(now: now)

@@ -137,8 +137,11 @@ import Testing
         gateway.kill(signal)
         #expect(await gateway.exitStatus(within: 30) != nil)
         if signal == SIGTERM {
-            let texts = raw.collector.texts.withLock { $0 }
-            #expect(texts.contains { $0.contains(#""reason":"shutdown""#) && $0.contains("reconnect_after_ms") })
+            try await eventually("the device was told to come back") {
+                raw.collector.texts.withLock { texts in
+                    texts.contains { $0.contains(#""reason":"shutdown""#) && $0.contains("reconnect_after_ms") }
+                }
+            }
         }
         try? await raw.channel.close()
 

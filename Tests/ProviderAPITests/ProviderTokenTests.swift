@@ -34,6 +34,29 @@ import Testing
         }
     }
 
+    /// A connection that keeps presenting forged tokens is closed with GOAWAY once it has spent its
+    /// budget of failed verifications; another connection is not affected.
+    @Test func aConnectionPresentingForgedTokensIsClosed() async throws {
+        try await TestGateway.with { gateway in
+            let forger = try await gateway.client()
+            var answers: [String?] = []
+            for second in 0..<20 {
+                let forged = try Fixture.second.token(issuedAt: gateway.clock.now.adding(seconds: Int64(-second)))
+                let parts = try Fixture.main.token(issuedAt: gateway.clock.now).split(separator: ".")
+                let mixed = [parts[0], parts[1], forged.split(separator: ".")[2]].joined(separator: ".")
+                guard let response = try? await send(forger, gateway, authorization: "bearer " + mixed) else { break }
+                answers.append(response.reason)
+            }
+            #expect(answers.count == ProviderSettings().auth.maxFailedVerifications, "closed after the budget")
+            #expect(answers.allSatisfy { $0 == "InvalidProviderToken" })
+            let honest = try await gateway.client()
+            let good = try Fixture.main.token(issuedAt: gateway.clock.now)
+            #expect(try await send(honest, gateway, authorization: "bearer " + good).status == 200)
+            await forger.close()
+            await honest.close()
+        }
+    }
+
     @Test func otherAlgorithmIsInvalid() async throws {
         try await TestGateway.with { gateway in
             let client = try await gateway.client()

@@ -47,6 +47,38 @@ import Testing
         }
     }
 
+    /// A token with the registered key id but another key's signature.
+    func forged(_ at: UnixTime) -> String {
+        let other = ProviderTokenSigner(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: P256.Signing.PrivateKey())
+        return "bearer " + (try! other.token(issuedAt: at))
+    }
+
+    @Test func badTokensAreRememberedAndTooManyExhaustTheConnection() {
+        var auth = ConnectionAuthentication(policy: .init(maxFailedVerifications: 3))
+        let bad = forged(start)
+        #expect(reason(&auth, bad, at: start) == .invalidProviderToken)
+        // The same bad token again is answered from memory: not verified, not counted.
+        for _ in 0..<10 { #expect(reason(&auth, bad, keys: KeyRegistry(), at: start) == .invalidProviderToken) }
+        #expect(auth.failedVerifications == 1)
+        #expect(!auth.exhausted)
+        #expect(reason(&auth, forged(start.adding(seconds: 1)), at: start) == .invalidProviderToken)
+        #expect(reason(&auth, forged(start.adding(seconds: 2)), at: start) == .invalidProviderToken)
+        #expect(auth.exhausted, "three bad tokens: the connection is to be closed")
+        // A good token still authenticates (the handler closes the connection after answering).
+        #expect(reason(&auth, bearer(start), at: start) == nil)
+    }
+
+    @Test func aVerificationTheCallerRefusesIsNotAttempted() {
+        var auth = ConnectionAuthentication(policy: .init())
+        // An empty registry would answer InvalidProviderToken too; the point is that the refusal comes first.
+        let rejection = auth.authenticate(
+            authorization: bearer(start), keys: keys, now: start, verificationAllowed: false)
+        #expect(rejection.failureReason == .invalidProviderToken)
+        #expect(auth.failedVerifications == 1)
+        // Once the address may verify again, the good token passes.
+        #expect(reason(&auth, bearer(start.adding(seconds: 1)), at: start.adding(seconds: 1)) == nil)
+    }
+
     @Test func malformedAuthorization() {
         var auth = ConnectionAuthentication(policy: .init())
         #expect(reason(&auth, nil, at: start) == .missingProviderToken)
