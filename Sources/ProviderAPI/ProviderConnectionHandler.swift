@@ -25,6 +25,11 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         case rejected(Rejection)
         /// Handed to the intake; waiting for its answer.
         case submitted
+
+        var isSubmitted: Bool {
+            if case .submitted = self { return true }
+            return false
+        }
     }
 
     /// A class, so that the dictionary holds one reference per stream and collecting the body mutates
@@ -37,6 +42,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         var body: [UInt8] = []
         /// Once submitted: what it is, for the accepted metric.
         var kind: (PushType, NotificationClass)?
+        /// The declared content-length (RFC 9113 §8.1.1: the DATA must add up to it) and the DATA so far.
+        var contentLength: Int?
+        var received = 0
 
         init(responseID: APNsID, started: NIODeadline, phase: Phase) {
             self.responseID = responseID
@@ -153,7 +161,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         if id > lastStreamID { lastStreamID = id }
         var head = RequestHead()
         var sentID: String?
+        var rules = RequestHeaderRules()
         for (name, value, _) in headers {
+            rules.read(name, value)
             if name.utf8.first == UInt8(ascii: ":") {
                 if name == ":method" { head.method = value } else if name == ":path" { head.path = value }
             } else if let known = HeaderName(wireName: name) {
@@ -161,10 +171,16 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                 if known == .apnsID { sentID = value }
             }
         }
+        rules.finish()
+        if let malformed = rules.malformed {
+            // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR (this stream only).
+            return resetMalformed(id, because: malformed, context: context)
+        }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
         let now = providerContext.clock()
         let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
+        defer { streams[id]?.contentLength = rules.contentLength }
         if draining || providerContext.isDraining {
             streams[id] = StreamState(
                 responseID: responseID, started: lastActivity, phase: .rejected(Rejection(.shutdown)))
@@ -188,6 +204,11 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
 
     private func receiveData(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
         guard let state = streams[id] else { return }
+        state.received += data.data.readableBytes
+        if let declared = state.contentLength, state.received > declared {
+            streams.removeValue(forKey: id)
+            return resetMalformed(id, because: "more DATA than its content-length", context: context)
+        }
         if case .collecting = state.phase, case .byteBuffer(let buffer) = data.data {
             if state.body.count + buffer.readableBytes > PushType.largestPayloadSize {
                 // Answer now: the client may still be sending, and its stream window will not be reopened.
@@ -208,6 +229,10 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
 
     private func finishStream(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let state = streams[id] else { return }
+        if let declared = state.contentLength, state.received != declared, !state.phase.isSubmitted {
+            streams.removeValue(forKey: id)
+            return resetMalformed(id, because: "less DATA than its content-length", context: context)
+        }
         switch state.phase {
         case .rejected(let rejection):
             streams.removeValue(forKey: id)
@@ -284,6 +309,14 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         // Not flushed here: the store answers a whole commit's requests in one event-loop task, and the
         // flush `respond` queues runs after it, once for all of them.
         respond(id, state, result: result, context: context)
+    }
+
+    /// Resets a malformed request's stream with PROTOCOL_ERROR; the connection's other streams go on.
+    private func resetMalformed(_ id: HTTP2StreamID, because reason: String, context: ChannelHandlerContext) {
+        logger.debug("malformed request", metadata: ["stream": "\(id)", "reason": "\(reason)"])
+        providerContext.metrics.malformed()
+        flushIfNeeded(context: context)
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
     }
 
     // MARK: Responses

@@ -43,9 +43,17 @@ public struct ProviderClient: Sendable {
     public let channel: any Channel
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
 
+    /// `validating: false` sends header blocks and bodies exactly as given, even malformed ones (for tests
+    /// of a server's strictness).
     public static func connect(
-        host: String, port: Int, security: Security, group: any EventLoopGroup, serverName: String? = "localhost"
+        host: String, port: Int, security: Security, group: any EventLoopGroup, serverName: String? = "localhost",
+        validating: Bool = true
     ) async throws -> ProviderClient {
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        if !validating {
+            connection.headerBlockValidation = .disabled
+            connection.contentLengthValidation = .disabled
+        }
         var sslContext: NIOSSLContext?
         if case .tls(let roots, let alpn, let clientCertificate) = security {
             sslContext = try tlsContext(trustRoots: roots, alpn: alpn, clientCertificate: clientCertificate)
@@ -62,7 +70,7 @@ public struct ProviderClient: Sendable {
                         try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
                     }
                     _ = try sync.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                        mode: .client, connectionConfiguration: connection, streamConfiguration: .init()
                     ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
                 }
             }

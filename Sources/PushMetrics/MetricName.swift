@@ -6,6 +6,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     case providerRequests = "pushgate_provider_requests_total"
     case providerRequestDuration = "pushgate_provider_request_duration_seconds"
     case accepted = "pushgate_accepted_total"
+    case malformedRequests = "pushgate_provider_malformed_requests_total"
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
     case completions = "pushgate_completions_total"
@@ -43,6 +44,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .providerRequests: "Provider API requests answered, by status and Apple reason (empty for 200)."
         case .providerRequestDuration: "Time from a request's headers to its answer (after the store's commit)."
         case .accepted: "Notifications accepted (answered 200), by apns-push-type and class (alerting, silent, other)."
+        case .malformedRequests:
+            "Provider requests reset with PROTOCOL_ERROR as malformed (RFC 9113 §8.1.1: header-block rules, content-length)."
         case .silentOutcomes:
             "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
         case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."

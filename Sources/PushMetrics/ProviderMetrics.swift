@@ -12,6 +12,8 @@ public final class ProviderMetrics: Sendable {
     private let duration: Timer
     /// By push type position × class position.
     private let acceptedByKind: [Counter]
+    /// Streams reset with PROTOCOL_ERROR because the request was malformed (RFC 9113 §8.1.1).
+    private let malformedRequests: Counter
     /// The same latencies counted per bucket of `durationBuckets` (and one past the last), for the live
     /// dashboard's percentiles (Prometheus' histogram cannot be read back).
     private let latencyCounts: Mutex<[Int]>
@@ -41,6 +43,7 @@ public final class ProviderMetrics: Sendable {
                     factory: factory)
             } + [Counter(label: requests, dimensions: [("status", "200"), ("reason", "")], factory: factory)]
         duration = Timer(label: MetricName.providerRequestDuration.rawValue, dimensions: [], factory: factory)
+        malformedRequests = Counter(label: MetricName.malformedRequests.rawValue, dimensions: [], factory: factory)
         latencyCounts = Mutex(Array(repeating: 0, count: Self.durationBuckets.count + 1))
         acceptedByKind = Self.types.flatMap { type in
             Self.classes.map { kind in
@@ -66,6 +69,9 @@ public final class ProviderMetrics: Sendable {
             (index < Self.bucketNanoseconds.count ? Double(Self.bucketNanoseconds[index]) / 1e9 : nil, count)
         }
     }
+
+    /// A malformed request's stream was reset.
+    public func malformed() { malformedRequests.increment() }
 
     public func accepted(_ type: PushType, _ kind: NotificationClass) {
         acceptedByKind[Self.types.firstIndex(of: type)! * Self.classes.count + Self.classes.firstIndex(of: kind)!]

@@ -1,0 +1,71 @@
+/// RFC 9113's rules for a request's header block (§8.1.1, §8.2, §8.3), checked in the handler's one pass
+/// over the block it already walks: a request that breaks one is malformed, and the stream (only that
+/// stream) is reset with PROTOCOL_ERROR before any APNs rule sees it. NIO's own validation does the same
+/// but cost ~15 % of the request path; this adds a byte scan of each name and a few comparisons.
+struct RequestHeaderRules {
+    /// Why the request is malformed (nil: it is not, so far).
+    private(set) var malformed: String?
+    /// The declared `content-length`, to compare with the DATA received.
+    private(set) var contentLength: Int?
+    private var regularSeen = false
+    private var method = false
+    private var scheme = false
+    private var path = false
+    private var authority = false
+
+    mutating func read(_ name: String, _ value: String) {
+        guard malformed == nil else { return }
+        let bytes = name.utf8
+        guard let first = bytes.first else { return fail("an empty header name") }
+        for byte in bytes where byte &- UInt8(ascii: "A") < 26 { return fail("an upper-case header name (\(name))") }
+        if first == UInt8(ascii: ":") {
+            if regularSeen { return fail("a pseudo-header after a regular header (\(name))") }
+            switch name {
+            case ":method": method = pseudo(method, name, value)
+            case ":scheme": scheme = pseudo(scheme, name, value)
+            case ":path": path = pseudo(path, name, value)
+            case ":authority":
+                if authority { return fail("a repeated :authority") }
+                authority = true
+            default: fail("a pseudo-header requests do not have (\(name))")
+            }
+            return
+        }
+        regularSeen = true
+        switch bytes.count {
+        case 2 where name == "te":
+            if value != "trailers" { fail("te other than trailers") }
+        case 7 where name == "upgrade", 10 where name == "connection" || name == "keep-alive",
+            16 where name == "proxy-connection", 17 where name == "transfer-encoding":
+            fail("a connection-specific header (\(name))")
+        case 14 where name == "content-length":
+            guard let length = Int(value), length >= 0, value.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else {
+                return fail("a content-length that is not a number")
+            }
+            if let contentLength, contentLength != length { return fail("two different content-lengths") }
+            contentLength = length
+        default:
+            break
+        }
+    }
+
+    /// After the last header: the pseudo-headers every request has.
+    mutating func finish() {
+        guard malformed == nil else { return }
+        if !method { return fail("no :method") }
+        if !scheme { return fail("no :scheme") }
+        if !path { return fail("no :path") }
+    }
+
+    /// A pseudo-header that must appear once with a value: whether it has been seen now.
+    private mutating func pseudo(_ seen: Bool, _ name: String, _ value: String) -> Bool {
+        if seen {
+            fail("a repeated \(name)")
+        } else if value.isEmpty {
+            fail("an empty \(name)")
+        }
+        return true
+    }
+
+    private mutating func fail(_ reason: String) { malformed = reason }
+}

@@ -1,0 +1,96 @@
+import NIOHPACK
+import NIOHTTP2
+import ProviderClient
+import PushModel
+import Testing
+
+@testable import ProviderAPI
+
+/// RFC 9113 §8.1.1 over real h2c: a malformed request is a stream error of type PROTOCOL_ERROR on its
+/// stream only, before any APNs rule answers it; the connection and its other streams go on.
+@Suite struct MalformedRequestTests {
+    static let path = "/3/device/\(Fixture.token.hex)"
+
+    /// A header block that breaks one rule, and what breaks it.
+    struct Case: Sendable, CustomStringConvertible {
+        var description: String
+        var headers: [(String, String)]
+        var body: [UInt8]? = nil
+    }
+
+    static func valid(_ extra: [(String, String)] = []) -> [(String, String)] {
+        [(":method", "POST"), (":scheme", "https"), (":path", path), (":authority", "localhost")] + extra
+    }
+
+    static let cases: [Case] = [
+        // (A name the good request does not use: NIO's HPACK encoder matches table entries without regard
+        // to case, and would send the good request's apns-topic as this entry.)
+        Case(description: "an upper-case header name", headers: valid([("X-Trace", "1")])),
+        Case(description: "an unknown pseudo-header", headers: valid([(":foo", "bar")])),
+        Case(description: "a response pseudo-header", headers: valid([(":status", "200")])),
+        Case(
+            description: "a pseudo-header after a regular header",
+            headers: [(":method", "POST"), (":scheme", "https"), ("apns-topic", Fixture.bundle), (":path", path)]),
+        Case(description: "connection", headers: valid([("connection", "keep-alive")])),
+        Case(description: "keep-alive", headers: valid([("keep-alive", "timeout=5")])),
+        Case(description: "proxy-connection", headers: valid([("proxy-connection", "keep-alive")])),
+        Case(description: "transfer-encoding", headers: valid([("transfer-encoding", "chunked")])),
+        Case(description: "upgrade", headers: valid([("upgrade", "h2c")])),
+        Case(description: "te other than trailers", headers: valid([("te", "gzip")])),
+        Case(description: "no :method", headers: [(":scheme", "https"), (":path", path)]),
+        Case(description: "an empty :method", headers: [(":method", ""), (":scheme", "https"), (":path", path)]),
+        Case(description: "two :method", headers: valid([(":method", "POST")])),
+        Case(description: "no :scheme", headers: [(":method", "POST"), (":path", path)]),
+        Case(description: "two :scheme", headers: valid([(":scheme", "https")])),
+        Case(description: "no :path", headers: [(":method", "POST"), (":scheme", "https")]),
+        Case(description: "an empty :path", headers: [(":method", "POST"), (":scheme", "https"), (":path", "")]),
+        Case(description: "two :path", headers: valid([(":path", path)])),
+        Case(
+            description: "a content-length above the DATA", headers: valid([("content-length", "100")]),
+            body: Array(#"{"aps":{"alert":"x"}}"#.utf8)),
+        Case(
+            description: "a content-length below the DATA", headers: valid([("content-length", "3")]),
+            body: Array(#"{"aps":{"alert":"x"}}"#.utf8)),
+        Case(description: "a content-length that is not a number", headers: valid([("content-length", "ten")])),
+    ]
+
+    @Test(arguments: cases)
+    func aMalformedRequestResetsItsStreamOnly(_ malformed: Case) async throws {
+        try await TestGateway.with { gateway in
+            let client = try await ProviderClient.connect(
+                host: "127.0.0.1", port: gateway.h2cPort, security: .cleartext, group: gateway.group,
+                validating: false)
+            let authorization = "bearer " + (try Fixture.main.token(issuedAt: gateway.clock.now))
+            var head = HPACKHeaders()
+            for (name, value) in malformed.headers { head.add(name: name, value: value) }
+            head.add(name: "authorization", value: authorization)
+            let steps: [ProviderClient.Step] =
+                malformed.body.map { [.headers(head, endStream: false), .data($0, endStream: true)] }
+                ?? [.headers(head, endStream: true)]
+            await #expect(throws: ProviderClient.ClientError.streamReset(.protocolError)) {
+                _ = try await client.send(steps)
+            }
+            // The same connection still serves a well-formed request.
+            let good = try await client.post(
+                path: Self.path, headers: [("authorization", authorization), ("apns-topic", Fixture.bundle)],
+                body: alertPayload)
+            #expect(good.status == 200, "\(malformed)")
+            await client.close()
+        }
+    }
+
+    @Test func aContentLengthThatMatchesIsFine() async throws {
+        try await TestGateway.with { gateway in
+            let client = try await gateway.client()
+            let authorization = "bearer " + (try Fixture.main.token(issuedAt: gateway.clock.now))
+            let response = try await client.post(
+                path: Self.path,
+                headers: [
+                    ("authorization", authorization), ("apns-topic", Fixture.bundle),
+                    ("content-length", String(alertPayload.count)), ("te", "trailers"),
+                ], body: alertPayload)
+            #expect(response.status == 200)
+            await client.close()
+        }
+    }
+}
