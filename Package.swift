@@ -208,7 +208,7 @@ let package = Package(
             name: "DeviceHubTests",
             dependencies: [
                 "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
-                "ProviderClient", "Gateway", "TestSupport",
+                "ProviderClient", "Gateway", "TestSupport", "PushStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Yams", package: "Yams"),

@@ -14,21 +14,18 @@ import PushStore
 ///   and only then lets the device in; pushes for it meanwhile wait for the claim;
 /// - the node that lost the device drops its state for it and hands its held pushes to the new owner.
 extension DeviceHub {
-    enum Placement: Equatable {
-        case here
-        case elsewhere(String)
-    }
+    typealias Placement = ClaimTable<@Sendable (Bool) -> Void>.Placement
 
     /// Where the device's policy runs; nil while this node is claiming it, and then the work `deferring`
     /// makes (only then) is kept for when the claim is done (called with whether it succeeded).
     func place(_ device: DeviceID, orDefer deferring: () -> @Sendable (Bool) -> Void) -> Placement? {
         claims.withLock { claims in
-            if claims[device] != nil {
-                claims[device]!.append(deferring())
+            // The owner is read under the claims' lock: a claim finishing records its owner before it ends.
+            guard let placement = claims.place(device, owner: registry.owner(of: device), me: registry.nodeID) else {
+                claims.wait(device, deferring())
                 return nil
             }
-            guard let owner = registry.owner(of: device), owner != registry.nodeID else { return .here }
-            return .elsewhere(owner)
+            return placement
         }
     }
 
@@ -68,7 +65,8 @@ extension DeviceHub {
                 // A claim of the device that began meanwhile may have read its pending pushes before this
                 // one was committed, and the old owner may be gone: this node runs it after the claim
                 // (once, whichever way it arrives first).
-                let claimedHere = claims.withLock { $0[device] != nil } || registry.owner(of: device) == registry.nodeID
+                let claimedHere =
+                    claims.withLock { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
                 if claimedHere { routed(stored, device: device) }
             }
             return .afterCommit(committed)
@@ -82,14 +80,7 @@ extension DeviceHub {
     /// Takes the device over from the node that owned it; `then` runs once its state is loaded (with
     /// true) or the claim failed (false).
     func claim(_ device: DeviceID, then work: @escaping @Sendable (Bool) -> Void) {
-        let first = claims.withLock { claims -> Bool in
-            if claims[device] != nil {
-                claims[device]!.append(work)
-                return false
-            }
-            claims[device] = [work]
-            return true
-        }
+        let first = claims.withLock { $0.begin(device, then: work) }
         guard first, let cluster else { return }
         spawn { [self] in
             var claimed = false
@@ -111,7 +102,7 @@ extension DeviceHub {
                         metadata: ["device": "\(deviceID)", "error": "\(String(reflecting: error))"])
                 }
             }
-            let waiting = claims.withLock { $0.removeValue(forKey: device) ?? [] }
+            let waiting = claims.withLock { $0.finish(device) }
             for work in waiting { work(claimed) }
         }
     }

@@ -31,7 +31,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     let cluster: (any ClusterStore)?
     /// Devices this node is taking over, with the work that waits until their state is loaded (called
     /// with whether the claim succeeded).
-    let claims = Mutex<[DeviceID: [@Sendable (Bool) -> Void]]>([:])
+    let claims = Mutex(ClaimTable<@Sendable (Bool) -> Void>())
     /// Notifications this node's policy took from the store (routed or loaded with a claimed device),
     /// so that one arriving both ways runs once.
     let adopted = Mutex(RecentSet<APNsID>(capacity: 65_536))
@@ -369,6 +369,23 @@ public final class DeviceHub: NotificationIntake, Sendable {
         new: Bool, answeringOn eventLoop: (any EventLoop)?
     ) -> EventLoopFuture<Void>? {
         guard let writer else { return nil }
+        let (inserting, outcomes) = Self.storeChange(actions, decided: decided, new: new, now: now)
+        func change(_ batch: inout StoreBatch) {
+            if let inserting { batch.notifications.append(inserting) }
+            batch.outcomes.append(contentsOf: outcomes)
+            for (device, apps) in budgets { batch.budgets[device] = apps }
+        }
+        if let eventLoop { return writer.enqueue(answeringOn: eventLoop, change) }
+        if inserting != nil || !outcomes.isEmpty || !budgets.isEmpty { writer.enqueue(change) }
+        return nil
+    }
+
+    /// What the store records of a decision, as a pure function of it: the new notification (or, for one
+    /// another node stored, its outcome), and what became of other pushes — discarded, released (pending
+    /// with the release rule until acknowledged), held.
+    static func storeChange(
+        _ actions: [PolicyAction], decided: StoredNotification?, new: Bool, now: UnixTime
+    ) -> (inserting: StoredNotification?, outcomes: [NotificationOutcome]) {
         var outcomes: [NotificationOutcome] = []
         var inserting: StoredNotification?
         if let decided {
@@ -393,14 +410,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 continue
             }
         }
-        func change(_ batch: inout StoreBatch) {
-            if let inserting { batch.notifications.append(inserting) }
-            batch.outcomes.append(contentsOf: outcomes)
-            for (device, apps) in budgets { batch.budgets[device] = apps }
-        }
-        if let eventLoop { return writer.enqueue(answeringOn: eventLoop, change) }
-        if inserting != nil || !outcomes.isEmpty || !budgets.isEmpty { writer.enqueue(change) }
-        return nil
+        return (inserting, outcomes)
     }
 
     /// A new notification as the store keeps it, with what the policy decided for it.

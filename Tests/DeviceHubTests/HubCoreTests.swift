@@ -1,6 +1,7 @@
 import DeviceProtocol
 import PushModel
 import PushPolicy
+import PushStore
 import Synchronization
 import Testing
 
@@ -161,5 +162,47 @@ import Testing
         #expect(held.isEmpty)
         #expect(core.deliveries.count(of: 1) == 0, "the new owner sends them (pending in the store)")
         #expect(core.session(of: 1) == nil)
+    }
+}
+
+/// What the store records of a decision, without a store.
+@Suite struct StoreChangeTests {
+    static let t0 = UnixTime(seconds: 1_800_000_000)
+
+    func push(_ n: Int, _ kind: NotificationClass = .alerting) -> PushNotification {
+        PushNotification(
+            id: APNsID(header: String(format: "00000000-0000-4000-8000-%012d", n))!,
+            deviceToken: DeviceToken(String(repeating: "cd", count: 32))!, topic: Topic("com.example.app")!,
+            bundleID: "com.example.app", pushType: .alert, priority: .immediate, expiration: .storeByDefault,
+            collapseID: nil, notificationClass: kind, payload: [], teamID: nil, receivedAt: Self.t0)
+    }
+
+    @Test func aNewPushIsInsertedAndWhatBecameOfOthersIsRecorded() {
+        let alert = push(1)
+        let released = push(2, .silent)
+        let coalesced = push(3)
+        let decided = DeviceHub.stored(
+            alert, deviceID: "d", [.deliver(alert, rule: .alerting, wake: false)], policy: PolicySettings())
+        let (inserting, outcomes) = DeviceHub.storeChange(
+            [
+                .deliver(alert, rule: .alerting, wake: false), .deliver(released, rule: .piggybackAlert, wake: true),
+                .discard(coalesced.id, rule: .coalescedNewest),
+            ], decided: decided, new: true, now: Self.t0)
+        #expect(inserting?.notification.id == alert.id)
+        #expect(inserting?.rule == .alerting)
+        #expect(
+            outcomes == [
+                NotificationOutcome(apnsID: released.id, state: .pending, rule: .piggybackAlert, at: Self.t0),
+                NotificationOutcome(apnsID: coalesced.id, state: .discarded, rule: .coalescedNewest, at: Self.t0),
+            ])
+    }
+
+    @Test func aPushAnotherNodeStoredGetsItsDecisionAsAnOutcome() {
+        let routed = push(4)
+        let decided = DeviceHub.stored(routed, deviceID: "d", [.hold(routed.id, rule: .offline)], policy: PolicySettings())
+        let (inserting, outcomes) = DeviceHub.storeChange(
+            [.hold(routed.id, rule: .offline)], decided: decided, new: false, now: Self.t0)
+        #expect(inserting == nil)
+        #expect(outcomes == [NotificationOutcome(apnsID: routed.id, state: .pending, rule: .offline, at: Self.t0)])
     }
 }
