@@ -45,6 +45,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
     /// closes the accept-to-device latency (bounded; the rest is not measured).
     private let awaitingAck = Mutex<[APNsID: NIODeadline]>([:])
+    /// Held while posted store changes are handed to the writer; the commit futures a thread enqueued for
+    /// another thread's change, until that thread collects its own.
+    private let draining = Mutex<[UInt64: EventLoopFuture<Void>]>([:])
     private let lastStallCheck = Mutex(UnixTime(milliseconds: 0))
     private let ackLatency = Mutex(
         Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
@@ -337,14 +340,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
         answeringOn eventLoop: (any EventLoop)?,
         _ body: (inout HubCore) -> R, actions pick: (R) -> [PolicyAction]
     ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubCore.Write]) {
-        core.withLock { core in
+        let (result, writes, posted) = core.withLock { core -> (R, [HubCore.Write], UInt64?) in
             let result = body(&core)
             let actions = pick(result)
             var writes = core.pendingWrites
             core.pendingWrites = []
             core.route(actions, device: device, now: now, slot: { registry.slot(of: $0) }, writes: &writes)
             core.noteResends(writes, now: now)
-            guard writer != nil else { return (result, nil, writes) }
+            guard writer != nil else { return (result, writes, nil) }
             var budgets: [String: [AppBudget]] = [:]
             for changed in core.policy.takeChangedDevices() {
                 guard let id = registry.deviceID(of: changed) else { continue }
@@ -355,29 +358,43 @@ public final class DeviceHub: NotificationIntake, Sendable {
             let stored = inserting.map {
                 Self.stored($0.push, deviceID: registry.deviceID(of: $0.device), actions, policy: policy)
             }
-            let committed = persist(
-                actions, budgets: budgets, now: now, decided: stored, new: inserting?.new ?? true,
-                answeringOn: eventLoop)
-            return (result, committed, writes)
+            let (insert, outcomes) = Self.storeChange(actions, decided: stored, new: inserting?.new ?? true, now: now)
+            guard insert != nil || !outcomes.isEmpty || !budgets.isEmpty || eventLoop != nil else {
+                return (result, writes, nil)
+            }
+            // Posted in decision order, enqueued after the lock (`enqueuePosted`).
+            let sequence = core.post(
+                StoreChange(inserting: insert, outcomes: outcomes, budgets: budgets, answerLoop: eventLoop))
+            return (result, writes, sequence)
         }
+        guard let posted else { return (result, nil, writes) }
+        // Before the writes: the device's ack of a push must follow the insert of its notification.
+        return (result, enqueuePosted(upTo: posted), writes)
     }
 
-    /// Writes what the policy decided: the new notification (if any), what became of held ones, and the
-    /// changed budgets, in one change to the next commit; with `answeringOn`, that commit's future.
-    private func persist(
-        _ actions: [PolicyAction], budgets: [String: [AppBudget]], now: UnixTime, decided: StoredNotification?,
-        new: Bool, answeringOn eventLoop: (any EventLoop)?
-    ) -> EventLoopFuture<Void>? {
+    /// Hands the posted store changes to the writer in the order they were decided, outside the hub's
+    /// lock: one thread at a time drains everything posted so far (so no change overtakes an earlier
+    /// one — an outcome never reaches the store before the insert of its notification). Returns the
+    /// commit future of change `sequence` when it has an answer loop, whichever thread enqueued it.
+    private func enqueuePosted(upTo sequence: UInt64) -> EventLoopFuture<Void>? {
         guard let writer else { return nil }
-        let (inserting, outcomes) = Self.storeChange(actions, decided: decided, new: new, now: now)
-        func change(_ batch: inout StoreBatch) {
-            if let inserting { batch.notifications.append(inserting) }
-            batch.outcomes.append(contentsOf: outcomes)
-            for (device, apps) in budgets { batch.budgets[device] = apps }
+        return draining.withLock { handedOver -> EventLoopFuture<Void>? in
+            var mine: EventLoopFuture<Void>?
+            for change in core.withLock({ $0.takePosted() }) {
+                let apply: (inout StoreBatch) -> Void = { batch in
+                    if let inserting = change.inserting { batch.notifications.append(inserting) }
+                    batch.outcomes.append(contentsOf: change.outcomes)
+                    for (device, apps) in change.budgets { batch.budgets[device] = apps }
+                }
+                guard let loop = change.answerLoop else {
+                    writer.enqueue(apply)
+                    continue
+                }
+                let future = writer.enqueue(answeringOn: loop, apply)
+                if change.sequence == sequence { mine = future } else { handedOver[change.sequence] = future }
+            }
+            return mine ?? handedOver.removeValue(forKey: sequence)
         }
-        if let eventLoop { return writer.enqueue(answeringOn: eventLoop, change) }
-        if inserting != nil || !outcomes.isEmpty || !budgets.isEmpty { writer.enqueue(change) }
-        return nil
     }
 
     /// What the store records of a decision, as a pure function of it: the new notification (or, for one

@@ -1,5 +1,7 @@
+import NIOCore
 import PushModel
 import PushPolicy
+import PushStore
 
 /// What the hub's one lock guards: the policy, every device's delivery queue, and which session is each
 /// device's current one. Its methods are pure (no I/O, time passed in): they change the state and return
@@ -14,6 +16,25 @@ struct HubCore: Sendable {
     /// Writes an event produced before its policy actions were routed (a connection's queued pushes),
     /// for the hub to collect in the same lock.
     var pendingWrites: [Write] = []
+    /// Store changes decided under the lock, in decision order, for the hub to hand to the store's
+    /// writer after unlocking (no store call is made under this lock).
+    private var posted: [StoreChange] = []
+    private var nextSequence: UInt64 = 0
+
+    /// Posts a store change; its sequence number.
+    mutating func post(_ change: StoreChange) -> UInt64 {
+        var change = change
+        change.sequence = nextSequence
+        nextSequence &+= 1
+        posted.append(change)
+        return change.sequence
+    }
+
+    /// Everything posted so far, in order.
+    mutating func takePosted() -> [StoreChange] {
+        defer { posted.removeAll(keepingCapacity: true) }
+        return posted
+    }
 
     /// A push to write to a session.
     struct Write {
@@ -159,4 +180,14 @@ struct PendingPush: Sendable {
     var expiresAt: UnixTime?
     /// The policy's last decision (nil: none yet, e.g. routed to a node that never ran it).
     var rule: Rule?
+}
+
+/// What one decision changes in the store: the new notification, what became of others, the budgets;
+/// with an answer loop when a provider waits for its commit.
+struct StoreChange: Sendable {
+    var inserting: StoredNotification?
+    var outcomes: [NotificationOutcome]
+    var budgets: [String: [AppBudget]]
+    var answerLoop: (any EventLoop)?
+    var sequence: UInt64 = 0
 }
