@@ -318,7 +318,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
     }
 
-    /// Decides under the lock (the store hears of it), then writes what the queues let through.
+    /// Decides under the lock, hands the store its change, then writes what the queues let through.
     func decideAndWrite(now: UnixTime, device: DeviceID?, _ body: (inout HubCore) -> [PolicyAction]) {
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil, body, actions: { $0 })
@@ -327,10 +327,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     // MARK: The store
 
-    /// Runs `body` on the policy and, with a store, enqueues what it decided (the `actions` it picks from
-    /// its result, the changed budgets, the new notification) before the lock is released: the store
-    /// sees decisions in the order the policy made them, so an outcome never reaches it before the
-    /// insert of its notification. The deliveries among the actions go to their devices' queues (to
+    /// Runs `body` on the policy and, with a store, posts what it decided (the `actions` it picks from
+    /// its result, the changed budgets, the new notification) before the lock is released, and hands it
+    /// to the store's writer after (`enqueuePosted`): the store sees decisions in the order the policy
+    /// made them, so an outcome never reaches it before the insert of its notification, and no store
+    /// call is made under the hub's lock. The deliveries among the actions go to their devices' queues (to
     /// `device`, or the device of each push's token); what the windows let through is returned to write
     /// after unlocking. A push that is not `new` is already stored (another node accepted it): what the
     /// policy decided for it is written as an outcome. With `answeringOn`, the future (on that loop) of
