@@ -77,7 +77,7 @@ public struct AppThrottle: Sendable, Equatable {
             }
             if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
             if takeToken(settings: settings, now: now) {
-                wake(push, rule: .onBudget, settings: settings, now: now, into: &actions)
+                wake(push, rule: .onBudget, into: &actions)
             } else {
                 keep(push, expiresAt, .overBudget, conditions, settings, &actions)
             }
@@ -116,7 +116,7 @@ public struct AppThrottle: Sendable, Equatable {
             }
             return true
         }
-        for push in woken { wake(push, rule: carrier.rule, settings: settings, now: now, into: &actions) }
+        for push in woken { wake(push, rule: carrier.rule, into: &actions) }
         compact()
     }
 
@@ -283,10 +283,8 @@ public struct AppThrottle: Sendable, Equatable {
         return nil
     }
 
-    private mutating func wake(
-        _ push: PushNotification, rule: Rule, settings: PolicySettings, now: UnixTime,
-        into actions: inout [PolicyAction]
-    ) {
+    /// A background wake: sent now, its deadline set when the device acknowledges it (`delivered`).
+    private mutating func wake(_ push: PushNotification, rule: Rule, into actions: inout [PolicyAction]) {
         pending.append(.sent(push.id))
         actions.append(.deliver(push, rule: rule, wake: true))
     }
