@@ -180,7 +180,6 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         let now = providerContext.clock()
         let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
-        defer { streams[id]?.contentLength = rules.contentLength }
         if draining || providerContext.isDraining {
             streams[id] = StreamState(
                 responseID: responseID, started: lastActivity, phase: .rejected(Rejection(.shutdown)))
@@ -199,6 +198,8 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                 if decider!.authenticationExhausted { beginDraining(context: context, reason: .invalidProviderToken) }
             }
         }
+        // Before an END_STREAM on these headers is handled: a declared length with no DATA is malformed too.
+        if let declared = rules.contentLength { streams[id]?.contentLength = declared }
         if endStream { finishStream(id, context: context) }
     }
 

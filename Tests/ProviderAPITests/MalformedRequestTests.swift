@@ -52,6 +52,7 @@ import Testing
             description: "a content-length below the DATA", headers: valid([("content-length", "3")]),
             body: Array(#"{"aps":{"alert":"x"}}"#.utf8)),
         Case(description: "a content-length that is not a number", headers: valid([("content-length", "ten")])),
+        Case(description: "a content-length with no DATA at all", headers: valid([("content-length", "12")])),
     ]
 
     @Test(arguments: cases)
