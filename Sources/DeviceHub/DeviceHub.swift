@@ -163,13 +163,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil, { $0.policy.keepAlive(device: device, now: now) },
             actions: { $0 })
-        let deliveries = writes.filter { $0.device == device }.map { delivery($0.item) }
+        let inAnswer = writes.filter { $0.device == device }
         write(writes.filter { $0.device != device })
-        hubCounters.withLock {
-            $0.keepAlives += 1
-            $0.sent += deliveries.count
-        }
-        return .keepAliveAck(sequence: sequence, notifications: deliveries)
+        countSent(inAnswer)
+        hubCounters.withLock { $0.keepAlives += 1 }
+        return .keepAliveAck(sequence: sequence, notifications: inAnswer.map { delivery($0.item) })
     }
 
     /// The device acknowledged a push: it is delivered (the store records it, a wake's deadline starts),
@@ -307,11 +305,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Writes what the delivery queues let through, after the lock is released.
     func write(_ writes: [HubCore.Write]) {
         guard !writes.isEmpty else { return }
-        var resent = 0
-        for write in writes {
-            write.session.send(.notification(delivery(write.item)))
-            if write.item.sends > 1 { resent += 1 }
-        }
+        for write in writes { write.session.send(.notification(delivery(write.item))) }
+        countSent(writes)
+    }
+
+    /// Counts what was written (inline in a keep-alive's answer too), and what was written again.
+    private func countSent(_ writes: [HubCore.Write]) {
+        guard !writes.isEmpty else { return }
+        let resent = writes.count { $0.item.sends > 1 }
         hubCounters.withLock {
             $0.sent += writes.count
             $0.resent += resent

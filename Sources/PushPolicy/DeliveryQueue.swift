@@ -163,6 +163,8 @@ public struct DeliveryQueues: Sendable {
     public let window: Int
     public let limit: Int
     private var queues: [DeviceID: DeliveryQueue] = [:]
+    /// Pushes not acknowledged across the fleet (written or waiting), kept as they come and go.
+    public private(set) var totalCount = 0
 
     public init(window: Int, limit: Int) {
         self.window = max(1, window)
@@ -174,11 +176,10 @@ public struct DeliveryQueues: Sendable {
     public func isFull(_ device: DeviceID) -> Bool { count(of: device) >= limit }
     public func isConnected(_ device: DeviceID) -> Bool { queues[device]?.isConnected ?? false }
     public func outstanding(of device: DeviceID) -> [Outgoing] { queues[device]?.all ?? [] }
-    /// Pushes not acknowledged across the fleet (written or waiting), and devices with any.
-    public var totalCount: Int { queues.values.reduce(0) { $0 + $1.count } }
 
     public mutating func enqueue(_ item: Outgoing, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
         queues[device, default: DeliveryQueue(window: window)].enqueue(item, now: now, into: &writes)
+        totalCount += 1
     }
 
     public mutating func acknowledged(
@@ -186,6 +187,7 @@ public struct DeliveryQueues: Sendable {
     ) -> Outgoing? {
         guard var queue = queues[device] else { return nil }
         let found = queue.acknowledged(id, now: now, into: &writes)
+        if found != nil { totalCount -= 1 }
         store(queue, for: device)
         return found
     }
@@ -207,7 +209,9 @@ public struct DeliveryQueues: Sendable {
 
     public mutating func removeAll(of device: DeviceID) -> [Outgoing] {
         guard var queue = queues.removeValue(forKey: device) else { return [] }
-        return queue.removeAll()
+        let removed = queue.removeAll()
+        totalCount -= removed.count
+        return removed
     }
 
     /// Keeps a queue only while it holds something or its device is connected.
