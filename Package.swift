@@ -197,6 +197,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -226,7 +227,7 @@ let package = Package(
         .testTarget(
             name: "ProviderAPITests",
             dependencies: [
-                "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
+                "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient", "TestSupport",
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

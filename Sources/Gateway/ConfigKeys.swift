@@ -117,10 +117,10 @@ public enum ConfigKeys {
 
         .init(
             name: "provider.http2.max_concurrent_streams", defaultValue: "1000",
-            doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers."),
+            doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone (RST_STREAM REFUSED_STREAM, safe to retry)."),
         .init(
             name: "provider.http2.max_header_list_size", defaultValue: "8192",
-            doc: "SETTINGS_MAX_HEADER_LIST_SIZE in bytes."),
+            doc: "SETTINGS_MAX_HEADER_LIST_SIZE in bytes; a request over it is answered 431 on its stream alone."),
         .init(
             name: "provider.http2.max_frame_size", defaultValue: "16384",
             doc: "SETTINGS_MAX_FRAME_SIZE in bytes (16384 to 16777215)."),

@@ -5,6 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOSSL
 import PushIntake
+import PushMetrics
 import PushModel
 
 /// The provider API on one HTTP/2 connection, at frame level: no child channel or task per stream,
@@ -62,6 +63,9 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     /// Submitted streams by the commit that answers them, oldest commit first.
     private var awaitingCommits: [(commit: EventLoopFuture<Void>, streams: [HTTP2StreamID])] = []
     private var lastStreamID: HTTP2StreamID = .rootStream
+    /// Streams open on the connection (by HTTP/2's definition: until both sides have ended them or one has
+    /// reset them), answered or not; over `max_concurrent_streams` a new one is refused.
+    private var openStreams = 0
     private var needsFlush = false
     private var draining = false
     private var windowOpened = false
@@ -99,9 +103,13 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             if window.streamID == .rootStream, let inbound = window.inboundWindowSize {
                 replenishConnectionWindow(context: context, current: inbound)
             }
-        case is StreamClosedEvent, is NIOHTTP2StreamCreatedEvent:
-            // Per-stream bookkeeping events, several per request: this handler ends the pipeline, so
-            // they stop here rather than travel to its tail.
+        case is StreamClosedEvent:
+            // Every stream NIO closes was opened by a HEADERS frame this handler read (the server opens
+            // none), so this keeps `openStreams` equal to NIO's count of open streams.
+            openStreams = max(0, openStreams - 1)
+        case is NIOHTTP2StreamCreatedEvent:
+            // Per-stream bookkeeping events: this handler ends the pipeline, so they stop here rather than
+            // travel to its tail.
             break
         case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
@@ -124,9 +132,11 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         }
         switch frame.payload {
         case .headers(let headers):
-            if streams[frame.streamID] == nil {
+            if frame.streamID > lastStreamID {
+                // A new stream (client stream ids only grow; NIO has refused any other).
+                openStreams += 1
                 startStream(frame.streamID, headers: headers.headers, endStream: headers.endStream, context: context)
-            } else if headers.endStream {
+            } else if headers.endStream, streams[frame.streamID] != nil {
                 // Trailers end the request.
                 finishStream(frame.streamID, context: context)
             }
@@ -158,11 +168,19 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         _ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext
     ) {
         lastActivity = context.eventLoop.now
-        if id > lastStreamID { lastStreamID = id }
+        lastStreamID = id
+        let limits = providerContext.settings.http2.streamLimits
+        if openStreams > limits.concurrentStreams {
+            // RFC 9113 §5.1.2: a stream over the advertised limit is refused alone (the client may retry it).
+            return refuse(id, .concurrentStreams, endStream: endStream, context: context)
+        }
         var head = RequestHead()
         var sentID: String?
         var rules = RequestHeaderRules()
+        // RFC 9113 §6.5.2: a header list's size counts 32 octets per field besides its name and value.
+        var listSize = 0
         for (name, value, _) in headers {
+            listSize &+= name.utf8.count &+ value.utf8.count &+ 32
             rules.read(name, value)
             if name.utf8.first == UInt8(ascii: ":") {
                 if name == ":method" { head.method = value } else if name == ":path" { head.path = value }
@@ -172,6 +190,10 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             }
         }
         rules.finish()
+        if listSize > limits.headerListSize {
+            // RFC 9113 §10.5.1: answered 431 on this stream; NIO decoded the block, so HPACK stays in step.
+            return refuse(id, .headerListSize, endStream: endStream, context: context)
+        }
         if let malformed = rules.malformed {
             // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR (this stream only).
             return resetMalformed(id, because: malformed, context: context)
@@ -318,6 +340,30 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         providerContext.metrics.malformed()
         flushIfNeeded(context: context)
         context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+    }
+
+    /// Refuses one stream over a limit and keeps the connection: REFUSED_STREAM for a stream over the
+    /// concurrent-stream limit (nothing of it was processed, so the client may retry it), 431 for an
+    /// oversized header list (then RST_STREAM NO_ERROR if the client is still sending, RFC 9113 §8.1).
+    private func refuse(
+        _ id: HTTP2StreamID, _ limit: StreamRefusal, endStream: Bool, context: ChannelHandlerContext
+    ) {
+        logger.debug("stream refused", metadata: ["stream": "\(id)", "limit": "\(limit.rawValue)"])
+        providerContext.metrics.refused(limit)
+        flushIfNeeded(context: context)
+        switch limit {
+        case .concurrentStreams:
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+        case .headerListSize:
+            let headers: HPACKHeaders = [":status": "431"]
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
+                promise: nil)
+            if !endStream {
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+            }
+        }
+        context.flush()
     }
 
     // MARK: Responses

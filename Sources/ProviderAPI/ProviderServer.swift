@@ -122,6 +122,8 @@ public final class ProviderServer: Service, Sendable {
                     if case .tls(let sslContext) = security {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
+                    // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
+                    try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
                     try sync.addHandler(Self.http2Handler(context.settings.http2))
                     try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger))
                     self?.track(channel)
@@ -142,9 +144,12 @@ public final class ProviderServer: Service, Sendable {
 
     static func http2Handler(_ limits: HTTP2Limits) -> NIOHTTP2Handler {
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        // NIO enforces these ceilings (a peer past them loses its connection); the provider is told the
+        // configured limits (AdvertisedSettings), which the connection handler applies stream by stream.
+        let streamLimits = limits.streamLimits
         connection.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: limits.maxConcurrentStreams),
-            HTTP2Setting(parameter: .maxHeaderListSize, value: limits.maxHeaderListSize),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: streamLimits.concurrentStreamsCeiling),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: streamLimits.headerListCeiling),
             HTTP2Setting(parameter: .maxFrameSize, value: limits.maxFrameSize),
         ]
         // Clients send bodies without content-length; the frame-level handler checks sizes itself.

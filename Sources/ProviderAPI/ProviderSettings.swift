@@ -45,9 +45,9 @@ public struct AuthSettings: Sendable {
 
 /// HTTP/2 limits of a provider connection.
 public struct HTTP2Limits: Sendable {
-    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers.
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone.
     public var maxConcurrentStreams: Int = 1000
-    /// SETTINGS_MAX_HEADER_LIST_SIZE.
+    /// SETTINGS_MAX_HEADER_LIST_SIZE advertised to providers; a request over it is answered 431.
     public var maxHeaderListSize: Int = 8192
     /// SETTINGS_MAX_FRAME_SIZE (16384 to 16777215).
     public var maxFrameSize: Int = 16384
@@ -57,4 +57,8 @@ public struct HTTP2Limits: Sendable {
     public var connectionWindowSize: Int = 1 << 20
 
     public init() {}
+
+    public var streamLimits: StreamLimits {
+        StreamLimits(concurrentStreams: maxConcurrentStreams, headerListSize: maxHeaderListSize)
+    }
 }

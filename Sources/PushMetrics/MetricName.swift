@@ -7,6 +7,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     case providerRequestDuration = "pushgate_provider_request_duration_seconds"
     case accepted = "pushgate_accepted_total"
     case malformedRequests = "pushgate_provider_malformed_requests_total"
+    case refusedStreams = "pushgate_provider_refused_streams_total"
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
     case completions = "pushgate_completions_total"
@@ -46,6 +47,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .accepted: "Notifications accepted (answered 200), by apns-push-type and class (alerting, silent, other)."
         case .malformedRequests:
             "Provider requests reset with PROTOCOL_ERROR as malformed (RFC 9113 §8.1.1: header-block rules, content-length)."
+        case .refusedStreams:
+            "Provider streams refused alone, the connection kept: over max_concurrent_streams (RST_STREAM REFUSED_STREAM) or max_header_list_size (431)."
         case .silentOutcomes:
             "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
         case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."

@@ -14,6 +14,8 @@ public final class ProviderMetrics: Sendable {
     private let acceptedByKind: [Counter]
     /// Streams reset with PROTOCOL_ERROR because the request was malformed (RFC 9113 §8.1.1).
     private let malformedRequests: Counter
+    /// Streams refused alone because they went over a limit, by `StreamRefusal` position.
+    private let refusedStreams: [Counter]
     /// The same latencies counted per bucket of `durationBuckets` (and one past the last), for the live
     /// dashboard's percentiles (Prometheus' histogram cannot be read back).
     private let latencyCounts: Mutex<[Int]>
@@ -44,6 +46,9 @@ public final class ProviderMetrics: Sendable {
             } + [Counter(label: requests, dimensions: [("status", "200"), ("reason", "")], factory: factory)]
         duration = Timer(label: MetricName.providerRequestDuration.rawValue, dimensions: [], factory: factory)
         malformedRequests = Counter(label: MetricName.malformedRequests.rawValue, dimensions: [], factory: factory)
+        refusedStreams = StreamRefusal.allCases.map {
+            Counter(label: MetricName.refusedStreams.rawValue, dimensions: [("limit", $0.rawValue)], factory: factory)
+        }
         latencyCounts = Mutex(Array(repeating: 0, count: Self.durationBuckets.count + 1))
         acceptedByKind = Self.types.flatMap { type in
             Self.classes.map { kind in
@@ -73,8 +78,19 @@ public final class ProviderMetrics: Sendable {
     /// A malformed request's stream was reset.
     public func malformed() { malformedRequests.increment() }
 
+    /// A stream was refused alone for going over `limit`.
+    public func refused(_ limit: StreamRefusal) { refusedStreams[StreamRefusal.allCases.firstIndex(of: limit)!].increment() }
+
     public func accepted(_ type: PushType, _ kind: NotificationClass) {
         acceptedByKind[Self.types.firstIndex(of: type)! * Self.classes.count + Self.classes.firstIndex(of: kind)!]
             .increment()
     }
+}
+
+/// The limits over which one stream is refused and its connection kept.
+public enum StreamRefusal: String, CaseIterable, Sendable {
+    /// More open streams than SETTINGS_MAX_CONCURRENT_STREAMS: RST_STREAM REFUSED_STREAM.
+    case concurrentStreams = "concurrent_streams"
+    /// A header list over SETTINGS_MAX_HEADER_LIST_SIZE: 431.
+    case headerListSize = "header_list_size"
 }

@@ -102,17 +102,23 @@ import Testing
         }
     }
 
-    @Test func oversizedHeadersAffectOnlyThatConnection() async throws {
+    @Test func oversizedHeadersAreAnsweredOnTheirStreamAndPastTheCeilingEndOnlyThatConnection() async throws {
         try await TestGateway.with(configure: { $0.http2.maxHeaderListSize = 4096 }) { gateway in
+            // Over the configured size: 431 on that stream, and the same connection goes on.
+            let client = try await gateway.client()
+            let large = head(gateway, extra: [("x-padding", String(repeating: "p", count: 16_000))])
+            let refused = try await client.send([.headers(large, endStream: false), .data(alertPayload, endStream: true)])
+            #expect(refused.status == 431)
+            #expect(try await client.post(path: path, headers: gateway.headers(), body: alertPayload).status == 200)
+            // Over NIO's ceiling (the HPACK decoder stops mid-block): that connection ends, no other.
             let bad = try await gateway.client()
-            let huge = head(gateway, extra: [("x-padding", String(repeating: "p", count: 16_000))])
+            let huge = head(gateway, extra: [("x-padding", String(repeating: "p", count: 70_000))])
             await #expect(throws: (any Error).self) {
                 _ = try await bad.send([.headers(huge, endStream: false), .data(alertPayload, endStream: true)])
             }
-            let good = try await gateway.client()
-            #expect(try await good.post(path: path, headers: gateway.headers(), body: alertPayload).status == 200)
+            #expect(try await client.post(path: path, headers: gateway.headers(), body: alertPayload).status == 200)
             await bad.close()
-            await good.close()
+            await client.close()
         }
     }
 
