@@ -179,11 +179,24 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Fuzzing: every parser of peer or user input as a function of bytes (Fuzz/run.sh builds the
+        // driver with libFuzzer; FuzzRegressionTests replays the corpus through the same functions).
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "PushModel", "ProviderAuth", "ProviderAPI", "PushIntake", "DeviceProtocol", "Gateway",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            path: "Fuzz/Targets"),
+        .executableTarget(name: "pushgate-fuzz", dependencies: ["FuzzTargets"], path: "Fuzz/Driver"),
         // Benchmarks (not tests): Benchmarks/*.sh build and run them in release mode.
         .executableTarget(
             name: "PolicyBenchmark", dependencies: ["PushPolicy", "PushModel"], path: "Benchmarks/PolicyBenchmark",
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(
             name: "PushStoreTests",
@@ -263,6 +276,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

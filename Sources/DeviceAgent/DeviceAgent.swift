@@ -68,6 +68,8 @@ public final class DeviceAgent: Sendable {
     let port: Int
     let tls: NIOSSLContext?
     let apps: [String]
+    /// The fleet's enrolment secret, sent with `register`.
+    let enrolment: String?
     let behaviour: AgentBehaviour
     let group: any EventLoopGroup
     let onEvent: @Sendable (AgentEvent) -> Void
@@ -86,13 +88,14 @@ public final class DeviceAgent: Sendable {
 
     public init(
         host: String, port: Int, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
-        behaviour: AgentBehaviour = .prompt, group: any EventLoopGroup,
+        enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, group: any EventLoopGroup,
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
         self.host = host
         self.port = port
         self.tls = tls
         self.apps = apps
+        self.enrolment = enrolment
         self.behaviour = behaviour
         self.group = group
         self.onEvent = onEvent
@@ -179,7 +182,7 @@ public final class DeviceAgent: Sendable {
         if let identity {
             send(.hello(deviceID: identity.deviceID, secret: identity.secret))
         } else {
-            send(.register)
+            send(.register(enrolment: enrolment))
         }
     }
 

@@ -12,7 +12,8 @@ public final class SimulatedFleet: Sendable {
     private let lifeEvents = Mutex<[RepeatedTask]>([])
 
     public init(
-        host: String, port: Int, devices: Int, apps: [String], profile: AgentProfile, group: any EventLoopGroup
+        host: String, port: Int, devices: Int, apps: [String], profile: AgentProfile, enrolment: String? = nil,
+        group: any EventLoopGroup
     ) {
         self.apps = apps
         self.profile = profile
@@ -20,7 +21,7 @@ public final class SimulatedFleet: Sendable {
         let behaviour = profile.behaviour
         agents = (0..<devices).map { _ in
             DeviceAgent(
-                host: host, port: port, apps: apps, behaviour: behaviour, group: group,
+                host: host, port: port, apps: apps, enrolment: enrolment, behaviour: behaviour, group: group,
                 onEvent: { counters.record($0) })
         }
     }

@@ -114,6 +114,9 @@ extension DeviceHub {
             registry.apply(device)
         case .token(let token):
             registry.apply(token)
+        case .removed(let deviceID, let at):
+            guard let (slot, bundleIDs) = registry.removedElsewhere(deviceID, at: at) else { return }
+            forget(slot, bundleIDs: bundleIDs)
         case .owner(let deviceID, let node, let claim):
             guard let device = registry.slot(ofDevice: deviceID) else { return }
             let (changed, before) = registry.setOwner(device, node, claim: claim)

@@ -49,6 +49,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// another thread's change, until that thread collects its own.
     private let draining = Mutex<[UInt64: EventLoopFuture<Void>]>([:])
     private let lastStallCheck = Mutex(UnixTime(milliseconds: 0))
+    private let lastPruneCheck = Mutex(UnixTime(milliseconds: 0))
+    /// `register`s by source address.
+    let enrolmentLimiter: RequestRateLimiter<String>
     private let ackLatency = Mutex(
         Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
     static let latencySampleLimit = 100_000
@@ -71,6 +74,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 policy: engine,
                 deliveries: DeliveryQueues(window: settings.deliveryWindow, limit: settings.maximumWaiting)))
         self.cluster = registry.nodeID == nil ? nil : registry.writer?.backend as? any ClusterStore
+        self.enrolmentLimiter = RequestRateLimiter(limit: settings.enrolmentsPerAddress, shardCount: 4)
     }
 
     // MARK: From the provider API
@@ -252,18 +256,23 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         decideAndWrite(now: now, device: nil) { $0.policy.advance(to: now) }
         closeStalled(now: now)
+        if settings.pruneAfterSeconds > 0, Self.due(lastPruneCheck, every: 60_000, now: now) { pruneStaleDevices() }
+    }
+
+    /// Whether `every` milliseconds have passed since `last` (which then becomes now).
+    static func due(_ last: borrowing Mutex<UnixTime>, every milliseconds: Int64, now: UnixTime) -> Bool {
+        last.withLock { last in
+            guard now.milliseconds - last.milliseconds >= milliseconds else { return false }
+            last = now
+            return true
+        }
     }
 
     /// Closes the connections of devices that acknowledged nothing written to them for
     /// `notReadingTimeoutSeconds` (checked about once a second): what they had not acknowledged goes back
     /// to their queues for their next connection.
     private func closeStalled(now: UnixTime) {
-        let due = lastStallCheck.withLock { last -> Bool in
-            guard now.milliseconds - last.milliseconds >= 1000 else { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
+        guard Self.due(lastStallCheck, every: 1000, now: now) else { return }
         let timeout = settings.notReadingTimeoutSeconds * 1000
         let stalled = core.withLock { core in
             core.deliveries.stalled(now: now, timeoutMilliseconds: timeout).compactMap { core.session(of: $0) }
@@ -542,6 +551,11 @@ public struct HubCounters: Sendable, Equatable, Codable {
     public var acceptedWithoutDevice = 0
     public var closedForMisbehaviour = 0
     public var authenticationFailures = 0
+    /// `register`s refused for a missing or wrong enrolment secret, or over the per-address rate.
+    public var enrolmentsRefused = 0
+    /// Devices removed by the operator, and pruned for not being seen.
+    public var devicesRemoved = 0
+    public var devicesPruned = 0
     /// Several nodes: pushes stored here for devices another node owns, and routed here from others.
     public var routedOut = 0
     public var routedIn = 0
@@ -574,6 +588,15 @@ public struct HubSettings: Sendable {
     /// Pushes that may wait for one device (written or queued, not acknowledged) before further POSTs to
     /// its tokens are answered 429 TooManyRequests.
     public var maximumWaiting: Int = 10_000
+    /// The secret a `register` must carry (compared in constant time); nil: anyone may enrol (tests).
+    public var enrolmentSecret: String?
+    /// Registrations per source address: past it, `register` is refused (`enrolment_limited`).
+    public var enrolmentsPerAddress = RateLimit(burst: 60, perSecond: 1)
+    /// Loopback is the gateway's own machine, where `pushgate simulate` and the demo enrol whole fleets
+    /// from one address: not limited (tests of the limit turn this off).
+    public var enrolmentLimitSparesLoopback = true
+    /// Devices that have not said hello for this long are removed; 0 keeps them for good.
+    public var pruneAfterSeconds: Int64 = 0
 
     public init() {}
 }

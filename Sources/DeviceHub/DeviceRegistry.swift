@@ -20,6 +20,10 @@ public final class DeviceRegistry: DeviceDirectory {
         /// that made it the owner (0: registration, or as read at start).
         var owner: String?
         var claim: Int64 = 0
+        /// When it last said hello (its registration, before that): pruning removes devices not seen for long.
+        var lastSeen: UnixTime
+        /// Removed devices keep their slot and id; they cannot connect again.
+        var removed = false
     }
 
     struct TokenRecord {
@@ -67,7 +71,8 @@ public final class DeviceRegistry: DeviceDirectory {
         let slot = DeviceID(state.bySlot.count)
         state.bySlot.append(stored.id)
         state.devices[stored.id] = Device(
-            id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:], owner: stored.owner)
+            id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:], owner: stored.owner,
+            lastSeen: stored.lastSeenAt ?? stored.createdAt, removed: stored.removedAt != nil)
     }
 
     private static func apply(_ stored: StoredToken, to state: inout State) {
@@ -138,13 +143,14 @@ public final class DeviceRegistry: DeviceDirectory {
         let id = UUID().uuidString.lowercased()
         let secret = Self.randomHex(bytes: 32)
         let hash = Self.hash(secret)
+        let now = clock()
         let slot = state.withLock { state -> DeviceID in
             let slot = DeviceID(state.bySlot.count)
             state.bySlot.append(id)
-            state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:], owner: nodeID)
+            state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:], owner: nodeID, lastSeen: now)
             return slot
         }
-        let stored = StoredDevice(id: id, secretHash: hash, createdAt: clock(), owner: nodeID)
+        let stored = StoredDevice(id: id, secretHash: hash, createdAt: now, owner: nodeID)
         writer?.enqueue {
             $0.devices.append(stored)
             if nodeID != nil { $0.notices.append(.device(stored)) }
@@ -156,9 +162,9 @@ public final class DeviceRegistry: DeviceDirectory {
     public func authenticate(id: String, secret: String) -> DeviceID? {
         let presented = Self.hash(secret)
         return state.withLock { state in
-            guard let device = state.devices[id], Self.constantTimeEqual(device.secretHash, presented) else {
-                return nil
-            }
+            guard let device = state.devices[id], !device.removed,
+                Self.constantTimeEqual(device.secretHash, presented)
+            else { return nil }
             return device.slot
         }
     }
@@ -210,6 +216,72 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     public var deviceCount: Int { state.withLock { $0.devices.count } }
+
+    // MARK: Last seen, removal
+
+    /// The device said hello now: pruning counts from here (written to the store, not waited for).
+    func seen(_ slot: DeviceID, at now: UnixTime) {
+        let id = state.withLock { state -> String? in
+            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else { return nil }
+            device.lastSeen = now
+            state.devices[device.id] = device
+            return device.id
+        }
+        if let id { writer?.enqueue { $0.seen[id] = now } }
+    }
+
+    /// Removes a device: it cannot connect again and each of its tokens answers 410 Unregistered from
+    /// `now`. Returns its slot and the apps it had, or nil when no such device is known (or it is gone).
+    public func remove(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
+        state.withLock { state in
+            guard var device = state.devices[id], !device.removed else { return nil }
+            let bundleIDs = device.apps.keys.sorted()
+            for bundleID in bundleIDs {
+                let token = device.apps[bundleID]!
+                state.tokens[token] = TokenRecord(slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
+                record(StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now))
+            }
+            device.apps = [:]
+            device.removed = true
+            state.devices[id] = device
+            writer?.enqueue {
+                $0.removed[id] = now
+                if nodeID != nil { $0.notices.append(.removed(deviceID: id, at: now)) }
+            }
+            return (device.slot, bundleIDs)
+        }
+    }
+
+    /// Another node removed the device (and wrote it): here only memory changes. Returns its slot and
+    /// the apps it had, as `remove` does.
+    func removedElsewhere(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
+        state.withLock { state in
+            guard var device = state.devices[id], !device.removed else { return nil }
+            let bundleIDs = device.apps.keys.sorted()
+            for bundleID in bundleIDs {
+                state.tokens[device.apps[bundleID]!] = TokenRecord(
+                    slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
+            }
+            device.apps = [:]
+            device.removed = true
+            state.devices[id] = device
+            return (device.slot, bundleIDs)
+        }
+    }
+
+    /// Devices not removed that have not said hello since `cutoff` — of those this node runs, when several
+    /// share the database (another node's devices say hello there, and only there is it known).
+    public func notSeen(since cutoff: UnixTime) -> [String] {
+        state.withLock { state in
+            state.devices.values.filter { device in
+                !device.removed && device.lastSeen.milliseconds < cutoff.milliseconds
+                    && (nodeID == nil || device.owner == nodeID)
+            }.map(\.id).sorted()
+        }
+    }
+
+    /// Whether the device exists and has not been removed.
+    public func isActive(_ id: String) -> Bool { state.withLock { $0.devices[id].map { !$0.removed } ?? false } }
 
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()

@@ -31,6 +31,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     private var notReadingTimeout: Scheduled<Void>?
     /// With the connection's address, then its device id (never its secret).
     private var logger: Logger
+    /// The source address (no port), for the enrolment rate.
+    private var address = "?"
 
     init(hub: DeviceHub) {
         self.hub = hub
@@ -43,6 +45,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         session = ChannelSession(channel: context.channel)
         logger[metadataKey: "remote"] = "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")"
+        address = context.channel.remoteAddress?.ipAddress ?? "?"
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         helloTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.helloTimeoutSeconds)) {
             let (handler, context) = bound.value
@@ -140,7 +143,16 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     private func handle(_ message: DeviceMessage, _ context: ChannelHandlerContext) {
         switch (state, message) {
-        case (.awaitingHello, .register):
+        case (.awaitingHello, .register(let enrolment)):
+            switch hub.enrolment(presented: enrolment, from: address) {
+            case .allowed: break
+            case .wrongSecret:
+                hub.count { $0.enrolmentsRefused += 1 }
+                return close(context, reason: "auth_failed", "register: missing or wrong enrolment secret")
+            case .limited:
+                hub.count { $0.enrolmentsRefused += 1 }
+                return close(context, reason: "enrolment_limited", "register: too many registrations from this address")
+            }
             let device = hub.registry.register()
             logger[metadataKey: "device"] = "\(device.id)"
             logger.info("device registered")
@@ -152,6 +164,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             }
             helloTimeout?.cancel()
             state = .authenticated(device)
+            hub.registry.seen(device, at: hub.clock())
             logger[metadataKey: "device"] = "\(id)"
             logger.info("device connected")
             let apps = hub.registry.apps(of: device).map { InstalledApp(bundleID: $0.bundleID, token: $0.token.hex) }

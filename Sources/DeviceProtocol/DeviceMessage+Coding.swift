@@ -12,6 +12,7 @@ struct Envelope: Codable {
     var type: String
     var device_id: String?
     var secret: String?
+    var enrolment: String?
     var bundle_id: String?
     var apns_id: String?
     var result: String?
@@ -60,7 +61,7 @@ extension DeviceMessage {
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> DeviceMessage {
         let envelope = try Envelope.read(bytes, expected: "device message")
         switch envelope.type {
-        case "register": return .register
+        case "register": return .register(enrolment: envelope.enrolment)
         case "hello":
             return .hello(
                 deviceID: try envelope.need(envelope.device_id, "device_id"),
@@ -89,7 +90,9 @@ extension DeviceMessage {
     public func encoded() -> [UInt8] {
         var envelope: Envelope
         switch self {
-        case .register: envelope = Envelope(type: "register")
+        case .register(let enrolment):
+            envelope = Envelope(type: "register")
+            envelope.enrolment = enrolment
         case .hello(let deviceID, let secret):
             envelope = Envelope(type: "hello")
             envelope.device_id = deviceID

@@ -5,8 +5,8 @@ import Foundation
 
 /// What a device sends.
 public enum DeviceMessage: Equatable, Sendable {
-    /// A new device asks for an identity.
-    case register
+    /// A new device asks for an identity, with the fleet's enrolment secret (`devices.enrolment_secret`).
+    case register(enrolment: String?)
     /// A known device proves who it is.
     case hello(deviceID: String, secret: String)
     /// Installs an app: the answer carries its device token (as `registerForRemoteNotifications` does).

@@ -3,7 +3,7 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// A minimal HTTP/1.1 GET for `pushgate lookup` (the admin API is on loopback; no TLS).
+/// A minimal HTTP/1.1 client for `pushgate lookup` and `pushgate devices` (the admin API is on loopback; no TLS).
 public enum AdminClient {
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
@@ -12,6 +12,12 @@ public enum AdminClient {
     public static func get(host: String, port: Int, path: String, token: String?) async throws -> (
         status: Int, body: String
     ) {
+        try await request(.GET, host: host, port: port, path: path, token: token)
+    }
+
+    public static func request(_ method: HTTPMethod, host: String, port: Int, path: String, token: String?)
+        async throws -> (status: Int, body: String)
+    {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
         let promise = group.next().makePromise(of: (Int, String).self)
@@ -34,7 +40,7 @@ public enum AdminClient {
         var headers = HTTPHeaders([("host", "\(host):\(port)"), ("connection", "close")])
         if let token { headers.add(name: "authorization", value: "Bearer \(token)") }
         channel.write(
-            HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)),
+            HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)),
             promise: nil)
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
         let (status, body) = try await promise.futureResult.get()

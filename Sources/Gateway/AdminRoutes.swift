@@ -40,9 +40,18 @@ public struct AdminRoutes: Sendable {
     }
 
     public func respond(method: String, path: String) async -> Response {
-        guard method == "GET" else { return Response(status: 405, json: #"{"error":"only GET"}"#) }
         let parts = path.split(separator: "?", maxSplits: 1)[0].split(separator: "/").map(String.init)
         let resource = parts.count == 3 && parts[0] == "v1" ? parts[1] : nil
+        if method == "DELETE", resource == "devices" {
+            // `pushgate devices remove`: its tokens answer 410 from now on, and it cannot connect again.
+            let id = parts[2]
+            guard hub.registry.slot(ofDevice: id) != nil else { return error(404, "no device \(id)") }
+            guard hub.remove(deviceID: id) else { return error(409, "device \(id) was removed already") }
+            return encode(["removed": id])
+        }
+        guard method == "GET" else {
+            return Response(status: 405, json: #"{"error":"only GET (and DELETE /v1/devices/<id>)"}"#)
+        }
         if parts == ["health"] {
             // Alive: the process answers.
             return Response(status: 200, json: #"{"status":"ok"}"#)

@@ -250,6 +250,21 @@ public enum ConfigKeys {
         .init(
             name: "devices.max_frame_bytes", defaultValue: "65536", doc: "Largest WebSocket message a device may send."),
         .init(
+            name: "devices.enrolment_secret", defaultValue: "",
+            doc:
+                "Secret a device's register must carry (pushgate simulate --enrolment-secret). Empty: the gateway makes one in data_dir/enrolment-secret on first start, which pushgate simulate reads from there."
+        ),
+        .init(
+            name: "devices.enrolments_per_minute_per_address", defaultValue: "60",
+            doc:
+                "Devices one source address may register per minute (a burst of as many); more are refused (enrolment_limited). Loopback is spared (pushgate simulate enrols whole fleets from it). 0: no limit."
+        ),
+        .init(
+            name: "devices.prune_after_days", defaultValue: "0",
+            doc:
+                "Devices that have not connected for this many days are removed (as by pushgate devices remove: their tokens answer 410). 0: kept for good."
+        ),
+        .init(
             name: "devices.upgrade_timeout_seconds", defaultValue: "5",
             doc:
                 "A device connection that has not finished its TLS handshake and WebSocket upgrade within this time is closed (then devices.hello_timeout_seconds runs)."
@@ -326,7 +341,7 @@ extension ConfigKeys {
     /// A value as `pushgate config` shows it: secrets (the admin token, a PostgreSQL password) masked.
     public static func printable(_ name: String, _ value: String) -> String {
         switch name {
-        case "admin.token": value.isEmpty ? value : "***"
+        case "admin.token", "devices.enrolment_secret": value.isEmpty ? value : "***"
         case "store.postgres.url": PostgresStore.redacted(value)
         default: value
         }

@@ -172,6 +172,12 @@ public struct GatewayConfiguration: Sendable {
         }
         hub.helloTimeoutSeconds = Int64(try reader.int("devices.hello_timeout_seconds", in: 1...3600))
         hub.maximumFrameBytes = try reader.int("devices.max_frame_bytes", in: 1024...(16 << 20))
+        // Empty: the gateway's own secret in data_dir, read (or made) when it starts.
+        let enrolmentSecret = try reader.string("devices.enrolment_secret")
+        hub.enrolmentSecret = enrolmentSecret.isEmpty ? nil : enrolmentSecret
+        let enrolments = try reader.int("devices.enrolments_per_minute_per_address", in: 0...1_000_000)
+        hub.enrolmentsPerAddress = RateLimit(burst: enrolments, perSecond: Double(enrolments) / 60)
+        hub.pruneAfterSeconds = Int64(try reader.int("devices.prune_after_days", in: 0...36500)) * 86400
         self.hub = hub
         (providerGate, deviceGate) = try Self.gates(&reader, descriptors: ConnectionGate.descriptorLimit())
         admin = Listener(

@@ -68,7 +68,7 @@ public struct GatewayServices: Sendable {
             registry: DeviceRegistry(
                 writer: configuration.store.backend == .memory ? nil : store.writer,
                 nodeID: cluster == nil ? nil : configuration.store.nodeID),
-            policy: configuration.policy, settings: configuration.hub,
+            policy: configuration.policy, settings: try Self.hubSettings(configuration),
             logger: Logger(label: "pushgate.devices"))
         let restored = hub.restore(snapshot)
         cluster?.deliver(to: hub)
@@ -138,6 +138,15 @@ public struct GatewayServices: Sendable {
 
     /// `/ready`'s checks: the provider API's and the device port's listeners bound, not draining, and
     /// the store answering (its last check and commit succeeded).
+    /// The hub's settings, with the enrolment secret of data_dir when none is configured.
+    static func hubSettings(_ configuration: GatewayConfiguration) throws -> HubSettings {
+        var settings = configuration.hub
+        if settings.enrolmentSecret == nil {
+            settings.enrolmentSecret = try EnrolmentSecret.ensure(dataDirectory: configuration.dataDirectory)
+        }
+        return settings
+    }
+
     static func readiness(
         _ provider: ProviderServer, _ providerListeners: Int, _ devices: DeviceServer, _ deviceListeners: Int,
         _ store: StoreService, _ cluster: ClusterService?

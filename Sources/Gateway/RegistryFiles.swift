@@ -42,7 +42,12 @@ public enum RegistryFiles {
     struct KeysDocument: Codable { var keys: [KeyEntry]? }
 
     public static func loadKeys(_ path: String) throws -> KeyRegistry {
-        let entries = try read(KeysDocument.self, from: path)?.keys ?? []
+        try keys(yaml: text(at: path), path: path)
+    }
+
+    /// The keys a registry file's text lists (`path` names it in errors).
+    public static func keys(yaml: String?, path: String) throws -> KeyRegistry {
+        let entries = try decode(KeysDocument.self, yaml: yaml, path: path)?.keys ?? []
         return KeyRegistry(try entries.enumerated().map { index, entry in try key(entry, index: index, path: path) })
     }
 
@@ -95,7 +100,11 @@ public enum RegistryFiles {
     struct CertificatesDocument: Codable { var certificates: [CertificateEntry]? }
 
     public static func loadCertificates(_ path: String) throws -> CertificateGrants {
-        let entries = try read(CertificatesDocument.self, from: path)?.certificates ?? []
+        try certificates(yaml: text(at: path), path: path)
+    }
+
+    public static func certificates(yaml: String?, path: String) throws -> CertificateGrants {
+        let entries = try decode(CertificatesDocument.self, yaml: yaml, path: path)?.certificates ?? []
         var grants: [String: CertificateGrant] = [:]
         for (index, entry) in entries.enumerated() {
             let fingerprint = entry.sha256.lowercased().replacingOccurrences(of: ":", with: "")
@@ -131,7 +140,13 @@ public enum RegistryFiles {
     struct TokensDocument: Codable { var tokens: [TokenEntry]? }
 
     public static func loadTokens(_ path: String, lengths: ClosedRange<Int>) throws -> [DeviceToken: TokenStatus] {
-        let entries = try read(TokensDocument.self, from: path)?.tokens ?? []
+        try tokens(yaml: text(at: path), path: path, lengths: lengths)
+    }
+
+    public static func tokens(yaml: String?, path: String, lengths: ClosedRange<Int>) throws -> [DeviceToken:
+        TokenStatus]
+    {
+        let entries = try decode(TokensDocument.self, yaml: yaml, path: path)?.tokens ?? []
         var result: [DeviceToken: TokenStatus] = [:]
         for (index, entry) in entries.enumerated() {
             guard let token = DeviceToken(entry.token, lengths: lengths) else {
@@ -180,20 +195,27 @@ public enum RegistryFiles {
         return value
     }
 
-    static func read<T: Decodable>(_ type: T.Type, from path: String) throws -> T? {
+    /// The file's text, or nil when there is no file (an empty registry).
+    static func text(at path: String) throws -> String? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            return try String(contentsOfFile: path, encoding: .utf8)
         } catch {
             throw RegistryFileError(path: path, message: "cannot read: \(error.localizedDescription)")
         }
-        if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { return nil }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, yaml: String?, path: String) throws -> T? {
+        guard let yaml, !yaml.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return nil }
         do {
-            return try YAMLDecoder().decode(T.self, from: text)
+            return try YAMLDecoder().decode(T.self, from: yaml)
         } catch {
             throw RegistryFileError(path: path, message: "not a valid registry file: \(error)")
         }
+    }
+
+    static func read<T: Decodable>(_ type: T.Type, from path: String) throws -> T? {
+        try decode(type, yaml: text(at: path), path: path)
     }
 
     /// Read-modify-write under an exclusive lock, replacing the file atomically.

@@ -174,33 +174,18 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             // RFC 9113 §5.1.2: a stream over the advertised limit is refused alone (the client may retry it).
             return refuse(id, .concurrentStreams, endStream: endStream, context: context)
         }
-        var head = RequestHead()
-        var sentID: String?
-        var rules = RequestHeaderRules()
-        // RFC 9113 §6.5.2: a header list's size counts 32 octets per field besides its name and value.
-        var listSize = 0
-        for (name, value, _) in headers {
-            listSize &+= name.utf8.count &+ value.utf8.count &+ 32
-            rules.read(name, value)
-            if name.utf8.first == UInt8(ascii: ":") {
-                if name == ":method" { head.method = value } else if name == ":path" { head.path = value }
-            } else if let known = HeaderName(wireName: name) {
-                head.set(known, value)
-                if known == .apnsID { sentID = value }
-            }
-        }
-        rules.finish()
-        if listSize > limits.headerListSize {
+        let block = RequestHeaderBlock(headers)
+        if block.listSize > limits.headerListSize {
             // RFC 9113 §10.5.1: answered 431 on this stream; NIO decoded the block, so HPACK stays in step.
             return refuse(id, .headerListSize, endStream: endStream, context: context)
         }
-        if let malformed = rules.malformed {
+        if let malformed = block.rules.malformed {
             // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR (this stream only).
             return resetMalformed(id, because: malformed, context: context)
         }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
         let now = providerContext.clock()
-        let responseID = sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
+        let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
         if draining || providerContext.isDraining {
             streams[id] = StreamState(
@@ -211,7 +196,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                     context: providerContext, identity: identity(context: context),
                     address: context.channel.remoteAddress?.ipAddress ?? "?")
             }
-            switch decider!.decideHead(head, now: now) {
+            switch decider!.decideHead(block.head, now: now) {
             case .success(let accepted):
                 streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .collecting(accepted))
             case .failure(let rejection):
@@ -221,7 +206,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             }
         }
         // Before an END_STREAM on these headers is handled: a declared length with no DATA is malformed too.
-        if let declared = rules.contentLength { streams[id]?.contentLength = declared }
+        if let declared = block.rules.contentLength { streams[id]?.contentLength = declared }
         if endStream { finishStream(id, context: context) }
     }
 

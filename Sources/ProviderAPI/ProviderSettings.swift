@@ -14,21 +14,6 @@ public struct ProviderSettings: Sendable {
     public init() {}
 }
 
-/// A request rate limit: a burst, then a sustained rate. `perSecond == 0` disables the limit.
-public struct RateLimit: Sendable, Equatable {
-    public var burst: Int
-    public var perSecond: Double
-
-    public init(burst: Int, perSecond: Double) {
-        self.burst = burst
-        self.perSecond = perSecond
-    }
-
-    public static let unlimited = RateLimit(burst: 0, perSecond: 0)
-    public var isEnabled: Bool { perSecond > 0 && burst > 0 }
-    var refillIntervalMilliseconds: Int64 { Int64((1000 / perSecond).rounded(.up)) }
-}
-
 public struct AuthSettings: Sendable {
     public var tokenLifetimeSeconds: Int64 = 3600
     public var allowedFutureSkewSeconds: Int64 = 60

@@ -3,13 +3,13 @@ import PushModel
 
 /// The accept/reject decision for one provider connection, apart from HTTP/2: the head is decided when
 /// its HEADERS arrive, the body at the end of the stream. No I/O; time is an argument.
-struct PushRequestDecider {
+public struct PushRequestDecider {
     /// A head that passed every rule that does not need the body.
-    struct AcceptedHead {
-        var parsed: ParsedHead
-        var topic: Topic
-        var bundleID: String
-        var teamID: String?
+    public struct AcceptedHead {
+        public var parsed: ParsedHead
+        public var topic: Topic
+        public var bundleID: String
+        public var teamID: String?
     }
 
     private var authentication: ConnectionAuthentication
@@ -18,7 +18,7 @@ struct PushRequestDecider {
     /// The connection's source address: failed token verifications are bounded per address too.
     private let address: String
 
-    init(context: ProviderContext, identity: ConnectionIdentity, address: String = "?") {
+    public init(context: ProviderContext, identity: ConnectionIdentity, address: String = "?") {
         self.context = context
         self.identity = identity
         self.address = address
@@ -26,9 +26,9 @@ struct PushRequestDecider {
     }
 
     /// The connection presented too many bad provider tokens: it is to be closed.
-    var authenticationExhausted: Bool { authentication.exhausted }
+    public var authenticationExhausted: Bool { authentication.exhausted }
 
-    mutating func decideHead(_ head: RequestHead, now: UnixTime) -> Result<AcceptedHead, Rejection> {
+    public mutating func decideHead(_ head: RequestHead, now: UnixTime) -> Result<AcceptedHead, Rejection> {
         let parsed: ParsedHead
         switch head.parse(tokenLengths: context.settings.deviceTokenLengths) {
         case .success(let value): parsed = value
@@ -102,7 +102,7 @@ struct PushRequestDecider {
         return .success(AcceptedHead(parsed: parsed, topic: topic, bundleID: bundleID, teamID: teamID))
     }
 
-    func decideBody(_ head: AcceptedHead, body: [UInt8], id: APNsID, now: UnixTime) -> Result<
+    public func decideBody(_ head: AcceptedHead, body: [UInt8], id: APNsID, now: UnixTime) -> Result<
         PushNotification, Rejection
     > {
         head.parsed.notification(

@@ -2,18 +2,20 @@
 /// over the block it already walks: a request that breaks one is malformed, and the stream (only that
 /// stream) is reset with PROTOCOL_ERROR before any APNs rule sees it. NIO's own validation does the same
 /// but cost ~15 % of the request path; this adds a byte scan of each name and a few comparisons.
-struct RequestHeaderRules {
+public struct RequestHeaderRules {
     /// Why the request is malformed (nil: it is not, so far).
-    private(set) var malformed: String?
+    public private(set) var malformed: String?
     /// The declared `content-length`, to compare with the DATA received.
-    private(set) var contentLength: Int?
+    public private(set) var contentLength: Int?
     private var regularSeen = false
     private var method = false
     private var scheme = false
     private var path = false
     private var authority = false
 
-    mutating func read(_ name: String, _ value: String) {
+    public init() {}
+
+    public mutating func read(_ name: String, _ value: String) {
         guard malformed == nil else { return }
         let bytes = name.utf8
         guard let first = bytes.first else { return fail("an empty header name") }
@@ -50,7 +52,7 @@ struct RequestHeaderRules {
     }
 
     /// After the last header: the pseudo-headers every request has.
-    mutating func finish() {
+    public mutating func finish() {
         guard malformed == nil else { return }
         if !method { return fail("no :method") }
         if !scheme { return fail("no :scheme") }

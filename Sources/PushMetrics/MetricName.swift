@@ -25,6 +25,8 @@ public enum MetricName: String, CaseIterable, Sendable {
     case waiting = "pushgate_delivery_waiting_notifications"
     case disconnections = "pushgate_device_disconnections_total"
     case devicesClosed = "pushgate_devices_closed_for_misbehaviour_total"
+    case enrolmentsRefused = "pushgate_device_enrolments_refused_total"
+    case devicesRemoved = "pushgate_devices_removed_total"
     // Listeners' doors
     case connectionsOpen = "pushgate_connections_open"
     case connectionsRefused = "pushgate_connections_refused_total"
@@ -66,6 +68,9 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .waiting: "Notifications decided for delivery and not yet acknowledged (written or waiting in a device's queue)."
         case .disconnections: "Device sessions that ended (closed by either side, dropped, replaced, stalled, shut down)."
         case .devicesClosed: "Device connections closed for flooding, oversized frames or not reading."
+        case .enrolmentsRefused:
+            "Device registrations refused: a missing or wrong enrolment secret, or over devices.enrolments_per_minute_per_address."
+        case .devicesRemoved: "Devices removed, by how: removed (pushgate devices remove) or pruned (not seen for devices.prune_after_days)."
         case .connectionsOpen: "Connections open now, by listener kind (provider, devices)."
         case .connectionsRefused:
             "Connections closed at accept, by listener kind and cap (listener_cap: the kind's maximum; address_cap: one source address's)."

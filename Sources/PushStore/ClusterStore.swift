@@ -83,6 +83,8 @@ public enum ClusterNotice: Sendable, Equatable {
     case device(StoredDevice)
     /// A token issued or unregistered on another node.
     case token(StoredToken)
+    /// A device removed on another node (its tokens come as `token` notices).
+    case removed(deviceID: String, at: UnixTime)
 }
 
 /// A notice and the node it came from, as sent through PostgreSQL's NOTIFY (one line of tab-separated
@@ -113,6 +115,7 @@ public struct ClusterMessage: Sendable, Equatable {
                 "token", token.token, token.deviceID, token.bundleID,
                 token.unregisteredAt.map { String($0.milliseconds) } ?? "",
             ]
+        case .removed(let device, let at): fields += ["removed", device, String(at.milliseconds)]
         }
         return fields.joined(separator: "\t")
     }
@@ -139,6 +142,9 @@ public struct ClusterMessage: Sendable, Equatable {
             guard values[3].isEmpty || since != nil else { return nil }
             notice = .token(
                 StoredToken(token: values[0], deviceID: values[1], bundleID: values[2], unregisteredAt: since))
+        case ("removed", 2):
+            guard let at = Int64(values[1]) else { return nil }
+            notice = .removed(deviceID: values[0], at: UnixTime(milliseconds: at))
         default: return nil
         }
     }

@@ -55,6 +55,12 @@ public final class MemoryStore: StoreBackend {
                 state.deviceIndex[device.id] = state.devices.count
                 state.devices.append(device)
             }
+            for (id, at) in batch.seen {
+                if let index = state.deviceIndex[id] { state.devices[index].lastSeenAt = at }
+            }
+            for (id, at) in batch.removed {
+                if let index = state.deviceIndex[id] { state.devices[index].removedAt = at }
+            }
             for token in batch.tokens {
                 if state.tokens.updateValue(token, forKey: token.token) == nil { state.tokenOrder.append(token.token) }
             }

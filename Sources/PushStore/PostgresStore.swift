@@ -84,6 +84,11 @@ public final class PostgresStore: ClusterStore {
             // is gone, and a survivor takes its devices over.
             "CREATE TABLE nodes (node_id TEXT PRIMARY KEY, renewed_at BIGINT NOT NULL)"
         ],
+        [
+            // When each device last connected (pruning) and when it was removed.
+            "ALTER TABLE devices ADD COLUMN last_seen_at BIGINT",
+            "ALTER TABLE devices ADD COLUMN removed_at BIGINT",
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.
@@ -134,12 +139,15 @@ public final class PostgresStore: ClusterStore {
         try await renewLease()
         _ = try await expire(now: now, atStart: true)
         var snapshot = StoreSnapshot()
-        for try await (id, hash, created, owner) in try await client.query(
-            "SELECT id, secret_hash, created_at, owner FROM devices ORDER BY seq", logger: logger
-        ).decode((String, ByteBuffer, Int64, String?).self) {
+        for try await (id, hash, created, owner, seen, removed) in try await client.query(
+            "SELECT id, secret_hash, created_at, owner, last_seen_at, removed_at FROM devices ORDER BY seq",
+            logger: logger
+        ).decode((String, ByteBuffer, Int64, String?, Int64?, Int64?).self) {
             snapshot.devices.append(
                 StoredDevice(
-                    id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created), owner: owner))
+                    id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created), owner: owner,
+                    lastSeenAt: seen.map { UnixTime(milliseconds: $0) },
+                    removedAt: removed.map { UnixTime(milliseconds: $0) }))
         }
         for try await (token, device, bundle, unregistered) in try await client.query(
             "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY seq", logger: logger
@@ -212,6 +220,18 @@ public final class PostgresStore: ClusterStore {
                         AS x(i, h, c, o)
                     ON CONFLICT (id) DO NOTHING
                     """, logger: logger)
+            }
+            for (column, marks) in [("last_seen_at", batch.seen), ("removed_at", batch.removed)] where !marks.isEmpty {
+                let ids = Array(marks.keys)
+                let times = ids.map { marks[$0]!.milliseconds }
+                var update = PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE devices d SET \(column) = x.t FROM UNNEST($1::text[], $2::bigint[]) AS x(i, t)
+                        WHERE d.id = x.i
+                        """)
+                update.binds.append(ids)
+                update.binds.append(times)
+                try await connection.query(update, logger: logger)
             }
             if !batch.tokens.isEmpty {
                 // The last change to a token in the batch wins, as if applied one by one.

@@ -85,6 +85,8 @@ public final class SQLiteStore: StoreBackend {
         ["ALTER TABLE devices ADD COLUMN owner TEXT"],
         // Version 3 adds the nodes' leases on PostgreSQL; nothing changes here.
         [],
+        // When each device last connected (pruning) and when it was removed.
+        ["ALTER TABLE devices ADD COLUMN last_seen_at INTEGER", "ALTER TABLE devices ADD COLUMN removed_at INTEGER"],
     ]
 
     private func migrate() throws {
@@ -107,12 +109,14 @@ public final class SQLiteStore: StoreBackend {
         return try await pool.read { db in
             var snapshot = StoreSnapshot()
             let devices = try Row.fetchCursor(
-                db, sql: "SELECT id, secret_hash, created_at FROM devices ORDER BY rowid")
+                db, sql: "SELECT id, secret_hash, created_at, last_seen_at, removed_at FROM devices ORDER BY rowid")
             while let row = try devices.next() {
                 snapshot.devices.append(
                     StoredDevice(
                         id: row[0], secretHash: [UInt8](row[1] as Data),
-                        createdAt: UnixTime(milliseconds: row[2])))
+                        createdAt: UnixTime(milliseconds: row[2]),
+                        lastSeenAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) },
+                        removedAt: (row[4] as Int64?).map { UnixTime(milliseconds: $0) }))
             }
             let tokens = try Row.fetchCursor(
                 db, sql: "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY rowid")
@@ -139,6 +143,14 @@ public final class SQLiteStore: StoreBackend {
                     try insert.execute(
                         arguments: [device.id, Data(device.secretHash), device.createdAt.milliseconds])
                 }
+            }
+            if !batch.seen.isEmpty {
+                let update = try db.cachedStatement(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?")
+                for (id, at) in batch.seen { try update.execute(arguments: [at.milliseconds, id]) }
+            }
+            if !batch.removed.isEmpty {
+                let update = try db.cachedStatement(sql: "UPDATE devices SET removed_at = ? WHERE id = ?")
+                for (id, at) in batch.removed { try update.execute(arguments: [at.milliseconds, id]) }
             }
             if !batch.tokens.isEmpty {
                 let upsert = try db.cachedStatement(

@@ -9,12 +9,22 @@ public struct StoredDevice: Sendable, Equatable {
     /// The node that runs the policy for it (several nodes on one PostgreSQL database): the one it
     /// registered on or last connected to. Nil on a single node.
     public var owner: String?
+    /// When it last connected (said hello); nil: not since it registered.
+    public var lastSeenAt: UnixTime?
+    /// When it was removed (`pushgate devices remove`, or pruned): it cannot connect again, and its
+    /// tokens answer 410 Unregistered from then on.
+    public var removedAt: UnixTime?
 
-    public init(id: String, secretHash: [UInt8], createdAt: UnixTime, owner: String? = nil) {
+    public init(
+        id: String, secretHash: [UInt8], createdAt: UnixTime, owner: String? = nil, lastSeenAt: UnixTime? = nil,
+        removedAt: UnixTime? = nil
+    ) {
         self.id = id
         self.secretHash = secretHash
         self.createdAt = createdAt
         self.owner = owner
+        self.lastSeenAt = lastSeenAt
+        self.removedAt = removedAt
     }
 }
 
@@ -106,6 +116,9 @@ public struct AppBudget: Sendable, Equatable {
 /// notification whose (team, apns-id) is already stored is not stored again), outcomes, budgets.
 public struct StoreBatch: Sendable {
     public var devices: [StoredDevice] = []
+    /// By device id: when each last connected, and when each was removed.
+    public var seen: [String: UnixTime] = [:]
+    public var removed: [String: UnixTime] = [:]
     public var tokens: [StoredToken] = []
     public var notifications: [StoredNotification] = []
     public var outcomes: [NotificationOutcome] = []
@@ -119,12 +132,13 @@ public struct StoreBatch: Sendable {
     public init() {}
 
     public var isEmpty: Bool {
-        devices.isEmpty && tokens.isEmpty && notifications.isEmpty && outcomes.isEmpty && budgets.isEmpty
-            && notices.isEmpty
+        devices.isEmpty && seen.isEmpty && removed.isEmpty && tokens.isEmpty && notifications.isEmpty
+            && outcomes.isEmpty && budgets.isEmpty && notices.isEmpty
     }
 
     public var count: Int {
-        devices.count + tokens.count + notifications.count + outcomes.count + budgets.count + notices.count
+        devices.count + seen.count + removed.count + tokens.count + notifications.count + outcomes.count
+            + budgets.count + notices.count
     }
 }
 

@@ -78,7 +78,7 @@ struct DemoCommand: AsyncParsableCommand {
 
         let fleet = SimulatedFleet(
             host: "127.0.0.1", port: devicePort, devices: devices, apps: [bundle], profile: profile,
-            group: fleetGroup)
+            enrolment: gateway.services.hub.settings.enrolmentSecret, group: fleetGroup)
         fleet.start()
         let connecting = ContinuousClock.now
         while !fleet.allInstalled {

@@ -9,7 +9,7 @@ struct Pushgate: AsyncParsableCommand {
             ServeCommand.self, DemoCommand.self, BenchCommand.self, SimulateCommand.self, SendCommand.self,
             KeysCommand.self, TokensCommand.self,
             CertsCommand.self,
-            LookupCommand.self, ConfigCommand.self,
+            LookupCommand.self, DevicesCommand.self, ConfigCommand.self,
         ],
         defaultSubcommand: ServeCommand.self)
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import DeviceAgent
 import DeviceProtocol
 import Foundation
+import Gateway
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -35,6 +36,15 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Event-loop threads for the devices.")
     var threads = 2
 
+    @Option(
+        help: ArgumentHelp(
+            "The gateway's enrolment secret (devices.enrolment_secret); default: the one in --data-dir.",
+            valueName: "secret"))
+    var enrolmentSecret: String?
+
+    @Option(help: "The gateway's data directory, where it keeps its enrolment secret when none is configured.")
+    var dataDir = "./data"
+
     func validate() throws {
         guard devices > 0 else { throw ValidationError("--devices must be at least 1") }
     }
@@ -43,8 +53,14 @@ struct SimulateCommand: AsyncParsableCommand {
         let profile = try loadProfile(profile)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let bundles = apps.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        guard let enrolment = enrolmentSecret ?? EnrolmentSecret.read(dataDirectory: dataDir) else {
+            throw ValidationError(
+                "no enrolment secret: give --enrolment-secret (the gateway's devices.enrolment_secret), or --data-dir where the gateway keeps \(EnrolmentSecret.fileName)"
+            )
+        }
         let fleet = SimulatedFleet(
-            host: host, port: port, devices: devices, apps: bundles, profile: profile, group: group)
+            host: host, port: port, devices: devices, apps: bundles, profile: profile, enrolment: enrolment,
+            group: group)
         fleet.start()
 
         let start = ContinuousClock.now

@@ -51,7 +51,8 @@ import Testing
         let group = MultiThreadedEventLoopGroup.singleton
         let agents = (0..<10).map { _ in
             DeviceAgent(
-                host: "127.0.0.1", port: ports.devices, apps: [Self.topic], behaviour: .prompt, group: group,
+                host: "127.0.0.1", port: ports.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment,
+                behaviour: .prompt, group: group,
                 onEvent: { event in
                     if case .delivered(let delivery, _) = event {
                         _ = received.value.withLock { $0.insert(delivery.apnsID) }

@@ -16,12 +16,16 @@ final class GatewayProcess: @unchecked Sendable {
     let process = Process()
     let log: FileHandle
 
+    static let enrolment = "test-fleet-enrolment"
+
     init(arguments: [String], logPath: String) throws {
         FileManager.default.createFile(atPath: logPath, contents: nil)
         log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         process.executableURL = URL(fileURLWithPath: Self.binary!)
-        process.arguments = arguments
+        // Every gateway these tests start enrols devices with one known secret.
+        process.arguments = arguments.first == "serve"
+            ? arguments + ["--set", "devices.enrolment_secret=\(Self.enrolment)"] : arguments
         process.standardError = log
         process.standardOutput = log
         try process.run()

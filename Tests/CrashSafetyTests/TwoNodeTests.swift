@@ -66,7 +66,8 @@ import Testing
         }
         let group = MultiThreadedEventLoopGroup.singleton
         let onB = DeviceAgent(
-            host: "127.0.0.1", port: b.devices, apps: [Self.topic], behaviour: .prompt, group: group, onEvent: record)
+            host: "127.0.0.1", port: b.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment, behaviour: .prompt,
+            group: group, onEvent: record)
         onB.start()
         try await eventually("the device installed the app on node B") { onB.tokens[Self.topic] != nil }
         let token = try #require(onB.tokens[Self.topic])
@@ -198,7 +199,8 @@ import Testing
         let group = MultiThreadedEventLoopGroup.singleton
         let onA = (0..<6).map { _ in
             DeviceAgent(
-                host: "127.0.0.1", port: a.devices, apps: [Self.topic], behaviour: .prompt, group: group, onEvent: record)
+                host: "127.0.0.1", port: a.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment,
+                behaviour: .prompt, group: group, onEvent: record)
         }
         for agent in onA { agent.start() }
         try await eventually("the devices installed the app on node A") { onA.allSatisfy { $0.tokens.count == 1 } }

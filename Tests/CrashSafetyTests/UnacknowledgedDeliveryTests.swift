@@ -57,7 +57,8 @@ import Testing
         /// A device that installed the app, then left: its identity and token.
         func enrol(devicesPort: Int) async throws -> (DeviceAgent.Identity, String) {
             let agent = DeviceAgent(
-                host: "127.0.0.1", port: devicesPort, apps: [UnacknowledgedDeliveryTests.topic], behaviour: .prompt,
+                host: "127.0.0.1", port: devicesPort, apps: [UnacknowledgedDeliveryTests.topic],
+                enrolment: GatewayProcess.enrolment, behaviour: .prompt,
                 group: MultiThreadedEventLoopGroup.singleton, onEvent: { _ in })
             agent.start()
             try await eventually("the app is installed") { agent.tokens.count == 1 }

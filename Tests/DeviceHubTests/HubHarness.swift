@@ -82,8 +82,8 @@ final class HubHarness: Sendable {
         log: EventLog
     ) -> DeviceAgent {
         DeviceAgent(
-            host: "127.0.0.1", port: devicePort, apps: apps, identity: identity, behaviour: behaviour, group: group,
-            onEvent: { log.append($0) })
+            host: "127.0.0.1", port: devicePort, apps: apps, identity: identity,
+            enrolment: hub.settings.enrolmentSecret, behaviour: behaviour, group: group, onEvent: { log.append($0) })
     }
 
     /// A started agent that has installed the app, and its token.

@@ -23,7 +23,8 @@ struct GatewayWithDevice {
         let gateway = try await LocalGateway.start(
             topic: topic, settings: ["log.level=error"] + settings, group: group, logger: Logger(label: "test"))
         let agent = DeviceAgent(
-            host: "127.0.0.1", port: gateway.devicePort, apps: [topic], behaviour: .prompt, group: group)
+            host: "127.0.0.1", port: gateway.devicePort, apps: [topic],
+            enrolment: gateway.services.hub.settings.enrolmentSecret, behaviour: .prompt, group: group)
         agent.start()
         try await eventually("the device installed the app") { agent.tokens[topic] != nil }
         let token = try #require(agent.tokens[topic])

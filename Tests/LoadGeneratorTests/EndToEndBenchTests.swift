@@ -23,7 +23,8 @@ import Testing
         profile.force_quit_per_hour = 0
         profile.low_power_per_hour = 0
         let fleet = SimulatedFleet(
-            host: "127.0.0.1", port: gateway.devicePort, devices: 20, apps: [topic], profile: profile, group: group)
+            host: "127.0.0.1", port: gateway.devicePort, devices: 20, apps: [topic], profile: profile,
+            enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
         fleet.start()
         try await eventually("every device installed the app") { fleet.allInstalled }
 

@@ -205,13 +205,14 @@ final class Heard: Sendable {
         .token(
             StoredToken(
                 token: "ab12", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: UnixTime(milliseconds: 9))),
+        .removed(deviceID: "dev-1", at: UnixTime(milliseconds: 1_800_000_000_000)),
     ])
     func aNoticeReadsBackAsSent(_ notice: ClusterNotice) {
         let message = ClusterMessage(from: "node-a", notice: notice)
         #expect(ClusterMessage(text: message.text) == message)
     }
 
-    @Test(arguments: ["2\tnode-a\towner\td\tn\t1", "1\tnode-a\towner\td\tn", "1\tnode-a\tdevice\td\tzz\t1\t", "", "1"])
+    @Test(arguments: ["2\tnode-a\towner\td\tn\t1", "1\tnode-a\tremoved\td\tsoon", "1\tnode-a\towner\td\tn", "1\tnode-a\tdevice\td\tzz\t1\t", "", "1"])
     func aNoticeThisVersionCannotReadIsSkipped(_ text: String) {
         #expect(ClusterMessage(text: text) == nil)
     }

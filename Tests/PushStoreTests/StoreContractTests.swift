@@ -61,6 +61,32 @@ import Testing
     }
 
     @Test(arguments: StoreUnderTest.available)
+    func whenDevicesWereLastSeenAndRemovedIsThereAfterReopening(_ kind: StoreUnderTest) async throws {
+        let place = try await kind.makePlace()
+        let store = try await place.open()
+        _ = try await store.open(now: Self.t0)
+        var batch = StoreBatch()
+        batch.devices = ["dev-a", "dev-b", "dev-c"].map { StoredDevice(id: $0, secretHash: [1], createdAt: Self.t0) }
+        try await store.commit(batch)
+        var later = StoreBatch()
+        later.seen = ["dev-a": Self.t0.adding(seconds: 5), "dev-b": Self.t0.adding(seconds: 6)]
+        later.removed = ["dev-b": Self.t0.adding(seconds: 7)]
+        try await store.commit(later)
+        var last = StoreBatch()
+        last.seen = ["dev-a": Self.t0.adding(seconds: 8)]
+        try await store.commit(last)
+        try await store.close()
+
+        let reopened = try await place.open()
+        let devices = try await reopened.open(now: Self.t0.adding(seconds: 10)).devices
+        #expect(devices.map(\.id) == ["dev-a", "dev-b", "dev-c"])
+        #expect(devices.map(\.lastSeenAt) == [Self.t0.adding(seconds: 8), Self.t0.adding(seconds: 6), nil])
+        #expect(devices.map(\.removedAt) == [nil, Self.t0.adding(seconds: 7), nil])
+        try await reopened.close()
+        await place.remove()
+    }
+
+    @Test(arguments: StoreUnderTest.available)
     func anAPNsIDIsStoredOncePerTeam(_ kind: StoreUnderTest) async throws {
         let place = try await kind.makePlace()
         let store = try await place.open()

@@ -40,6 +40,26 @@ public enum RawWebSocket {
         return collector.texts.withLock { $0 }
     }
 
+    /// Sends one text and returns the texts received until one satisfies `until`, the connection closes,
+    /// or 10 seconds pass (polling; nothing sleeps longer than a poll).
+    public static func exchangeUntil(
+        host: String, port: Int, text: String, group: any EventLoopGroup, until: @escaping (String) -> Bool
+    ) async throws -> [String] {
+        let collector = Collector()
+        let channel = try await open(host: host, port: port, group: group)
+        try await channel.pipeline.addHandler(collector)
+        try await channel.writeAndFlush(
+            WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: channel.allocator.buffer(string: text)))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let texts = collector.texts.withLock { $0 }
+            if texts.contains(where: until) || !channel.isActive { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try? await channel.close()
+        return collector.texts.withLock { $0 }
+    }
+
     /// An upgraded connection, for tests that drive it frame by frame.
     public static func open(host: String, port: Int, group: any EventLoopGroup) async throws -> any Channel {
         let upgraded = try await ClientBootstrap(group: group).connect(host: host, port: port) { channel in

@@ -1,7 +1,6 @@
-import PushModel
 import Synchronization
 
-/// One request-rate limit shared by every connection, keyed by device token or team.
+/// One rate limit shared by every connection, keyed by device token, team or source address.
 /// Lock-striped so that connections on different event loops rarely meet on one lock.
 public final class RequestRateLimiter<Key: Hashable & Sendable>: Sendable {
     private let limit: RateLimit

@@ -1,0 +1,133 @@
+import DeviceProtocol
+import Foundation
+import ProviderAuth
+import PushModel
+
+/// The starting inputs of each target, written by `pushgate-fuzz seed <directory>` into
+/// Fuzz/corpus/<target>/: valid inputs that reach deep (a signed request, each device message, the
+/// shipped configuration), and a few near misses. Fuzzing adds what it finds that covers more.
+public enum FuzzSeeds {
+    public static func seeds(for target: FuzzTarget, root: String) -> [String: [UInt8]] {
+        switch target {
+        case .payload: payloads
+        case .requestHead: requestHeads
+        case .providerToken: providerTokens
+        case .deviceMessage: deviceMessages
+        case .configuration: configurations(root: root)
+        case .registryFile: registryFiles
+        }
+    }
+
+    static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    static let payloads: [String: [UInt8]] = [
+        "alert": bytes(#"{"aps":{"alert":{"title":"Hi","body":"There","loc-args":["a",1]},"badge":3,"sound":"default"}}"#),
+        "silent": bytes(#"{"aps":{"content-available":1},"job":{"id":"4f6a","since":1800000000,"ok":true,"none":null}}"#),
+        "escapes": bytes(#"{"aps":{"alert":"\u00e9\ud83d\ude00\n\t\"\\\/"},"x":-0.5e-3}"#),
+        "nested": bytes(#"{"aps":{"mutable-content":1,"category":"c","thread-id":"t"},"a":[[[{"b":[]}]]]}"#),
+        "live": bytes(#"{"aps":{"timestamp":1800000000,"event":"update","content-state":{"score":1},"relevance-score":0.5}}"#),
+        "not-object": bytes("[1,2,3]"),
+        "no-aps": bytes(#"{"x":1}"#),
+    ]
+
+    /// `name\0value` lines, then `\u{1}` and the body.
+    static func request(_ headers: [(String, String)], body: String) -> [UInt8] {
+        bytes(headers.map { $0.0 + "\u{0}" + $0.1 }.joined(separator: "\n") + "\u{1}" + body)
+    }
+
+    static var bearer: String { "bearer " + (try! Fixture.signer.token(issuedAt: Fixture.issuedAt)) }
+
+    static var requestHeads: [String: [UInt8]] {
+        let base: [(String, String)] = [
+            (":method", "POST"), (":scheme", "https"), (":path", "/3/device/" + Fixture.token),
+            (":authority", "api.push.apple.com"), ("authorization", bearer), ("apns-topic", Fixture.bundleID),
+        ]
+        return [
+            "alert": request(base + [("apns-push-type", "alert")], body: #"{"aps":{"alert":"hi"}}"#),
+            "background": request(
+                base + [("apns-push-type", "background"), ("apns-priority", "5"), ("apns-expiration", "0")],
+                body: #"{"aps":{"content-available":1}}"#),
+            "collapse": request(
+                base + [("apns-collapse-id", "c1"), ("apns-id", "01234567-89ab-cdef-0123-456789abcdef")],
+                body: #"{"aps":{"alert":"hi"}}"#),
+            "live-activity": request(
+                base.map { $0.0 == "apns-topic" ? ($0.0, Fixture.bundleID + ".push-type.liveactivity") : $0 }
+                    + [("apns-push-type", "liveactivity")],
+                body: #"{"aps":{"timestamp":1800000000,"event":"update","content-state":{}}}"#),
+            "malformed": request([(":method", "POST"), ("te", "gzip"), (":path", "/")], body: ""),
+            "no-token": request(Array(base.prefix(4)) + [("apns-topic", Fixture.bundleID)], body: "{}"),
+        ]
+    }
+
+    static var providerTokens: [String: [UInt8]] {
+        [
+            "valid": bytes(bearer),
+            "string-iat": bytes("bearer " + (try! Fixture.signer.token(issuedAt: Fixture.issuedAt, iatAsString: true))),
+            "wrong-alg": bytes("bearer " + (try! Fixture.signer.token(issuedAt: Fixture.issuedAt, algorithm: "HS256"))),
+            "garbage": bytes("bearer a.b.c"),
+        ]
+    }
+
+    static var deviceMessages: [String: [UInt8]] {
+        let id = "01234567-89ab-cdef-0123-456789abcdef"
+        let device: [String: DeviceMessage] = [
+            "register": .register(enrolment: "fleet secret"), "hello": .hello(deviceID: "d1", secret: "s"),
+            "install": .install(bundleID: Fixture.bundleID), "uninstall": .uninstall(bundleID: Fixture.bundleID),
+            "ack": .ack(apnsID: id), "complete": .complete(apnsID: id, bundleID: Fixture.bundleID, result: "newData"),
+            "keep-alive": .keepAlive(sequence: 7), "app-state": .appState(bundleID: Fixture.bundleID, state: "background"),
+            "conditions": .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
+        ]
+        let delivery = Delivery(
+            apnsID: id, topic: Fixture.bundleID, bundleID: Fixture.bundleID, pushType: "background", priority: 5,
+            collapseID: "c", kind: "background", deadlineSeconds: 30, rule: "on_budget",
+            payload: #"{"aps":{"content-available":1}}"#)
+        let gateway: [String: GatewayMessage] = [
+            "welcome": .welcome(
+                deviceID: "d1", apps: [InstalledApp(bundleID: Fixture.bundleID, token: Fixture.token)], keepAliveSeconds: 30),
+            "notification": .notification(delivery),
+            "keep-alive-ack": .keepAliveAck(sequence: 7, notifications: [delivery]),
+            "closing": .closing(reason: "shutdown", reconnectAfterMilliseconds: 500),
+        ]
+        return device.mapValues { $0.encoded() }.merging(gateway.mapValues { $0.encoded() }) { first, _ in first }
+            .merging(["bad-type": bytes(#"{"type":"nope"}"#), "not-json": bytes("{")]) { first, _ in first }
+    }
+
+    static func configurations(root: String) -> [String: [UInt8]] {
+        var seeds: [String: [UInt8]] = [
+            "small": bytes("provider:\n  h2c:\n    port: 2198\ndevices:\n  delivery_window: 8\nstore:\n  backend: memory\n"),
+            "bad-value": bytes("provider:\n  http2:\n    max_concurrent_streams: -1\n"),
+        ]
+        if let shipped = try? Data(contentsOf: URL(fileURLWithPath: root + "/Config/pushgate.yaml")) {
+            seeds["shipped"] = Array(shipped)
+        }
+        return seeds
+    }
+
+    static var registryFiles: [String: [UInt8]] {
+        let publicKey = Fixture.privateKey.publicKey.pemRepresentation
+        let key = """
+            keys:
+            - team_id: \(Fixture.teamID)
+              key_id: \(Fixture.keyID)
+              public_key: |
+            \(publicKey.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+              topics: [\(Fixture.bundleID)]
+              environment: development
+            """
+        let certificate = """
+            certificates:
+            - sha256: \(String(repeating: "ab", count: 32))
+              team_id: \(Fixture.teamID)
+              topics: [\(Fixture.bundleID)]
+            """
+        let tokens = """
+            tokens:
+            - token: \(Fixture.token)
+              bundle_id: \(Fixture.bundleID)
+            - token: \(String(repeating: "cd", count: 32))
+              bundle_id: \(Fixture.bundleID)
+              unregistered_at: 1800000000000
+            """
+        return ["keys": [0] + bytes(key), "certificates": [1] + bytes(certificate), "tokens": [2] + bytes(tokens)]
+    }
+}

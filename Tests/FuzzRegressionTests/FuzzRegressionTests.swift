@@ -1,0 +1,51 @@
+import Foundation
+import FuzzTargets
+import Testing
+
+/// Every input in the repository's fuzz corpus and regressions, replayed through its target: what
+/// fuzzing once found stays found. (Fuzz/run.sh is the fuzzing itself; it is not run here.)
+@Suite struct FuzzRegressionTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    @Test(arguments: FuzzTarget.allCases)
+    func everyKeptInputPasses(_ target: FuzzTarget) throws {
+        var count = 0
+        for directory in FuzzCorpus.directories(of: target, root: Self.root) {
+            for file in try FuzzCorpus.files(at: directory) {
+                target.run(try FuzzCorpus.read(file))
+                count += 1
+            }
+        }
+        #expect(count > 0, "Fuzz/corpus/\(target.rawValue) has no seeds")
+    }
+}
+
+/// The seeds reach the deepest path of their target (else fuzzing starts at the first refusal).
+@Suite struct FuzzSeedTests {
+    @Test func aSeededRequestIsAcceptedAndItsNearMissesRefused() throws {
+        let seeds = FuzzSeeds.seeds(for: .requestHead, root: FuzzRegressionTests.root)
+        for name in ["alert", "background", "collapse", "live-activity"] {
+            guard case .success = FuzzTarget.decideRequest(seeds[name]!) else {
+                Issue.record("the \(name) seed is not accepted: \(String(describing: FuzzTarget.decideRequest(seeds[name]!)))")
+                continue
+            }
+        }
+        #expect(FuzzTarget.decideRequest(seeds["malformed"]!) == nil)
+        guard case .failure(let rejection) = FuzzTarget.decideRequest(seeds["no-token"]!) else {
+            Issue.record("the no-token seed is accepted")
+            return
+        }
+        #expect(rejection.reason.rawValue == "MissingProviderToken")
+    }
+
+    @Test func theSeedsInTheRepositoryAreTheGeneratedOnes() throws {
+        // Signed tokens differ each time they are made (ES256 is randomised), so names are compared.
+        for target in FuzzTarget.allCases {
+            let kept = Set(try FuzzCorpus.files(at: FuzzRegressionTests.root + "/Fuzz/corpus/" + target.rawValue)
+                .map { ($0 as NSString).lastPathComponent }.filter { $0.hasPrefix("seed-") })
+            let generated = Set(FuzzSeeds.seeds(for: target, root: FuzzRegressionTests.root).keys.map { "seed-" + $0 })
+            #expect(kept == generated, "run `swift run pushgate-fuzz seed .` (\(target.rawValue))")
+        }
+    }
+}
