@@ -241,6 +241,7 @@ let package = Package(
             name: "ProviderAPITests",
             dependencies: [
                 "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient", "TestSupport",
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -16,6 +16,7 @@ import PushModel
 /// A target traps only on a broken invariant (`check`); a refused input is the expected outcome.
 public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The provider payload scanner (`PayloadScanner`), checked against Foundation's JSON parser.
+    /// (Changed while a fuzz run was under way: `aps` became optional; the invariant follows.)
     case payload
     /// A request's header block and body through everything the provider API decides before the intake:
     /// RFC 9113's rules, the APNs head, authentication (a token signed by `Fixture.signer`), the body.
@@ -52,27 +53,32 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // represent (1e400, long integers), which RFC 8259 allows: those inputs are not compared.
         if Self.hasUnrepresentableNumber(input) { return }
         let object = try? JSONSerialization.jsonObject(with: Data(input))
-        check(((object as? [String: Any])?["aps"] as? [String: Any]) != nil, "accepted a payload Foundation reads differently")
+        check(object is [String: Any], "accepted a payload Foundation reads differently")
     }
 
     static func requestHead(_ input: [UInt8]) { _ = decideRequest(input) }
 
-    /// What the provider API decides for a request-head input: nil when the block is malformed.
+    /// What the provider API decides for a request-head input: nil when the block is malformed (or, as
+    /// NIO's decoder would refuse it, undecodable).
     public static func decideRequest(_ input: [UInt8]) -> Result<PushNotification, Rejection>? {
         let split = input.firstIndex(of: 0x01) ?? input.endIndex
-        var headers = HPACKHeaders()
+        // The lines become an HPACK block (literals, raw bytes) that NIO's decoder reads, as a peer's would
+        // be: names and values reach the handler exactly as the decoder makes them.
+        var block = ByteBuffer()
         for line in input[..<split].split(separator: 0x0A, omittingEmptySubsequences: true) {
             let nul = line.firstIndex(of: 0) ?? line.endIndex
-            let name = String(decoding: line[..<nul], as: UTF8.self)
-            let value = nul < line.endIndex ? String(decoding: line[(nul + 1)...], as: UTF8.self) : ""
-            headers.add(name: name, value: value)
+            block.writeInteger(UInt8(0))  // literal header field without indexing, new name
+            writeHPACKString(line[..<nul], to: &block)
+            writeHPACKString(nul < line.endIndex ? line[(nul + 1)...] : [], to: &block)
         }
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        guard let headers = try? decoder.decodeHeaders(from: &block) else { return nil }
         let body = split < input.endIndex ? Array(input[(split + 1)...]) : []
-        let block = RequestHeaderBlock(headers)
-        check(block.listSize >= 32 * headers.count, "a header list smaller than its fields")
-        guard block.rules.malformed == nil else { return nil }
+        let read = RequestHeaderBlock(headers)
+        check(read.listSize >= 32 * headers.count, "a header list smaller than its fields")
+        guard read.rules.malformed == nil else { return nil }
         var decider = PushRequestDecider(context: Fixture.context, identity: .token)
-        switch decider.decideHead(block.head, now: Fixture.now) {
+        switch decider.decideHead(read.head, now: Fixture.now) {
         case .failure(let rejection):
             check(rejection.reason.status >= 400, "a rejection that is not an error")
             return .failure(rejection)
@@ -119,6 +125,23 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     // MARK: Support
+
+    /// An HPACK string literal, not Huffman-coded: a length with a 7-bit prefix (RFC 7541 §5.1), the bytes.
+    static func writeHPACKString(_ bytes: ArraySlice<UInt8>, to buffer: inout ByteBuffer) {
+        var length = bytes.count
+        if length < 127 {
+            buffer.writeInteger(UInt8(length))
+        } else {
+            buffer.writeInteger(UInt8(127))
+            length -= 127
+            while length >= 128 {
+                buffer.writeInteger(UInt8(length & 0x7f | 0x80))
+                length >>= 7
+            }
+            buffer.writeInteger(UInt8(length))
+        }
+        buffer.writeBytes(bytes)
+    }
 
     /// A broken invariant: a crash libFuzzer records with the input that caused it.
     static func check(_ condition: Bool, _ message: @autoclosure () -> String) {

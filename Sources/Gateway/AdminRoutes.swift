@@ -179,7 +179,7 @@ struct NotificationJourney: Codable {
             case .delivered, .woken, .held, .discarded:
                 lastRule = entry.rule ?? lastRule
                 state = DeliveryState(rule: lastRule, acknowledged: false, discarded: entry.event == .discarded)
-            case .sentAgain, .completed, .completedLate, .deadlineMissed: break
+            case .pushTypeMismatch, .sentAgain, .completed, .completedLate, .deadlineMissed: break
             }
             return Step(
                 at: entry.at.milliseconds, event: entry.event.description, rule: entry.rule?.rawValue,

@@ -72,9 +72,12 @@ public struct DevelopmentCertificates: Sendable {
         return true
     }
 
-    /// Issues a provider client certificate signed by the development CA. Returns the certificate PEM,
-    /// its private key PEM and the SHA-256 fingerprint of its DER (how grants name it).
-    public func issueClientCertificate(commonName: String, now: Date = Date()) throws -> (
+    /// Issues a provider client certificate signed by the development CA, with the subject Apple's push
+    /// certificates have (`UID=<bundle id>, CN=Apple Push Services: <bundle id>, OU=<team id>`): clients
+    /// that send no topic take it from the UID. Returns the certificate PEM, its private key PEM (each
+    /// ending with a newline, so that they concatenate into one file) and the SHA-256 fingerprint of its
+    /// DER (how grants name it).
+    public func issueClientCertificate(topic: String, teamID: String?, now: Date = Date()) throws -> (
         certificate: String, privateKey: String, sha256: String
     ) {
         try ensure(now: now)
@@ -87,8 +90,10 @@ public struct DevelopmentCertificates: Sendable {
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(365 * 86400),
             issuer: ca.subject,
             subject: try DistinguishedName {
+                UserID(topic)
+                CommonName("Apple Push Services: \(topic)")
+                if let teamID { OrganizationalUnitName(teamID) }
                 OrganizationName("Pushgate")
-                CommonName(commonName)
             },
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
@@ -100,13 +105,31 @@ public struct DevelopmentCertificates: Sendable {
         var serializer = DER.Serializer()
         try serializer.serialize(certificate)
         let fingerprint = SHA256.hash(data: serializer.serializedBytes).map { String(format: "%02x", $0) }.joined()
-        return (try certificate.serializeAsPEM().pemString, key.pemRepresentation, fingerprint)
+        return (
+            Self.endingWithNewline(try certificate.serializeAsPEM().pemString),
+            Self.endingWithNewline(key.pemRepresentation), fingerprint
+        )
     }
+
+    static func endingWithNewline(_ pem: String) -> String { pem.hasSuffix("\n") ? pem : pem + "\n" }
 
     private func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
     private func write(_ text: String, to path: String, private isPrivate: Bool) throws {
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        try Self.endingWithNewline(text).write(toFile: path, atomically: true, encoding: .utf8)
         if isPrivate { chmod(path, 0o600) }
+    }
+}
+
+/// The user id attribute (UID, OID 0.9.2342.19200300.100.1.1, RFC 4519) in a subject: Apple's push
+/// certificates carry the bundle id there.
+struct UserID: RelativeDistinguishedNameConvertible, Sendable {
+    static let oid: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
+    var value: String
+
+    init(_ value: String) { self.value = value }
+
+    func makeRDN() throws -> RelativeDistinguishedName {
+        RelativeDistinguishedName(.init(type: Self.oid, utf8String: value))
     }
 }

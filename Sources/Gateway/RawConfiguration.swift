@@ -33,6 +33,9 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
 /// The configuration as text, layered: defaults, then the file, then the environment, then `--set` flags.
 public struct RawConfiguration: Sendable {
     private(set) var values: [String: (value: String, source: ConfigSource)]
+    /// What was ignored and why (a `PUSHGATE_*` variable that is no key: a wrapper script's own, or a
+    /// typo): the commands print these at start.
+    public private(set) var warnings: [String] = []
 
     public init(
         fileYAML: String? = nil, filePath: String = "pushgate.yaml", environment: [String: String] = [:],
@@ -113,9 +116,10 @@ public struct RawConfiguration: Sendable {
         for (variable, value) in environment
         where variable.hasPrefix("PUSHGATE_") && !Self.nonKeyVariables.contains(variable) {
             guard let name = byVariable[variable] else {
-                throw ConfigError(
-                    key: variable, source: .environment(variable),
-                    message: "no configuration key has this variable (`pushgate config` lists them)")
+                // A wrapper's PUSHGATE_BIN or PUSHGATE_VERSION must not stop every command; a typo is named.
+                warnings.append(
+                    "environment variable \(variable) is no configuration key, ignored (`pushgate config` lists the keys)")
+                continue
             }
             values[name] = (value, .environment(variable))
         }

@@ -42,7 +42,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         var phase: Phase
         var body: [UInt8] = []
         /// Once submitted: what it is, for the accepted metric.
-        var kind: (PushType, NotificationClass)?
+        var kind: (PushType, NotificationClass, PushTypeMismatch?)?
         /// The declared content-length (RFC 9113 §8.1.1: the DATA must add up to it) and the DATA so far.
         var contentLength: Int?
         var received = 0
@@ -257,7 +257,7 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
                 respond(id, state, result: .rejected(rejection), context: context)
                 return
             }
-            state.kind = (notification.pushType, notification.notificationClass)
+            state.kind = (notification.pushType, notification.notificationClass, notification.mismatch)
             switch providerContext.intake.submit(notification, on: context.eventLoop) {
             case .now(let result):
                 streams.removeValue(forKey: id)
@@ -361,7 +361,10 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         switch result {
         case .accepted:
             metrics.answered(rejectedFor: nil, nanoseconds: (NIODeadline.now() - state.started).nanoseconds)
-            if let (type, kind) = state.kind { metrics.accepted(type, kind) }
+            if let (type, kind, mismatch) = state.kind {
+                metrics.accepted(type, kind)
+                if let mismatch { metrics.mismatched(mismatch) }
+            }
         case .rejected(let rejection):
             metrics.answered(
                 rejectedFor: rejection.reason, nanoseconds: (NIODeadline.now() - state.started).nanoseconds)

@@ -19,7 +19,15 @@ public struct RequestHeaderRules {
         guard malformed == nil else { return }
         let bytes = name.utf8
         guard let first = bytes.first else { return fail("an empty header name") }
-        for byte in bytes where byte &- UInt8(ascii: "A") < 26 { return fail("an upper-case header name (\(name))") }
+        // §8.2.1: no 0x00–0x20, upper case or 0x7f–0xff in a name (the decoder turns bytes that are no
+        // UTF-8 into U+FFFD, which is 0xef… here); the value has no NUL, CR or LF, and no white space at
+        // either end.
+        for byte in bytes.dropFirst(first == UInt8(ascii: ":") ? 1 : 0) where !Self.allowedInName(byte) {
+            return fail(
+                byte &- UInt8(ascii: "A") < 26
+                    ? "an upper-case header name (\(name))" : "a header name with a character names may not have")
+        }
+        if let problem = Self.valueProblem(value) { return fail("\(problem) in the value of \(name)") }
         if first == UInt8(ascii: ":") {
             if regularSeen { return fail("a pseudo-header after a regular header (\(name))") }
             switch name {
@@ -49,6 +57,19 @@ public struct RequestHeaderRules {
         default:
             break
         }
+    }
+
+    @inline(__always)
+    static func allowedInName(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7f && byte &- UInt8(ascii: "A") >= 26
+    }
+
+    static func valueProblem(_ value: String) -> String? {
+        let bytes = value.utf8
+        guard let first = bytes.first, let last = bytes.last else { return nil }
+        if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return "white space at an end" }
+        for byte in bytes where byte == 0 || byte == 0x0a || byte == 0x0d { return "NUL, CR or LF" }
+        return nil
     }
 
     /// After the last header: the pseudo-headers every request has.

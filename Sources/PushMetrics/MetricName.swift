@@ -8,6 +8,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     case accepted = "pushgate_accepted_total"
     case malformedRequests = "pushgate_provider_malformed_requests_total"
     case refusedStreams = "pushgate_provider_refused_streams_total"
+    case pushTypeMismatches = "pushgate_push_type_mismatches_total"
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
     case completions = "pushgate_completions_total"
@@ -49,6 +50,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .accepted: "Notifications accepted (answered 200), by apns-push-type and class (alerting, silent, other)."
         case .malformedRequests:
             "Provider requests reset with PROTOCOL_ERROR as malformed (RFC 9113 §8.1.1: header-block rules, content-length)."
+        case .pushTypeMismatches:
+            "Notifications accepted although their apns-push-type does not match the payload (APNs may delay or drop them), by mismatch."
         case .refusedStreams:
             "Provider streams refused alone, the connection kept: over max_concurrent_streams (RST_STREAM REFUSED_STREAM) or max_header_list_size (431)."
         case .silentOutcomes:

@@ -14,6 +14,8 @@ public final class ProviderMetrics: Sendable {
     private let acceptedByKind: [Counter]
     /// Streams reset with PROTOCOL_ERROR because the request was malformed (RFC 9113 §8.1.1).
     private let malformedRequests: Counter
+    /// Accepted pushes whose type does not match the payload, by `PushTypeMismatch` position.
+    private let mismatches: [Counter]
     /// Streams refused alone because they went over a limit, by `StreamRefusal` position.
     private let refusedStreams: [Counter]
     /// The same latencies counted per bucket of `durationBuckets` (and one past the last), for the live
@@ -46,6 +48,9 @@ public final class ProviderMetrics: Sendable {
             } + [Counter(label: requests, dimensions: [("status", "200"), ("reason", "")], factory: factory)]
         duration = Timer(label: MetricName.providerRequestDuration.rawValue, dimensions: [], factory: factory)
         malformedRequests = Counter(label: MetricName.malformedRequests.rawValue, dimensions: [], factory: factory)
+        mismatches = PushTypeMismatch.allCases.map {
+            Counter(label: MetricName.pushTypeMismatches.rawValue, dimensions: [("mismatch", $0.rawValue)], factory: factory)
+        }
         refusedStreams = StreamRefusal.allCases.map {
             Counter(label: MetricName.refusedStreams.rawValue, dimensions: [("limit", $0.rawValue)], factory: factory)
         }
@@ -80,6 +85,11 @@ public final class ProviderMetrics: Sendable {
 
     /// A stream was refused alone for going over `limit`.
     public func refused(_ limit: StreamRefusal) { refusedStreams[StreamRefusal.allCases.firstIndex(of: limit)!].increment() }
+
+    /// An accepted push whose type does not match its payload.
+    public func mismatched(_ mismatch: PushTypeMismatch) {
+        mismatches[PushTypeMismatch.allCases.firstIndex(of: mismatch)!].increment()
+    }
 
     public func accepted(_ type: PushType, _ kind: NotificationClass) {
         acceptedByKind[Self.types.firstIndex(of: type)! * Self.classes.count + Self.classes.firstIndex(of: kind)!]

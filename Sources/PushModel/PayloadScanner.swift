@@ -3,13 +3,12 @@
 /// It exists because the provider hot path parses every payload: building a Foundation object graph
 /// costs more than the rest of the request. It accepts exactly RFC 8259 JSON in UTF-8 (no trailing
 /// commas, no comments, no lone surrogates in escapes, no invalid UTF-8), nests at most
-/// `maximumDepth` deep, and requires a top-level object with an `aps` object.
+/// `maximumDepth` deep, and requires a top-level object. Whether it has an `aps` object is in the summary
+/// (`hasAPS`): APNs accepts a payload without one (VoIP, MDM and location pushes need none).
 public struct PayloadScanner {
     public enum Failure: Error, Equatable, Sendable {
         case malformed(offset: Int)
         case notAnObject
-        case missingAPS
-        case apsNotAnObject
         case tooDeep
     }
 
@@ -48,14 +47,11 @@ public struct PayloadScanner {
                 throw .notAnObject
             }
             var summary = PayloadSummary()
-            var sawAPS = false
             try object(depth: 1) { scanner, key throws(Failure) in
                 if scanner.keyIs(key, "aps") {
-                    guard scanner.peek() == UInt8(ascii: "{") else {
-                        try scanner.value(depth: 1)
-                        throw .apsNotAnObject
-                    }
-                    sawAPS = true
+                    // `aps` that is no object is as good as none.
+                    guard scanner.peek() == UInt8(ascii: "{") else { return try scanner.value(depth: 1) }
+                    summary.hasAPS = true
                     try scanner.object(depth: 2) { scanner, apsKey throws(Failure) in
                         try scanner.apsMember(apsKey, into: &summary)
                     }
@@ -65,7 +61,6 @@ public struct PayloadScanner {
             }
             skipWhitespace()
             guard position == end else { throw .malformed(offset: position) }
-            guard sawAPS else { throw .missingAPS }
             return summary
         }
 

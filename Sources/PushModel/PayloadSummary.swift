@@ -1,5 +1,7 @@
 /// What the gateway needs to know about a payload, read in one pass by `PayloadScanner`.
 public struct PayloadSummary: Equatable, Sendable {
+    /// The payload has an `aps` object.
+    public var hasAPS = false
     public var hasAlert = false
     public var hasSound = false
     public var hasBadge = false

@@ -18,6 +18,8 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
     public let expiration: Expiration
     public let collapseID: CollapseID?
     public let notificationClass: NotificationClass
+    /// Its push type does not match its payload (accepted all the same, as APNs does).
+    public let mismatch: PushTypeMismatch?
     public let payload: [UInt8]
     /// The team whose key signed the request (token auth), or the certificate's team, when known.
     public let teamID: String?
@@ -28,7 +30,8 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
             || (lhs.id == rhs.id && lhs.deviceToken == rhs.deviceToken && lhs.topic == rhs.topic
                 && lhs.bundleID == rhs.bundleID && lhs.pushType == rhs.pushType && lhs.priority == rhs.priority
                 && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
-                && lhs.notificationClass == rhs.notificationClass && lhs.payload == rhs.payload
+                && lhs.notificationClass == rhs.notificationClass && lhs.mismatch == rhs.mismatch
+                && lhs.payload == rhs.payload
                 && lhs.teamID == rhs.teamID && lhs.receivedAt == rhs.receivedAt)
     }
 
@@ -36,8 +39,8 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
 
     public init(
         id: APNsID, deviceToken: DeviceToken, topic: Topic, bundleID: String, pushType: PushType, priority: Priority,
-        expiration: Expiration, collapseID: CollapseID?, notificationClass: NotificationClass, payload: [UInt8],
-        teamID: String?, receivedAt: UnixTime
+        expiration: Expiration, collapseID: CollapseID?, notificationClass: NotificationClass,
+        mismatch: PushTypeMismatch? = nil, payload: [UInt8], teamID: String?, receivedAt: UnixTime
     ) {
         self.id = id
         self.deviceToken = deviceToken
@@ -48,6 +51,7 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
         self.expiration = expiration
         self.collapseID = collapseID
         self.notificationClass = notificationClass
+        self.mismatch = mismatch
         self.payload = payload
         self.teamID = teamID
         self.receivedAt = receivedAt
@@ -67,10 +71,9 @@ extension ParsedHead {
         // Apple's table has no reason for unreadable JSON; APNs answers PayloadEmpty: no content it can read.
         case .failure: return .failure(Rejection(.payloadEmpty))
         }
+        // No `aps` (or one that is no object) is not refused: Apple's PayloadEmpty is for an empty body.
         let type = pushType ?? PushType.infer(topic: topic, payload: summary)
         guard body.count <= type.maximumPayloadSize else { return .failure(Rejection(.payloadTooLarge)) }
-        // A background push carries only content-available: visible content under that type is a mismatch.
-        if type == .background, summary.isAlerting { return .failure(Rejection(.invalidPushType)) }
         // Absent priority is 10, except for background pushes, which APNs always treats as 5.
         let effectivePriority = priority ?? (type == .background ? .conservePower : .immediate)
         guard type.allows(effectivePriority) else { return .failure(Rejection(.badPriority)) }
@@ -79,6 +82,6 @@ extension ParsedHead {
                 id: id, deviceToken: deviceToken, topic: topic, bundleID: bundleID, pushType: type,
                 priority: effectivePriority, expiration: expiration, collapseID: collapseID,
                 notificationClass: NotificationClass.classify(pushType: type, payload: summary),
-                payload: body, teamID: teamID, receivedAt: now))
+                mismatch: PushTypeMismatch.of(type, summary), payload: body, teamID: teamID, receivedAt: now))
     }
 }

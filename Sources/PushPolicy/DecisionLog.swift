@@ -12,6 +12,8 @@ public struct DecisionLog: Sendable {
     /// What happened to a push.
     public enum Event: Sendable, Equatable, CustomStringConvertible {
         case accepted(NotificationClass)
+        /// Its push type does not match its payload: accepted all the same (APNs may delay or drop it).
+        case pushTypeMismatch(PushTypeMismatch)
         case delivered
         case woken
         case held
@@ -28,6 +30,7 @@ public struct DecisionLog: Sendable {
         public var description: String {
             switch self {
             case .accepted(let kind): return "accepted \(kind.rawValue)"
+            case .pushTypeMismatch(let mismatch): return "push type mismatch: \(mismatch.description)"
             case .delivered: return "delivered"
             case .woken: return "woken"
             case .held: return "held"

@@ -110,7 +110,10 @@ public struct ThrottleEngine: Sendable {
         _ push: PushNotification, device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         counters.accepted(push.notificationClass)
-        if log.capacity > 0 { log.record(push.id, .accepted(push.notificationClass), rule: nil, at: now) }
+        if log.capacity > 0 {
+            log.record(push.id, .accepted(push.notificationClass), rule: nil, at: now)
+            if let mismatch = push.mismatch { log.record(push.id, .pushTypeMismatch(mismatch), rule: nil, at: now) }
+        }
         let app = appID(push.bundleID)
         let conditions = self.conditions(of: device)
         let start = actions.count

@@ -50,7 +50,7 @@ struct CertsCommand: AsyncParsableCommand {
         func run() async throws {
             let configuration = try failing { try options.load() }
             let development = DevelopmentCertificates(dataDirectory: configuration.dataDirectory)
-            let issued = try development.issueClientCertificate(commonName: "Pushgate provider: \(topic[0])")
+            let issued = try development.issueClientCertificate(topic: topic[0], teamID: teamId)
             try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
             let certificatePath = (outputDirectory as NSString).appendingPathComponent("client.pem")
             let keyPath = (outputDirectory as NSString).appendingPathComponent("client-key.pem")

@@ -13,16 +13,16 @@ struct ConfigOptions: ParsableArguments {
     var overrides: [String] = []
 
     func load() throws -> GatewayConfiguration {
+        try GatewayConfiguration(loadRaw())
+    }
+
+    /// The layered configuration; what it ignored is said on standard error.
+    func loadRaw() throws -> RawConfiguration {
         let environment = ProcessInfo.processInfo.environment
         let raw = try RawConfiguration.load(
             path: config ?? environment["PUSHGATE_CONFIG"], environment: environment, flags: overrides)
-        return try GatewayConfiguration(raw)
-    }
-
-    func loadRaw() throws -> RawConfiguration {
-        let environment = ProcessInfo.processInfo.environment
-        return try RawConfiguration.load(
-            path: config ?? environment["PUSHGATE_CONFIG"], environment: environment, flags: overrides)
+        for warning in raw.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+        return raw
     }
 }
 

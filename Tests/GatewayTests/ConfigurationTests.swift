@@ -92,7 +92,6 @@ import Testing
 
     @Test func unknownKeysAreRefusedWherever() {
         #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider:\n  tsl:\n    port: 1\n") }
-        #expect(throws: ConfigError.self) { try RawConfiguration(environment: ["PUSHGATE_PROVIDER_TSL_PORT": "1"]) }
         #expect(throws: ConfigError.self) { try RawConfiguration(flags: ["provider.tsl.port=1"]) }
         #expect(throws: ConfigError.self) { try RawConfiguration(flags: ["provider.tls.port"]) }
         #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "- a\n- b\n") }
@@ -100,6 +99,18 @@ import Testing
         // Variables that are not keys are left alone.
         #expect(throws: Never.self) {
             try RawConfiguration(environment: ["PUSHGATE_CONFIG": "x.yaml", "HOME": "/root"])
+        }
+    }
+
+    /// A wrapper script's PUSHGATE_BIN, or a typo, is named in a warning and does not stop the command; a
+    /// known key with a bad value still does.
+    @Test func anUnknownPushgateVariableIsAWarningNotAnError() throws {
+        let raw = try RawConfiguration(environment: ["PUSHGATE_BIN": "/opt/pushgate", "PUSHGATE_PROVIDER_TSL_PORT": "1"])
+        #expect(raw.warnings.count == 2)
+        #expect(raw.warnings.contains { $0.contains("PUSHGATE_BIN") && $0.contains("ignored") })
+        #expect(try GatewayConfiguration(raw).tlsListener.port == 2197)
+        #expect(throws: ConfigError.self) {
+            try GatewayConfiguration(RawConfiguration(environment: ["PUSHGATE_PROVIDER_TLS_PORT": "tls"]))
         }
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+import Gateway
+import X509
 import ProviderClient
 import PushModel
 import Testing
@@ -14,12 +16,31 @@ import Testing
     }
 
     func issue(_ gateway: TestGateway, _ name: String) throws -> Issued {
-        let issued = try gateway.certificates.issueClientCertificate(commonName: name)
+        let issued = try gateway.certificates.issueClientCertificate(topic: Fixture.bundle, teamID: Fixture.team)
         let certificate = gateway.directory + "/\(name).pem"
         let key = gateway.directory + "/\(name)-key.pem"
         try issued.certificate.write(toFile: certificate, atomically: true, encoding: .utf8)
         try issued.privateKey.write(toFile: key, atomically: true, encoding: .utf8)
         return Issued(certificate: certificate, key: key, sha256: issued.sha256)
+    }
+
+    /// Apple's push certificates name the bundle id in the subject's UID (clients that send no topic read
+    /// it there), and each PEM ends with a newline so that certificate and key concatenate into one file.
+    @Test func issuedCertificatesLookLikeApplesAndConcatenate() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushgate-cert-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let issued = try DevelopmentCertificates(dataDirectory: directory)
+            .issueClientCertificate(topic: "com.example.app", teamID: "TEAM123456")
+        #expect(issued.certificate.hasSuffix("-----END CERTIFICATE-----\n"))
+        #expect(issued.privateKey.hasSuffix("-----END PRIVATE KEY-----\n"))
+        let certificate = try Certificate(pemEncoded: issued.certificate)
+        let subject = certificate.subject.description
+        #expect(subject.contains("0.9.2342.19200300.100.1.1=com.example.app"), "UID: \(subject)")
+        #expect(subject.contains("CN=Apple Push Services: com.example.app"), "\(subject)")
+        #expect(subject.contains("OU=TEAM123456"), "\(subject)")
+        // One file with both reads back as both.
+        let both = issued.certificate + issued.privateKey
+        #expect(try Certificate(pemEncoded: String(both.prefix(upTo: both.range(of: "-----BEGIN PRIVATE KEY")!.lowerBound))) == certificate)
     }
 
     @Test func registeredCertificatePushesToItsTopics() async throws {

@@ -27,6 +27,13 @@ import Testing
         // to case, and would send the good request's apns-topic as this entry.)
         Case(description: "an upper-case header name", headers: valid([("X-Trace", "1")])),
         Case(description: "an unknown pseudo-header", headers: valid([(":foo", "bar")])),
+        Case(description: "a space in a header name", headers: valid([("x trace", "1")])),
+        Case(description: "a control character in a header name", headers: valid([("x-\u{01}", "1")])),
+        Case(description: "a DEL in a header name", headers: valid([("x-\u{7f}", "1")])),
+        Case(description: "CR LF in a header value", headers: valid([("x-trace", "a\r\nb")])),
+        Case(description: "NUL in a header value", headers: valid([("x-trace", "a\u{0}b")])),
+        Case(description: "white space before a header value", headers: valid([("x-trace", " a")])),
+        Case(description: "a tab after a header value", headers: valid([("x-trace", "a\t")])),
         Case(description: "a response pseudo-header", headers: valid([(":status", "200")])),
         Case(
             description: "a pseudo-header after a regular header",

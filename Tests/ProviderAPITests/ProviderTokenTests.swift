@@ -28,7 +28,11 @@ import Testing
                 try await send(client, gateway, authorization: "bearer " + parts.joined(separator: ".")).reason
                     == "InvalidProviderToken")
             #expect(try await send(client, gateway, authorization: "bearer not.a.jwt").reason == "InvalidProviderToken")
-            #expect(try await send(client, gateway, authorization: "bearer ").reason == "MissingProviderToken")
+            #expect(try await send(client, gateway, authorization: "bearer").reason == "MissingProviderToken")
+            // A value ending in white space is malformed HTTP/2 (RFC 9113 §8.2.1): the stream is reset.
+            await #expect(throws: ProviderClient.ClientError.streamReset(.protocolError)) {
+                _ = try await send(client, gateway, authorization: "bearer ")
+            }
             #expect(try await send(client, gateway, authorization: "basic abc").reason == "MissingProviderToken")
             await client.close()
         }

@@ -26,6 +26,14 @@ import Testing
         #expect(try !scan(#"{"aps":{"content-available":10}}"#).get().isSilent)
     }
 
+    /// APNs accepts a payload without `aps` (VoIP, MDM, location): the summary says it has none.
+    @Test(arguments: [#"{"aps":1}"#, #"{"aps":[]}"#, #"{"other":{}}"#, "{}", #"{"aps":"alert"}"#])
+    func anObjectWithoutAnAPSObjectIsReadWithoutOne(_ text: String) throws {
+        let summary = try scan(text).get()
+        #expect(!summary.hasAPS && !summary.isAlerting && !summary.contentAvailable)
+        #expect(try scan(#"{"aps":{}}"#).get().hasAPS)
+    }
+
     @Test func escapedKeysAndEvents() throws {
         let summary = try scan(#"{"\u0061ps":{"ev\u0065nt":"upd\u00e4te","content-changed":true}}"#).get()
         #expect(summary.event == "updäte")
@@ -33,12 +41,12 @@ import Testing
     }
 
     @Test(arguments: [
-        "", " ", "{", "}", "[]", "null", "1", #""aps""#, #"{"aps":1}"#, #"{"aps":[]}"#, #"{"other":{}}"#,
+        "", " ", "{", "}", "[]", "null", "1", #""aps""#,
         #"{"aps":{},}"#, #"{"aps":{}} {}"#, #"{"aps":{"a":01}}"#, #"{"aps":{"a":1.}}"#, #"{"aps":{"a":-}}"#,
         #"{"aps":{"a":tru}}"#, #"{"aps":{"a":"\x"}}"#, #"{"aps":{"a":"\ud800"}}"#, #"{"aps":{"a":"\udc00x"}}"#,
         "{\"aps\":{\"a\":\"\u{01}\"}}", #"{'aps':{}}"#, #"{"aps":{"a":1,}}"#, #"{"aps":{"a" 1}}"#,
     ])
-    func refusesWhatIsNotAnObjectWithAPS(_ text: String) {
+    func refusesWhatIsNotAJSONObject(_ text: String) {
         guard case .failure = scan(text) else {
             Issue.record("accepted \(text)")
             return

@@ -15,7 +15,8 @@ struct Pushes {
 
     mutating func make(
         _ kind: NotificationClass, bundle: String = "com.example.app", priority: Priority? = nil,
-        expiration: Expiration = .storeByDefault, collapseID: String? = nil, at now: UnixTime = t0
+        expiration: Expiration = .storeByDefault, collapseID: String? = nil, mismatch: PushTypeMismatch? = nil,
+        at now: UnixTime = t0
     ) -> PushNotification {
         counter += 1
         let id = APNsID(header: String(format: "00000000-0000-4000-8000-%012d", counter))!
@@ -23,7 +24,8 @@ struct Pushes {
         return PushNotification(
             id: id, deviceToken: token, topic: Topic(bundle)!, bundleID: bundle, pushType: type,
             priority: priority ?? (kind == .silent ? .conservePower : .immediate), expiration: expiration,
-            collapseID: collapseID.flatMap { CollapseID(header: $0) }, notificationClass: kind, payload: [],
+            collapseID: collapseID.flatMap { CollapseID(header: $0) }, notificationClass: kind, mismatch: mismatch,
+            payload: [],
             teamID: nil, receivedAt: now)
     }
 }

@@ -81,6 +81,16 @@ import Testing
         #expect(abs((snapshot?.strikes ?? 0) - 1) < 0.01)
     }
 
+    @Test mutating func aPushTypeMismatchIsInTheJourney() {
+        var engine = ThrottleEngine()
+        let push = pushes.make(.silent, mismatch: .backgroundWithVisibleContent)
+        _ = engine.received(push, device: 1, now: t0)
+        #expect(
+            engine.log.journey(of: push.id).map(\.event.description).prefix(2) == [
+                "accepted silent", "push type mismatch: background push with an alert, sound or badge",
+            ])
+    }
+
     @Test mutating func aWakesDeadlineRunsFromItsAcknowledgement() {
         var engine = ThrottleEngine()
         let wake = pushes.make(.silent)
