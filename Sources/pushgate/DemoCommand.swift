@@ -5,6 +5,7 @@ import Gateway
 import LoadGenerator
 import Logging
 import NIOPosix
+import Synchronization
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -41,6 +42,12 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Write a self-contained HTML report here.")
     var html: String?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "After the load, keep the gateway and the fleet up for the live dashboard until interrupted (default: when the output is a terminal)."
+    )
+    var dashboard: Bool = isatty(STDOUT_FILENO) != 0
+
     func validate() throws {
         guard (1...15_000).contains(devices) else { throw ValidationError("--devices must be between 1 and 15000") }
         guard rate > 0 else { throw ValidationError("--rate must be > 0") }
@@ -75,6 +82,7 @@ struct DemoCommand: AsyncParsableCommand {
         print(
             "gateway: provider API http://127.0.0.1:\(gateway.providerPort), devices ws://127.0.0.1:\(devicePort), admin http://127.0.0.1:\(gateway.adminPort)"
         )
+        print("dashboard (live): http://127.0.0.1:\(gateway.adminPort)/dashboard")
 
         let fleet = SimulatedFleet(
             host: "127.0.0.1", port: devicePort, devices: devices, apps: [bundle], profile: profile,
@@ -104,9 +112,34 @@ struct DemoCommand: AsyncParsableCommand {
         let result = try await runBench(options, group: benchGroup, admin: ("127.0.0.1", gateway.adminPort, nil))
         print("devices: \(fleet.counters.snapshot.line)")
         try write(result, json: json, html: html)
+        if dashboard {
+            print(
+                "the gateway and its \(devices) devices stay up: http://127.0.0.1:\(gateway.adminPort)/dashboard (lookups: pushgate lookup … --set admin.port=\(gateway.adminPort)); Ctrl-C stops"
+            )
+            await interrupted()
+        }
 
         fleet.stop()
         try await gateway.stop()
         for group in [benchGroup, fleetGroup, gatewayGroup] { try await group.shutdownGracefully() }
     }
+}
+
+/// Returns on SIGINT or SIGTERM (the demo's dashboard mode waits here).
+func interrupted() async {
+    let resumed = Mutex(false)
+    var sources: [any DispatchSourceSignal] = []
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        sources = [SIGINT, SIGTERM].map { signal in
+            Foundation.signal(signal, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            source.setEventHandler {
+                guard resumed.withLock({ done in defer { done = true }; return !done }) else { return }
+                continuation.resume()
+            }
+            source.resume()
+            return source
+        }
+    }
+    for source in sources { source.cancel() }
 }
