@@ -11,22 +11,8 @@
 # fails only when an installed client fails a case. Bounded: each client has 120 s.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
+source Interop/common.sh interop
 
-if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
-  echo "interop: skipped (python3 with venv and ensurepip is needed: apt-get install python3-venv)"
-  exit 0
-fi
-
-swift build --product pushgate >&2 || exit 1
-PG="$(swift build --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
-VENVS="$ROOT/.build-interop"
-mkdir -p "$VENVS"
-PID=""
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 TLS_PORT=$(free_port); H2C_PORT=$(free_port); DEV_PORT=$(free_port); ADMIN_PORT=$(free_port)
 TOPIC=com.example.interop TEAM=TEAMINTROP KEY_ID=KEYINTEROP
 SET=(--set "data_dir=$WORK/data" --set provider.tls.port=$TLS_PORT --set provider.h2c.port=$H2C_PORT
@@ -64,11 +50,8 @@ while read -r driver requirement; do
   name=${driver%_client.py}
   if [ "$requirement" != "-" ]; then
     name=$requirement
-    venv="$VENVS/${requirement%%=*}"
-    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/pip" show -q "${requirement%%=*}" >/dev/null 2>&1; then
-      python3 -m venv "$venv" >/dev/null 2>&1 && "$venv/bin/pip" install -q "$requirement" > "$WORK/pip.log" 2>&1
-    fi
-    if ! "$venv/bin/pip" show -q "${requirement%%=*}" >/dev/null 2>&1; then
+    venv=$(ensure_venv "$requirement")
+    if [ -z "$venv" ]; then
       echo "| $requirement | skipped: could not be installed ($(tail -1 "$WORK/pip.log" 2>/dev/null | cut -c1-80)) |"
       continue
     fi

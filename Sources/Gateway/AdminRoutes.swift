@@ -37,6 +37,8 @@ public struct AdminRoutes: Sendable {
         /// The body: JSON, or the Prometheus text for `/metrics`.
         public var json: String
         public var contentType = "application/json"
+        /// On 405: the methods the path takes (RFC 9110 §15.5.6).
+        public var allow: String?
     }
 
     public func respond(method: String, path: String) async -> Response {
@@ -50,9 +52,12 @@ public struct AdminRoutes: Sendable {
             return encode(["removed": id])
         }
         guard method == "GET" else {
-            return Response(status: 405, json: #"{"error":"only GET (and DELETE /v1/devices/<id>)"}"#)
+            let allow = resource == "devices" ? "GET, DELETE" : "GET"
+            return Response(status: 405, json: #"{"error":"only \#(allow) here"}"#, allow: allow)
         }
-        if parts == ["health"] {
+        if parts == ["openapi.json"] {
+            return Response(status: 200, json: AdminOpenAPI.document)
+        } else if parts == ["health"] {
             // Alive: the process answers.
             return Response(status: 200, json: #"{"status":"ok"}"#)
         } else if parts == ["ready"] {

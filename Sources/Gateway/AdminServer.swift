@@ -122,6 +122,7 @@ private final class AdminHandler: ChannelInboundHandler {
         var headers = HTTPHeaders([
             ("content-type", response.contentType), ("content-length", "\(body.readableBytes)"),
         ])
+        if let allow = response.allow { headers.add(name: "allow", value: allow) }
         if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
         context.write(
             wrapOutboundOut(
