@@ -45,7 +45,7 @@ fuzz() {
   FUZZ_TARGET=$target "$FUZZER" -merge=1 "Fuzz/corpus/$target" "$found" > "$WORK/$target-merge.log" 2>&1 || true
   local runs execs added
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$WORK/$target.log" | grep -o '[0-9]*$' || echo "?")
-  execs=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$WORK/$target.log" | grep -o '[0-9]*$' || echo "?")
+  execs=$(grep -o 'exec/s: [0-9]*' "$WORK/$target.log" | tail -1 | grep -o '[0-9]*$' || echo "?")
   added=$(grep -o 'MERGE-OUTER: [0-9]* new files' "$WORK/$target-merge.log" | grep -o '[0-9]*' | head -1 || echo 0)
   local cov
   cov=$(grep -o 'cov: [0-9]*' "$WORK/$target.log" | tail -1 | grep -o '[0-9]*' || echo "?")

@@ -69,23 +69,30 @@ public struct RawConfiguration: Sendable {
     }
 
     private mutating func applyFile(_ text: String, path: String) throws {
-        let document: Any?
+        // The node tree, walked here: Yams' `load` builds `Any` and traps on a key that is no plain
+        // scalar (`? [a]: 1`), which fuzzing found (Fuzz/regressions/configuration).
+        let document: Node?
         do {
-            document = try Yams.load(yaml: text)
+            document = try Yams.compose(yaml: text)
         } catch {
             throw ConfigError(key: "config", source: .file(path), message: "not valid YAML: \(error)")
         }
         guard let document else { return }  // an empty file
-        guard let root = document as? [String: Any] else {
+        guard case .mapping(let root) = document else {
             throw ConfigError(key: "config", source: .file(path), message: "the top level must be a mapping of keys")
         }
         try flatten(root, prefix: "", path: path)
     }
 
-    private mutating func flatten(_ mapping: [String: Any], prefix: String, path: String) throws {
-        for (key, value) in mapping {
-            let name = prefix.isEmpty ? key : prefix + "." + key
-            if let nested = value as? [String: Any] {
+    private mutating func flatten(_ mapping: Node.Mapping, prefix: String, path: String) throws {
+        for (keyNode, value) in mapping {
+            guard case .scalar(let key) = keyNode else {
+                throw ConfigError(
+                    key: prefix.isEmpty ? "config" : prefix, source: .file(path),
+                    message: "a key that is not plain text (line \((keyNode.mark?.line).map(String.init) ?? "?"))")
+            }
+            let name = prefix.isEmpty ? key.string : prefix + "." + key.string
+            if case .mapping(let nested) = value {
                 try flatten(nested, prefix: name, path: path)
                 continue
             }
@@ -93,16 +100,18 @@ public struct RawConfiguration: Sendable {
                 throw ConfigError(
                     key: name, source: .file(path), message: "unknown key (`pushgate config` lists the keys)")
             }
+            guard case .scalar = value else {
+                throw ConfigError(key: name, source: .file(path), message: "expected a single value, not a list")
+            }
+            // As YAML types it (a scalar's `any` is its tag's constructor; no mapping is built here).
             let text: String
-            switch value {
+            switch value.any {
             case is NSNull: text = ""
             case let string as String: text = string
             case let bool as Bool: text = bool ? "true" : "false"
             case let int as Int: text = String(int)
             case let double as Double: text = String(double)
-            default:
-                throw ConfigError(
-                    key: name, source: .file(path), message: "expected a single value, not \(type(of: value))")
+            case let other: text = "\(other)"
             }
             values[name] = (text, .file(path))
         }

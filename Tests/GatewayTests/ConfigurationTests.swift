@@ -96,6 +96,10 @@ import Testing
         #expect(throws: ConfigError.self) { try RawConfiguration(flags: ["provider.tls.port"]) }
         #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "- a\n- b\n") }
         #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider: [\n") }
+        // Keys that are no plain text (fuzzing found that Yams' `load` traps on them) and lists.
+        #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "? [a, b]\n: 1\n") }
+        #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "provider:\n  ? {a: 1}\n  : 2\n") }
+        #expect(throws: ConfigError.self) { try RawConfiguration(fileYAML: "log:\n  level: [info]\n") }
         // Variables that are not keys are left alone.
         #expect(throws: Never.self) {
             try RawConfiguration(environment: ["PUSHGATE_CONFIG": "x.yaml", "HOME": "/root"])
