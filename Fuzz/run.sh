@@ -28,6 +28,9 @@ FUZZER="$(swift build --scratch-path .build-fuzz --show-bin-path)/pushgate-fuzz"
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+# Swift's own crash backtracer reads memory AddressSanitizer then reports as its own error: off, so that
+# libFuzzer's report is the one printed.
+export SWIFT_BACKTRACE=enable=no
 
 # Inputs larger than this add nothing a smaller one cannot reach, and slow every run.
 declare -A MAX_LEN=([payload]=5120 [request-head]=8192 [provider-token]=2048 [device-message]=4096

@@ -37,7 +37,12 @@ import Testing
         // One device agent and one provider client are in; the caps leave room for one more of each.
         let setup = try await GatewayWithDevice.start(
             topic: Self.topic,
-            settings: ["devices.max_connections=2", "provider.max_connections_per_address=2"])
+            // Long handshake timeouts: the silent connections admitted here must outlive a slow machine's
+            // test (they were closed by the 5 s defaults on a loaded CI run).
+            settings: [
+                "devices.max_connections=2", "provider.max_connections_per_address=2",
+                "devices.upgrade_timeout_seconds=300", "provider.handshake_timeout_seconds=300",
+            ])
         let device = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
         let provider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
         let refusedDevice = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
