@@ -157,7 +157,7 @@ public final class RawHTTP2: Sendable {
         while ContinuousClock.now < deadline {
             let frames = self.frames
             if condition(frames) { return frames }
-            try await Task.sleep(for: .milliseconds(10))
+            try await Task.sleep(for: .milliseconds(10))  // clock-ok: a poll for a peer's frames, bounded
         }
         return frames
     }

@@ -54,7 +54,7 @@ public enum RawWebSocket {
         while ContinuousClock.now < deadline {
             let texts = collector.texts.withLock { $0 }
             if texts.contains(where: until) || !channel.isActive { break }
-            try await Task.sleep(for: .milliseconds(10))
+            try await Task.sleep(for: .milliseconds(10))  // clock-ok: a poll for a peer's frames, bounded
         }
         try? await channel.close()
         return collector.texts.withLock { $0 }
