@@ -233,38 +233,38 @@ public final class DeviceRegistry: DeviceDirectory {
     /// Removes a device: it cannot connect again and each of its tokens answers 410 Unregistered from
     /// `now`. Returns its slot and the apps it had, or nil when no such device is known (or it is gone).
     public func remove(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
+        markRemoved(id, at: now, writing: true)
+    }
+
+    /// Another node removed the device (and wrote it): here only memory changes. Returns its slot and
+    /// the apps it had, as `remove` does.
+    func removedElsewhere(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
+        markRemoved(id, at: now, writing: false)
+    }
+
+    /// Its tokens unregistered from `now`, its apps gone, the device marked removed; with `writing`, each
+    /// change also goes to the store (and the other nodes), under the lock so they stay in order.
+    private func markRemoved(_ id: String, at now: UnixTime, writing: Bool) -> (slot: DeviceID, bundleIDs: [String])?
+    {
         state.withLock { state in
             guard var device = state.devices[id], !device.removed else { return nil }
             let bundleIDs = device.apps.keys.sorted()
             for bundleID in bundleIDs {
                 let token = device.apps[bundleID]!
                 state.tokens[token] = TokenRecord(slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
-                record(StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now))
+                if writing {
+                    record(StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now))
+                }
             }
             device.apps = [:]
             device.removed = true
             state.devices[id] = device
-            writer?.enqueue {
-                $0.removed[id] = now
-                if nodeID != nil { $0.notices.append(.removed(deviceID: id, at: now)) }
+            if writing {
+                writer?.enqueue {
+                    $0.removed[id] = now
+                    if nodeID != nil { $0.notices.append(.removed(deviceID: id, at: now)) }
+                }
             }
-            return (device.slot, bundleIDs)
-        }
-    }
-
-    /// Another node removed the device (and wrote it): here only memory changes. Returns its slot and
-    /// the apps it had, as `remove` does.
-    func removedElsewhere(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
-        state.withLock { state in
-            guard var device = state.devices[id], !device.removed else { return nil }
-            let bundleIDs = device.apps.keys.sorted()
-            for bundleID in bundleIDs {
-                state.tokens[device.apps[bundleID]!] = TokenRecord(
-                    slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
-            }
-            device.apps = [:]
-            device.removed = true
-            state.devices[id] = device
             return (device.slot, bundleIDs)
         }
     }

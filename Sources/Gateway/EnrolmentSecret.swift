@@ -1,4 +1,5 @@
 import Foundation
+import PushModel
 
 /// The fleet's enrolment secret: what a device's `register` must carry. Set by `devices.enrolment_secret`;
 /// when that is empty, the gateway makes one on its first start and keeps it in data_dir/enrolment-secret
@@ -24,8 +25,7 @@ public enum EnrolmentSecret {
         if let secret = read(dataDirectory: dataDirectory) { return secret }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         var generator = SystemRandomNumberGenerator()
-        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }
-            .joined()
+        let secret = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let file = path(dataDirectory: dataDirectory)
         guard FileManager.default.createFile(atPath: file, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else {
