@@ -23,7 +23,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -69,16 +69,22 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
+        // SQLite without a system library: vapor/sqlite-nio compiles SQLite from its sources (C target
+        // `VaporCSQLite`); this is a thin layer over its C functions (connections, statements, rows bound
+        // in place, the checkpointer), since SQLiteNIO's own API hops threads per query.
+        .target(
+            name: "EmbeddedSQLite",
+            dependencies: [.product(name: "SQLiteNIO", package: "sqlite-nio")],
+            swiftSettings: hotPath),
         // What must survive a restart: devices, tokens, notifications and budgets, behind one protocol
-        // with in-memory, SQLite (GRDB) and PostgreSQL backends; group commit.
+        // with in-memory, SQLite and PostgreSQL backends; group commit.
         .target(
             name: "PushStore",
             dependencies: [
                 "PushModel", "PushPolicy",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                "EmbeddedSQLite",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -147,16 +153,39 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
-        // Configuration (file, environment, flags) and composition of the services.
+        // The files the gateway keeps in data_dir: the registries of provider keys, client certificates
+        // and device tokens (read and reloaded by the gateway, edited by the CLI), the development
+        // certificate authority, the enrolment secret.
+        .target(
+            name: "GatewayFiles",
+            dependencies: [
+                "PushModel", "ProviderAuth", "ProviderAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Yams", package: "Yams"),
+            ]),
+        // The admin API: its routes, the HTTP/1 server, the live feed and dashboard, the metrics it
+        // exposes, its OpenAPI description, and its client (the CLI's lookups, the tests).
+        .target(
+            name: "AdminAPI",
+            dependencies: [
+                "PushModel", "PushPolicy", "PushMetrics", "PushStore", "DeviceHub", "ConnectionLimits",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
+        // Configuration (each key declared once; file, environment, flags) and composition of the services.
         .target(
             name: "Gateway",
             dependencies: [
-                "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits", "PushStore", "PushMetrics",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits",
+                "PushStore", "PushMetrics", "AdminAPI", "GatewayFiles",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -168,7 +197,7 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent",
+                "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "DeviceHub", "LoadGenerator",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -184,7 +213,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "PushModel", "ProviderAuth", "ProviderAPI", "PushIntake", "DeviceProtocol", "Gateway",
+                "GatewayFiles", "PushModel", "ProviderAuth", "ProviderAPI", "PushIntake", "DeviceProtocol", "Gateway",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -196,14 +225,14 @@ let package = Package(
             name: "PolicyBenchmark", dependencies: ["PushPolicy", "PushModel"], path: "Benchmarks/PolicyBenchmark",
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
+        .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(
             name: "PushStoreTests",
             dependencies: [
-                "PushStore", "PushPolicy", "PushModel", "TestSupport",
+                "PushStore", "PushPolicy", "PushModel", "TestSupport", "EmbeddedSQLite",
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .target(
@@ -221,7 +250,7 @@ let package = Package(
         .testTarget(
             name: "DeviceHubTests",
             dependencies: [
-                "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
+                "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
                 "ProviderClient", "Gateway", "TestSupport", "PushStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -240,7 +269,7 @@ let package = Package(
         .testTarget(
             name: "ProviderAPITests",
             dependencies: [
-                "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient", "TestSupport",
+                "GatewayFiles", "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient", "TestSupport",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -254,7 +283,7 @@ let package = Package(
         .testTarget(
             name: "LoadGeneratorTests",
             dependencies: [
-                "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "PushModel", "PushPolicy", "ProviderAuth",
+                "AdminAPI", "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "PushModel", "PushPolicy", "ProviderAuth",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -266,7 +295,7 @@ let package = Package(
         .testTarget(
             name: "CrashSafetyTests",
             dependencies: [
-                "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel", "PushStore", "TestSupport",
+                "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel", "PushStore", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -275,7 +304,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
+                "pushgate", "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -2,6 +2,7 @@ import Crypto
 import DeviceProtocol
 import Foundation
 import Gateway
+import GatewayFiles
 import NIOCore
 import NIOHPACK
 import ProviderAPI

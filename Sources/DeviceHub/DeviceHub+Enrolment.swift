@@ -18,7 +18,7 @@ extension DeviceHub {
         if let expected = settings.enrolmentSecret {
             // Hashes, so that the comparison takes the same time whatever the lengths.
             let presented = DeviceRegistry.hash(secret ?? "")
-            guard DeviceRegistry.constantTimeEqual(presented, DeviceRegistry.hash(expected)) else { return .wrongSecret }
+            guard ConstantTime.equal(presented, DeviceRegistry.hash(expected)) else { return .wrongSecret }
         }
         if settings.enrolmentLimitSparesLoopback, Self.isLoopback(address) { return .allowed }
         return enrolmentLimiter.allowsRequest(for: address, now: clock()) ? .allowed : .limited

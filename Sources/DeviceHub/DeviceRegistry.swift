@@ -163,7 +163,7 @@ public final class DeviceRegistry: DeviceDirectory {
         let presented = Self.hash(secret)
         return state.withLock { state in
             guard let device = state.devices[id], !device.removed,
-                Self.constantTimeEqual(device.secretHash, presented)
+                ConstantTime.equal(presented, device.secretHash)
             else { return nil }
             return device.slot
         }
@@ -289,13 +289,6 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     static func hash(_ secret: String) -> [UInt8] { Array(SHA256.hash(data: Data(secret.utf8))) }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
-    }
 }
 
 /// Looks tokens up in several directories, first answer wins: devices' own tokens, then scripted ones.

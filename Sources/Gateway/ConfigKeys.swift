@@ -1,349 +1,356 @@
+import DeviceHub
+import Foundation
+import Logging
+import PushModel
+import PushPolicy
 import PushStore
 
-/// Every configuration key, once: its name, default and meaning. The file, the environment
-/// (`PUSHGATE_` + the name in upper case with `.` as `_`) and the `--set name=value` flag all address
-/// these names; `pushgate config` prints this table and Config/pushgate.yaml mirrors it.
-public struct ConfigKey: Sendable, Hashable {
-    public let name: String
-    public let defaultValue: String
-    public let doc: String
-
-    public var environmentVariable: String {
-        "PUSHGATE_" + name.uppercased().replacingOccurrences(of: ".", with: "_")
-    }
-}
-
+/// Every configuration key, once (`ConfigKey`: name, default, meaning, parser and range, and where
+/// the value goes). `pushgate config` prints this table; Config/pushgate.yaml and the README's table
+/// are made from it (`pushgate config --yaml`, `--markdown`).
 public enum ConfigKeys {
     public static let all: [ConfigKey] = core + devices + policy + admin + store
 
     static let core: [ConfigKey] = [
-        .init(
-            name: "environment", defaultValue: "development",
-            doc:
-                "APNs environment this gateway plays: development or production. Keys and certificates limited to the other one are refused."
-        ),
-        .init(
-            name: "data_dir", defaultValue: "./data",
-            doc: "Directory for the gateway's files: development TLS certificates, registered keys and device tokens."),
-        .init(
-            name: "log.level", defaultValue: "info",
-            doc: "Log level: trace, debug, info, notice, warning, error, critical."),
-        .init(
-            name: "log.modules", defaultValue: "",
-            doc:
-                "Levels for single modules, over log.level: e.g. store=debug,devices=warning. Modules: provider, devices, store, cluster, admin."
-        ),
-        .init(name: "event_loops", defaultValue: "0", doc: "Event-loop threads for network I/O; 0 means one per core."),
-        .init(
-            name: "shutdown.grace_seconds", defaultValue: "10",
-            doc: "On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed."),
-
-        .init(
-            name: "provider.tls.enabled", defaultValue: "true",
-            doc: "Serve the provider API over TLS (HTTP/2, ALPN h2; clients offering no ALPN get HTTP/2 too)."),
-        .init(name: "provider.tls.host", defaultValue: "127.0.0.1", doc: "Address the TLS provider listener binds to."),
-        .init(
-            name: "provider.tls.port", defaultValue: "2197",
-            doc: "Port of the TLS provider listener (APNs uses 443 and 2197)."),
-        .init(
-            name: "provider.tls.certificate", defaultValue: "",
-            doc:
-                "PEM certificate chain of the TLS listener. Empty: a development certificate is created in data_dir/tls on first start."
-        ),
-        .init(name: "provider.tls.private_key", defaultValue: "", doc: "PEM private key of provider.tls.certificate."),
-        .init(
-            name: "provider.tls.client_ca", defaultValue: "",
-            doc:
-                "PEM CA that signs provider client certificates (certificate-based auth). Empty: the development CA in data_dir/tls."
-        ),
-        .init(
-            name: "provider.h2c.enabled", defaultValue: "true",
-            doc: "Serve the provider API as cleartext HTTP/2 with prior knowledge (h2c), for local use and load tests."),
-        .init(name: "provider.h2c.host", defaultValue: "127.0.0.1", doc: "Address the h2c provider listener binds to."),
-        .init(name: "provider.h2c.port", defaultValue: "2198", doc: "Port of the h2c provider listener."),
-
-        .init(
-            name: "provider.device_token.min_length", defaultValue: "64",
-            doc: "Shortest accepted device token, in hex characters."),
-        .init(
-            name: "provider.device_token.max_length", defaultValue: "64",
-            doc: "Longest accepted device token, in hex characters (APNs tokens are 64)."),
-        .init(
-            name: "provider.rate.device_token.burst", defaultValue: "200",
-            doc: "Requests one device token may receive in a burst before 429 TooManyRequests."),
-        .init(
-            name: "provider.rate.device_token.per_second", defaultValue: "20",
-            doc: "Sustained requests per second per device token; 0 disables the limit."),
-        .init(
-            name: "provider.rate.team.burst", defaultValue: "400000",
-            doc: "Requests one team may send in a burst before 429 TooManyRequests."),
-        .init(
-            name: "provider.rate.team.per_second", defaultValue: "200000",
-            doc: "Sustained requests per second per team; 0 disables the limit."),
-
-        .init(
-            name: "provider.auth.keys_file", defaultValue: "",
-            doc:
-                "YAML file of registered provider keys (team, key id, public key, topics, environment). Empty: data_dir/provider-keys.yaml. Reloaded when it changes."
-        ),
-        .init(
-            name: "provider.auth.certificates_file", defaultValue: "",
-            doc:
-                "YAML file of registered provider client certificates (SHA-256, team, topics, environment). Empty: data_dir/provider-certificates.yaml."
-        ),
-        .init(
-            name: "provider.auth.token_lifetime_seconds", defaultValue: "3600",
-            doc: "A provider token is valid this long after its iat (APNs: one hour)."),
-        .init(
-            name: "provider.auth.future_skew_seconds", defaultValue: "60",
-            doc: "How far in the future a token's iat may be (clock skew) before it is InvalidProviderToken."),
-        .init(
-            name: "provider.auth.token_update_burst", defaultValue: "2",
-            doc: "Token changes a connection may make in a burst before 429 TooManyProviderTokenUpdates."),
-        .init(
-            name: "provider.auth.token_update_interval_seconds", defaultValue: "1200",
-            doc:
-                "One more token change per connection is allowed per this interval (APNs: refresh at most every 20 minutes)."
-        ),
-        .init(
-            name: "provider.auth.max_failed_verifications", defaultValue: "16",
-            doc: "Bad provider tokens one connection may present (each costs a signature check) before it is closed with GOAWAY."
-        ),
-        .init(
-            name: "provider.auth.failed_verifications_per_second", defaultValue: "5",
-            doc:
-                "Failed token verifications per second per source address, across its connections (a burst of ten times this); past it, new tokens from that address are refused unverified. 0 disables the limit."
-        ),
-
-        .init(
-            name: "provider.http2.max_concurrent_streams", defaultValue: "1000",
-            doc: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone (RST_STREAM REFUSED_STREAM, safe to retry)."),
-        .init(
-            name: "provider.http2.max_header_list_size", defaultValue: "8192",
-            doc: "SETTINGS_MAX_HEADER_LIST_SIZE in bytes; a request over it is answered 431 on its stream alone."),
-        .init(
-            name: "provider.http2.max_frame_size", defaultValue: "16384",
-            doc: "SETTINGS_MAX_FRAME_SIZE in bytes (16384 to 16777215)."),
-        .init(
-            name: "provider.http2.idle_timeout_seconds", defaultValue: "3600",
-            doc: "A connection without requests this long gets GOAWAY {\"reason\":\"IdleTimeout\"}; 0 disables."),
-        .init(
-            name: "provider.http2.connection_window_bytes", defaultValue: "1048576",
-            doc: "Receive window kept open per provider connection."),
-        .init(
-            name: "provider.handshake_timeout_seconds", defaultValue: "5",
-            doc: "A provider connection that has not finished its TLS handshake and HTTP/2 preface within this time is closed."
-        ),
-        .init(
-            name: "provider.max_connections", defaultValue: "0",
-            doc:
-                "Provider connections open at once (TLS and h2c together); more are closed at accept. 0: a tenth of the process's descriptor limit (at least 64)."
-        ),
-        .init(
-            name: "provider.max_connections_per_address", defaultValue: "500",
-            doc: "Provider connections open at once from one source address; 0: no cap."),
-
-        .init(
-            name: "devices.tokens_file", defaultValue: "",
-            doc:
-                "YAML file of device tokens registered by `pushgate tokens`. Empty: data_dir/device-tokens.yaml. Reloaded when it changes."
-        ),
-        .init(
-            name: "devices.reload_seconds", defaultValue: "1",
-            doc: "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading."),
-    ]
-
-    /// The store (docs/store.md).
-    static let store: [ConfigKey] = [
-        .init(
-            name: "store.backend", defaultValue: "sqlite",
-            doc:
-                "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir), postgres (store.postgres.url), or memory (nothing survives a restart; same as `serve --ephemeral`)."
-        ),
-        .init(
-            name: "store.sqlite.path", defaultValue: "",
-            doc: "The SQLite database file (WAL mode). Empty: data_dir/pushgate.sqlite."),
-        .init(
-            name: "store.sqlite.synchronous", defaultValue: "full",
-            doc:
-                "full: a 200 is on disk (survives a power loss); normal: survives a crash of the process, not of the machine, and commits faster."
-        ),
-        .init(
-            name: "store.postgres.url", defaultValue: "",
-            doc:
-                "With store.backend postgres: postgres://user:password@host:port/database (plain TCP; loopback or a trusted network)."
-        ),
-        .init(
-            name: "store.postgres.node_id", defaultValue: "",
-            doc:
-                "This node's name among the gateway nodes sharing the PostgreSQL database (each device's policy runs on its owner node; docs/store.md). Keep it stable across restarts. Empty: <hostname>:<devices.port>."
-        ),
-        .init(
-            name: "store.postgres.lease_seconds", defaultValue: "10",
-            doc:
-                "A node whose lease (renewed every third of this) is older than this is gone: another node takes its devices over and delivers their pushes."
-        ),
-        .init(
-            name: "store.postgres.sweep_seconds", defaultValue: "30",
-            doc:
-                "How often a node looks for pushes to its devices that no policy has decided and that are older than this (none in normal operation; each found is logged and counted)."
-        ),
-        .init(
-            name: "store.retention_seconds", defaultValue: "86400",
-            doc:
-                "How long delivered and discarded notifications stay in the store (for lookups) before they are pruned."
-        ),
-        .init(
-            name: "store.prune_seconds", defaultValue: "60",
-            doc: "How often finished notifications past the retention are pruned and expired ones marked."),
-    ]
-
-    /// The admin API.
-    static let admin: [ConfigKey] = [
-        .init(
-            name: "admin.enabled", defaultValue: "true",
-            doc: "Serve the admin API (lookups by apns-id and token, counters)."),
-        .init(
-            name: "admin.host", defaultValue: "127.0.0.1",
-            doc: "Address the admin API binds to; anything but loopback requires admin.token."),
-        .init(name: "admin.port", defaultValue: "2201", doc: "Port of the admin API (HTTP/1.1, JSON)."),
-        .init(
-            name: "admin.token", defaultValue: "",
-            doc: "Bearer token the admin API requires (authorization: Bearer <token>); empty: none (loopback only)."),
+        .choice(
+            "environment", PushEnvironment.development,
+            "APNs environment this gateway plays: development or production. Keys and certificates limited to the other one are refused.",
+            to: \.provider.environment),
+        .text(
+            "data_dir", "./data", nonEmpty: true,
+            "Directory for the gateway's files: development TLS certificates, registered keys and device tokens.",
+            to: \.dataDirectory),
+        .choice(
+            "log.level", Logger.Level.info,
+            "Log level: trace, debug, info, notice, warning, error, critical.", to: \.logLevel),
+        .custom(
+            "log.modules", "", expected: ModuleLogLevels.expected,
+            "Levels for single modules, over log.level: e.g. store=debug,devices=warning. Modules: provider, devices, store, cluster, admin.",
+            parse: ModuleLogLevels.parse, set: { $0.moduleLogLevels = $1 }),
+        .int(
+            "event_loops", "0", in: 0...256, "Event-loop threads for network I/O; 0 means one per core.",
+            to: \.eventLoops),
+        .int(
+            "shutdown.grace_seconds", "10", in: 0...3600,
+            "On SIGTERM/SIGINT, how long in-flight requests may take before connections are closed.",
+            to: \.shutdownGraceSeconds),
+        .flag(
+            "provider.tls.enabled", "true",
+            "Serve the provider API over TLS (HTTP/2, ALPN h2; clients offering no ALPN get HTTP/2 too).",
+            to: \.tlsListener.enabled),
+        .text(
+            "provider.tls.host", "127.0.0.1", nonEmpty: true, "Address the TLS provider listener binds to.",
+            to: \.tlsListener.host),
+        .int(
+            "provider.tls.port", "2197", in: 0...65535,
+            "Port of the TLS provider listener (APNs uses 443 and 2197).", to: \.tlsListener.port),
+        .text(
+            "provider.tls.certificate", "",
+            "PEM certificate chain of the TLS listener. Empty: a development certificate is created in data_dir/tls on first start.",
+            to: \.tls.certificate),
+        .text("provider.tls.private_key", "", "PEM private key of provider.tls.certificate.", to: \.tls.privateKey),
+        .text(
+            "provider.tls.client_ca", "",
+            "PEM CA that signs provider client certificates (certificate-based auth). Empty: the development CA in data_dir/tls.",
+            to: \.tls.clientCA),
+        .flag(
+            "provider.h2c.enabled", "true",
+            "Serve the provider API as cleartext HTTP/2 with prior knowledge (h2c), for local use and load tests.",
+            to: \.h2cListener.enabled),
+        .text(
+            "provider.h2c.host", "127.0.0.1", nonEmpty: true, "Address the h2c provider listener binds to.",
+            to: \.h2cListener.host),
+        .int("provider.h2c.port", "2198", in: 0...65535, "Port of the h2c provider listener.", to: \.h2cListener.port),
+        .int(
+            "provider.device_token.min_length", "64", in: 2...1024,
+            "Shortest accepted device token, in hex characters.", to: \.asRead.deviceTokenMinLength),
+        .int(
+            "provider.device_token.max_length", "64", in: 2...1024,
+            "Longest accepted device token, in hex characters (APNs tokens are 64).", to: \.asRead.deviceTokenMaxLength),
+        .int(
+            "provider.rate.device_token.burst", "200", in: 0...Int(Int32.max),
+            "Requests one device token may receive in a burst before 429 TooManyRequests.",
+            to: \.provider.perDeviceTokenRate.burst),
+        .number(
+            "provider.rate.device_token.per_second", "20", in: 0...1e9,
+            "Sustained requests per second per device token; 0 disables the limit.",
+            to: \.provider.perDeviceTokenRate.perSecond),
+        .int(
+            "provider.rate.team.burst", "400000", in: 0...Int(Int32.max),
+            "Requests one team may send in a burst before 429 TooManyRequests.", to: \.provider.perTeamRate.burst),
+        .number(
+            "provider.rate.team.per_second", "200000", in: 0...1e9,
+            "Sustained requests per second per team; 0 disables the limit.", to: \.provider.perTeamRate.perSecond),
+        .text(
+            "provider.auth.keys_file", "",
+            "YAML file of registered provider keys (team, key id, public key, topics, environment). Empty: data_dir/provider-keys.yaml. Reloaded when it changes.",
+            to: \.keysFile),
+        .text(
+            "provider.auth.certificates_file", "",
+            "YAML file of registered provider client certificates (SHA-256, team, topics, environment). Empty: data_dir/provider-certificates.yaml.",
+            to: \.certificatesFile),
+        .int(
+            "provider.auth.token_lifetime_seconds", "3600", in: 1...(365 * 86400),
+            "A provider token is valid this long after its iat (APNs: one hour).",
+            to: \.provider.auth.tokenLifetimeSeconds),
+        .int(
+            "provider.auth.future_skew_seconds", "60", in: 0...86400,
+            "How far in the future a token's iat may be (clock skew) before it is InvalidProviderToken.",
+            to: \.provider.auth.allowedFutureSkewSeconds),
+        .int(
+            "provider.auth.token_update_burst", "2", in: 0...1_000_000,
+            "Token changes a connection may make in a burst before 429 TooManyProviderTokenUpdates.",
+            to: \.provider.auth.tokenUpdateBurst),
+        .int(
+            "provider.auth.token_update_interval_seconds", "1200", in: 1...(365 * 86400),
+            "One more token change per connection is allowed per this interval (APNs: refresh at most every 20 minutes).",
+            to: \.provider.auth.tokenUpdateIntervalSeconds),
+        .int(
+            "provider.auth.max_failed_verifications", "16", in: 1...1_000_000,
+            "Bad provider tokens one connection may present (each costs a signature check) before it is closed with GOAWAY.",
+            to: \.provider.auth.maxFailedVerifications),
+        .number(
+            "provider.auth.failed_verifications_per_second", "5", in: 0...1_000_000,
+            "Failed token verifications per second per source address, across its connections (a burst of ten times this); past it, new tokens from that address are refused unverified. 0 disables the limit."
+        ) {
+            $0.provider.auth.failedVerificationsPerAddress = RateLimit(
+                burst: Int(($1 * 10).rounded(.up)), perSecond: $1)
+        },
+        .int(
+            "provider.http2.max_concurrent_streams", "1000", in: 1...1_000_000,
+            "SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone (RST_STREAM REFUSED_STREAM, safe to retry).",
+            to: \.provider.http2.maxConcurrentStreams),
+        .int(
+            "provider.http2.max_header_list_size", "8192", in: 1024...(1 << 24),
+            "SETTINGS_MAX_HEADER_LIST_SIZE in bytes; a request over it is answered 431 on its stream alone.",
+            to: \.provider.http2.maxHeaderListSize),
+        .int(
+            "provider.http2.max_frame_size", "16384", in: 16384...16_777_215,
+            "SETTINGS_MAX_FRAME_SIZE in bytes (16384 to 16777215).", to: \.provider.http2.maxFrameSize),
+        .int(
+            "provider.http2.idle_timeout_seconds", "3600", in: 0...(30 * 86400),
+            "A connection without requests this long gets GOAWAY {\"reason\":\"IdleTimeout\"}; 0 disables.",
+            to: \.provider.http2.idleTimeoutSeconds),
+        .int(
+            "provider.http2.connection_window_bytes", "1048576", in: 65535...Int(Int32.max),
+            "Receive window kept open per provider connection.", to: \.provider.http2.connectionWindowSize),
+        .int(
+            "provider.handshake_timeout_seconds", "5", in: 1...3600,
+            "A provider connection that has not finished its TLS handshake and HTTP/2 preface within this time is closed."
+        ) {
+            $0.providerGate.handshakeTimeout = .seconds(Int64($1))
+        },
+        .int(
+            "provider.max_connections", "0", in: 0...10_000_000,
+            "Provider connections open at once (TLS and h2c together); more are closed at accept. 0: a tenth of the process's descriptor limit (at least 64).",
+            to: \.providerGate.maxConnections),
+        .int(
+            "provider.max_connections_per_address", "500", in: 0...10_000_000,
+            "Provider connections open at once from one source address; 0: no cap.", to: \.providerGate.maxPerAddress),
+        .text(
+            "devices.tokens_file", "",
+            "YAML file of device tokens registered by `pushgate tokens`. Empty: data_dir/device-tokens.yaml. Reloaded when it changes.",
+            to: \.tokensFile),
+        .int(
+            "devices.reload_seconds", "1", in: 0...86400,
+            "How often the keys, certificates and tokens files are checked for changes; 0 disables reloading.",
+            to: \.reloadSeconds),
     ]
 
     /// The device port (docs/device-protocol.md).
     static let devices: [ConfigKey] = [
-        .init(name: "devices.host", defaultValue: "127.0.0.1", doc: "Address the device port (WebSocket) binds to."),
-        .init(
-            name: "devices.port", defaultValue: "2199",
-            doc: "Port of the plain WebSocket device listener; 0 picks a free port."),
-        .init(
-            name: "devices.tls.enabled", defaultValue: "true",
-            doc: "Also serve devices over WebSocket with TLS (the provider listener's certificate)."),
-        .init(name: "devices.tls.port", defaultValue: "2200", doc: "Port of the TLS device listener."),
-        .init(
-            name: "devices.keep_alive_seconds", defaultValue: "60",
-            doc: "Keep-alive interval devices are told to use (each adds its own phase and jitter)."),
-        .init(
-            name: "devices.message_burst", defaultValue: "200",
-            doc: "Messages a device may send in a burst before it is closed as flooding."),
-        .init(
-            name: "devices.messages_per_second", defaultValue: "50",
-            doc: "Sustained messages per second a device may send."),
-        .init(
-            name: "devices.not_reading_timeout_seconds", defaultValue: "30",
-            doc:
-                "A device that does not read its messages, or acknowledges none of the pushes sent to it, for this long is closed (they are sent again on its next connection)."
-        ),
-        .init(
-            name: "devices.delivery_window", defaultValue: "64",
-            doc: "Pushes written to a device and not yet acknowledged, at most; the rest wait their turn in its queue."),
-        .init(
-            name: "devices.max_waiting", defaultValue: "10000",
-            doc:
-                "Pushes that may wait for one device (queued or written, not acknowledged) before POSTs to its tokens get 429 TooManyRequests."
-        ),
-        .init(
-            name: "devices.hello_timeout_seconds", defaultValue: "10",
-            doc: "A connection that does not say hello (or register) within this time is closed."),
-        .init(
-            name: "devices.max_frame_bytes", defaultValue: "65536", doc: "Largest WebSocket message a device may send."),
-        .init(
-            name: "devices.enrolment_secret", defaultValue: "",
-            doc:
-                "Secret a device's register must carry (pushgate simulate --enrolment-secret). Empty: the gateway makes one in data_dir/enrolment-secret on first start, which pushgate simulate reads from there."
-        ),
-        .init(
-            name: "devices.enrolments_per_minute_per_address", defaultValue: "60",
-            doc:
-                "Devices one source address may register per minute (a burst of as many); more are refused (enrolment_limited). Loopback is spared (pushgate simulate enrols whole fleets from it). 0: no limit."
-        ),
-        .init(
-            name: "devices.prune_after_days", defaultValue: "0",
-            doc:
-                "Devices that have not connected for this many days are removed (as by pushgate devices remove: their tokens answer 410). 0: kept for good."
-        ),
-        .init(
-            name: "devices.upgrade_timeout_seconds", defaultValue: "5",
-            doc:
-                "A device connection that has not finished its TLS handshake and WebSocket upgrade within this time is closed (then devices.hello_timeout_seconds runs)."
-        ),
-        .init(
-            name: "devices.max_connections", defaultValue: "0",
-            doc:
-                "Device connections open at once (plain and TLS together); more are closed at accept. 0: the descriptor limit less the provider's share and 256 kept for the store, the admin API and files."
-        ),
-        .init(
-            name: "devices.max_connections_per_address", defaultValue: "0",
-            doc: "Device connections open at once from one source address; 0: no cap (a simulated fleet connects from one address)."
-        ),
+        .text(
+            "devices.host", "127.0.0.1", nonEmpty: true, "Address the device port (WebSocket) binds to.",
+            to: \.deviceListener.host),
+        .int(
+            "devices.port", "2199", in: 0...65535,
+            "Port of the plain WebSocket device listener; 0 picks a free port.", to: \.deviceListener.port),
+        .flag(
+            "devices.tls.enabled", "true",
+            "Also serve devices over WebSocket with TLS (the provider listener's certificate).",
+            to: \.deviceTLSListener.enabled),
+        .int(
+            "devices.tls.port", "2200", in: 0...65535, "Port of the TLS device listener.", to: \.deviceTLSListener.port),
+        .int(
+            "devices.keep_alive_seconds", "60", in: 1...86400,
+            "Keep-alive interval devices are told to use (each adds its own phase and jitter).",
+            to: \.hub.keepAliveSeconds),
+        .int(
+            "devices.message_burst", "200", in: 1...1_000_000,
+            "Messages a device may send in a burst before it is closed as flooding.", to: \.hub.messageBurst),
+        .number(
+            "devices.messages_per_second", "50", in: 0.01...1_000_000,
+            "Sustained messages per second a device may send.", to: \.hub.messagesPerSecond),
+        .int(
+            "devices.not_reading_timeout_seconds", "30", in: 1...86400,
+            "A device that does not read its messages, or acknowledges none of the pushes sent to it, for this long is closed (they are sent again on its next connection).",
+            to: \.hub.notReadingTimeoutSeconds),
+        .int(
+            "devices.delivery_window", "64", in: 1...100_000,
+            "Pushes written to a device and not yet acknowledged, at most; the rest wait their turn in its queue.",
+            to: \.hub.deliveryWindow),
+        .int(
+            "devices.max_waiting", "10000", in: 1...10_000_000,
+            "Pushes that may wait for one device (queued or written, not acknowledged) before POSTs to its tokens get 429 TooManyRequests.",
+            to: \.hub.maximumWaiting),
+        .int(
+            "devices.hello_timeout_seconds", "10", in: 1...3600,
+            "A connection that does not say hello (or register) within this time is closed.",
+            to: \.hub.helloTimeoutSeconds),
+        .int(
+            "devices.max_frame_bytes", "65536", in: 1024...(16 << 20), "Largest WebSocket message a device may send.",
+            to: \.hub.maximumFrameBytes),
+        .optionalText(
+            "devices.enrolment_secret", secret: .masked,
+            "Secret a device's register must carry (pushgate simulate --enrolment-secret). Empty: the gateway makes one in data_dir/enrolment-secret on first start, which pushgate simulate reads from there.",
+            to: \.hub.enrolmentSecret),
+        .int(
+            "devices.enrolments_per_minute_per_address", "60", in: 0...1_000_000,
+            "Devices one source address may register per minute (a burst of as many); more are refused (enrolment_limited). Loopback is spared (pushgate simulate enrols whole fleets from it). 0: no limit."
+        ) {
+            $0.hub.enrolmentsPerAddress = RateLimit(burst: $1, perSecond: Double($1) / 60)
+        },
+        .int(
+            "devices.prune_after_days", "0", in: 0...36500,
+            "Devices that have not connected for this many days are removed (as by pushgate devices remove: their tokens answer 410). 0: kept for good."
+        ) {
+            $0.hub.pruneAfterSeconds = Int64($1) * 86400
+        },
+        .int(
+            "devices.upgrade_timeout_seconds", "5", in: 1...3600,
+            "A device connection that has not finished its TLS handshake and WebSocket upgrade within this time is closed (then devices.hello_timeout_seconds runs)."
+        ) {
+            $0.deviceGate.handshakeTimeout = .seconds(Int64($1))
+        },
+        .int(
+            "devices.max_connections", "0", in: 0...10_000_000,
+            "Device connections open at once (plain and TLS together); more are closed at accept. 0: the descriptor limit less the provider's share and 256 kept for the store, the admin API and files.",
+            to: \.deviceGate.maxConnections),
+        .int(
+            "devices.max_connections_per_address", "0", in: 0...10_000_000,
+            "Device connections open at once from one source address; 0: no cap (a simulated fleet connects from one address).",
+            to: \.deviceGate.maxPerAddress),
     ]
 
     /// The silent-push policy (docs/throttling.md).
     static let policy: [ConfigKey] = [
-        .init(
-            name: "policy.budget.capacity", defaultValue: "3",
-            doc:
-                "Silent wakes an app may get in a burst (token bucket per device and app; Apple: two or three per hour)."
+        .int(
+            "policy.budget.capacity", "3", in: 1...1000,
+            "Silent wakes an app may get in a burst (token bucket per device and app; Apple: two or three per hour).",
+            to: \.policy.budgetCapacity),
+        .int(
+            "policy.budget.refill_seconds", "1200", in: 1...(30 * 86400),
+            "One silent wake is refilled per this many seconds.", to: \.policy.refillIntervalSeconds),
+        .custom(
+            "policy.held.storage", "newest_only", expected: "newest_only or up_to",
+            "What an app keeps while over budget or unreachable: newest_only (as APNs: the newest silent push; one push for an offline device) or up_to (policy.held.limit).",
+            parse: { ["newest_only": false, "up_to": true][$0] }, set: { $0.asRead.heldUpTo = $1 }),
+        .int(
+            "policy.held.limit", "100", in: 1...100,
+            "With policy.held.storage up_to: pushes kept per app, the oldest discarded beyond it (at most 100).",
+            to: \.asRead.heldLimit),
+        .choice(
+            "policy.piggyback.alert_scope", PolicySettings.PiggybackScope.allApps,
+            "Held pushes an alerting delivery carries: all_apps on the device, or same_app only.",
+            to: \.policy.alertPiggybackScope),
+        .int(
+            "policy.completion.deadline_seconds", "30", in: 1...3600,
+            "Seconds an app has to call its completion handler after a background wake (iOS: 30).",
+            to: \.policy.completionDeadlineSeconds),
+        .int(
+            "policy.completion.late_window_seconds", "600", in: 0...86400,
+            "A completion this long after a missed deadline is still recorded as late.",
+            to: \.policy.lateCompletionWindowSeconds),
+        .int(
+            "policy.storage.default_seconds", "2592000", in: 0...(365 * 86400),
+            "How long a push without apns-expiration is kept (APNs: up to 30 days).", to: \.policy.defaultStorageSeconds
         ),
-        .init(
-            name: "policy.budget.refill_seconds", defaultValue: "1200",
-            doc: "One silent wake is refilled per this many seconds."),
-        .init(
-            name: "policy.held.storage", defaultValue: "newest_only",
-            doc:
-                "What an app keeps while over budget or unreachable: newest_only (as APNs: the newest silent push; one push for an offline device) or up_to (policy.held.limit)."
-        ),
-        .init(
-            name: "policy.held.limit", defaultValue: "100",
-            doc: "With policy.held.storage up_to: pushes kept per app, the oldest discarded beyond it (at most 100)."),
-        .init(
-            name: "policy.piggyback.alert_scope", defaultValue: "all_apps",
-            doc: "Held pushes an alerting delivery carries: all_apps on the device, or same_app only."),
-        .init(
-            name: "policy.completion.deadline_seconds", defaultValue: "30",
-            doc: "Seconds an app has to call its completion handler after a background wake (iOS: 30)."),
-        .init(
-            name: "policy.completion.late_window_seconds", defaultValue: "600",
-            doc: "A completion this long after a missed deadline is still recorded as late."),
-        .init(
-            name: "policy.storage.default_seconds", defaultValue: "2592000",
-            doc: "How long a push without apns-expiration is kept (APNs: up to 30 days)."),
-        .init(
-            name: "policy.strikes.miss", defaultValue: "1",
-            doc: "Strikes a missed completion deadline adds (the app was terminated)."),
-        .init(name: "policy.strikes.failed", defaultValue: "0.25", doc: "Strikes a 'failed' completion adds."),
-        .init(
-            name: "policy.strikes.no_data_relief", defaultValue: "0.25",
-            doc: "Strikes a timely 'noData' completion takes away."),
-        .init(
-            name: "policy.strikes.new_data_relief", defaultValue: "0.5",
-            doc: "Strikes a timely 'newData' completion takes away."),
-        .init(
-            name: "policy.strikes.half_life_seconds", defaultValue: "21600",
-            doc: "Strikes halve over this many seconds."),
-        .init(
-            name: "policy.cooling.base_seconds", defaultValue: "1800",
-            doc:
-                "After a missed deadline the bucket is emptied and refills slowly for this long, doubled per strike beyond the first."
-        ),
-        .init(name: "policy.cooling.max_seconds", defaultValue: "86400", doc: "The longest cooling period."),
-        .init(
-            name: "policy.cooling.slowdown", defaultValue: "4",
-            doc: "How many times slower the bucket refills while cooling."),
+        .number(
+            "policy.strikes.miss", "1", in: 0...100,
+            "Strikes a missed completion deadline adds (the app was terminated).", to: \.policy.missStrike),
+        .number(
+            "policy.strikes.failed", "0.25", in: 0...100, "Strikes a 'failed' completion adds.",
+            to: \.policy.failedStrike),
+        .number(
+            "policy.strikes.no_data_relief", "0.25", in: 0...100, "Strikes a timely 'noData' completion takes away.",
+            to: \.policy.noDataRelief),
+        .number(
+            "policy.strikes.new_data_relief", "0.5", in: 0...100, "Strikes a timely 'newData' completion takes away.",
+            to: \.policy.newDataRelief),
+        .int(
+            "policy.strikes.half_life_seconds", "21600", in: 0...(365 * 86400), "Strikes halve over this many seconds.",
+            to: \.policy.strikeHalfLifeSeconds),
+        .int(
+            "policy.cooling.base_seconds", "1800", in: 0...(30 * 86400),
+            "After a missed deadline the bucket is emptied and refills slowly for this long, doubled per strike beyond the first.",
+            to: \.policy.coolingBaseSeconds),
+        .int(
+            "policy.cooling.max_seconds", "86400", in: 0...(365 * 86400), "The longest cooling period.",
+            to: \.policy.coolingMaxSeconds),
+        .number(
+            "policy.cooling.slowdown", "4", in: 1...1000, "How many times slower the bucket refills while cooling.",
+            to: \.policy.coolingSlowdown),
+    ]
+
+    /// The admin API.
+    static let admin: [ConfigKey] = [
+        .flag(
+            "admin.enabled", "true",
+            "Serve the admin API (lookups by apns-id and token, counters).", to: \.admin.enabled),
+        .text(
+            "admin.host", "127.0.0.1", nonEmpty: true,
+            "Address the admin API binds to; anything but loopback requires admin.token.", to: \.admin.host),
+        .int("admin.port", "2201", in: 0...65535, "Port of the admin API (HTTP/1.1, JSON).", to: \.admin.port),
+        .optionalText(
+            "admin.token", secret: .masked,
+            "Bearer token the admin API requires (authorization: Bearer <token>); empty: none (loopback only).",
+            to: \.adminToken),
+    ]
+
+    /// The store (docs/store.md).
+    static let store: [ConfigKey] = [
+        .choice(
+            "store.backend", StoreSettings.Backend.sqlite,
+            "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir), postgres (store.postgres.url), or memory (nothing survives a restart; same as `serve --ephemeral`).",
+            to: \.store.backend),
+        .text(
+            "store.sqlite.path", "",
+            "The SQLite database file (WAL mode). Empty: data_dir/pushgate.sqlite.", to: \.store.sqlitePath),
+        .choice(
+            "store.sqlite.synchronous", SQLiteStore.Synchronous.full,
+            "full: a 200 is on disk (survives a power loss); normal: survives a crash of the process, not of the machine, and commits faster.",
+            to: \.store.synchronous),
+        .text(
+            "store.postgres.url", "", secret: .url(PostgresStore.redacted),
+            "With store.backend postgres: postgres://user:password@host:port/database (plain TCP; loopback or a trusted network).",
+            to: \.store.postgresURL),
+        .custom(
+            "store.postgres.node_id", "", expected: "a name of at most 200 characters without spaces",
+            "This node's name among the gateway nodes sharing the PostgreSQL database (each device's policy runs on its owner node; docs/store.md). Keep it stable across restarts. Empty: <hostname>:<devices.port>.",
+            parse: { $0.utf8.count <= 200 && !$0.contains(where: \.isWhitespace) ? $0 : nil },
+            set: { $0.store.nodeID = $1 }),
+        .int(
+            "store.postgres.lease_seconds", "10", in: 1...3600,
+            "A node whose lease (renewed every third of this) is older than this is gone: another node takes its devices over and delivers their pushes.",
+            to: \.store.cluster.leaseSeconds),
+        .int(
+            "store.postgres.sweep_seconds", "30", in: 1...86400,
+            "How often a node looks for pushes to its devices that no policy has decided and that are older than this (none in normal operation; each found is logged and counted).",
+            to: \.store.cluster.sweepSeconds),
+        .int(
+            "store.retention_seconds", "86400", in: 0...(365 * 86400),
+            "How long delivered and discarded notifications stay in the store (for lookups) before they are pruned.",
+            to: \.store.retentionSeconds),
+        .int(
+            "store.prune_seconds", "60", in: 1...86400,
+            "How often finished notifications past the retention are pruned and expired ones marked.",
+            to: \.store.pruneSeconds),
     ]
 
     public static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
-}
 
-extension ConfigKeys {
     /// A value as `pushgate config` shows it: secrets (the admin token, a PostgreSQL password) masked.
     public static func printable(_ name: String, _ value: String) -> String {
-        switch name {
-        case "admin.token", "devices.enrolment_secret": value.isEmpty ? value : "***"
-        case "store.postgres.url": PostgresStore.redacted(value)
-        default: value
-        }
+        byName[name]?.printable(value) ?? value
     }
 }

@@ -1,6 +1,8 @@
+import AdminAPI
 import ConnectionLimits
 import DeviceHub
 import Foundation
+import GatewayFiles
 import Logging
 import NIOCore
 import NIOPosix

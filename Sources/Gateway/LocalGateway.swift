@@ -1,5 +1,7 @@
+import AdminAPI
 import Crypto
 import Foundation
+import GatewayFiles
 import Logging
 import NIOCore
 import ProviderAuth

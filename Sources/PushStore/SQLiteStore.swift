@@ -1,16 +1,18 @@
+import EmbeddedSQLite
 import Foundation
-import GRDB
-import GRDBSQLite
 import PushModel
 import PushPolicy
 
-/// The embedded store: one SQLite file in WAL mode (GRDB). A commit is one transaction; with
-/// `synchronous: full` (the default) it is on disk when `commit` returns, so a power loss does not
-/// lose it either; `normal` survives a crash of the process but not of the machine.
+/// The embedded store: one SQLite file in WAL mode, on the SQLite that vapor/sqlite-nio compiles in
+/// (`EmbeddedSQLite`). One connection writes, on a thread of its own; another reads (lookups, counts,
+/// the snapshot at start). A commit is one transaction; with `synchronous: full` (the default) it is on
+/// disk when `commit` returns, so a power loss does not lose it either; `normal` survives a crash of the
+/// process but not of the machine.
 public final class SQLiteStore: StoreBackend {
     public let kind = "sqlite"
     public let path: String
-    private let pool: DatabasePool
+    private let writer: SQLiteWorker
+    private let reader: SQLiteWorker
     private let checkpointer: SQLiteCheckpointer
 
     public enum Synchronous: String, Sendable, CaseIterable {
@@ -24,28 +26,41 @@ public final class SQLiteStore: StoreBackend {
         self.path = path
         let checkpointer = SQLiteCheckpointer(path: path, threshold: checkpointPages)
         self.checkpointer = checkpointer
-        var configuration = Configuration()
-        configuration.label = "pushgate.store"
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
-            // Pages read through memory and cached (64 MiB) instead of a read call each.
-            try db.execute(sql: "PRAGMA cache_size = -65536")
-            try db.execute(sql: "PRAGMA mmap_size = 1073741824")
-            if !db.configuration.readonly, let connection = db.sqliteConnection {
-                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-                checkpointer.install(on: connection)
-            }
-        }
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            writer = try SQLiteWorker(path: path, label: "pushgate.store.writer") { db in
+                try Self.tune(db)
+                try db.execute("PRAGMA journal_mode = WAL")
+                try db.execute("PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
+                try checkpointer.install(on: db)
+            }
+            reader = try SQLiteWorker(path: path, label: "pushgate.store.reader", readOnly: true) { db in
+                try Self.tune(db)
+            }
         } catch {
             throw StoreError("cannot open the SQLite database at \(path): \(error)")
         }
+    }
+
+    /// Both connections: wait up to 10 s for another process's lock (an operator's `sqlite3`); pages
+    /// read through memory and cached (64 MiB) instead of a read call each.
+    private static func tune(_ db: SQLiteConnection) throws {
+        db.waitForLocks(milliseconds: 10_000)
+        try db.execute("PRAGMA cache_size = -65536")
+        try db.execute("PRAGMA mmap_size = 1073741824")
+    }
+
+    /// `work` in one transaction on the writer's connection.
+    private func write<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await writer.run { db in try db.transaction(immediate: true) { try work(db) } }
+    }
+
+    /// `work` in one transaction (one snapshot of the database) on the reader's connection.
+    private func read<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await reader.run { db in try db.transaction(immediate: false) { try work(db) } }
     }
 
     // MARK: Schema
@@ -89,14 +104,16 @@ public final class SQLiteStore: StoreBackend {
         ["ALTER TABLE devices ADD COLUMN last_seen_at INTEGER", "ALTER TABLE devices ADD COLUMN removed_at INTEGER"],
     ]
 
-    private func migrate() throws {
-        try pool.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            let current = try Int.fetchOne(db, sql: "SELECT MAX(version) FROM schema_version") ?? 0
+    private func migrate() async throws {
+        let path = path
+        try await write { db in
+            try db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            let current =
+                try db.prepare("SELECT COALESCE(MAX(version), 0) FROM schema_version").scalar(as: Int.self) ?? 0
             guard current <= Schema.latestVersion else { throw StoreError.newerSchema(current, where: "at \(path)") }
             for version in (current + 1)..<(Schema.latestVersion + 1) {
-                for statement in Self.migrations[version - 1] { try db.execute(sql: statement) }
-                try db.execute(sql: "INSERT INTO schema_version (version) VALUES (?)", arguments: [version])
+                for statement in Self.migrations[version - 1] { try db.execute(statement) }
+                try db.prepare("INSERT INTO schema_version (version) VALUES (?)").run(version)
             }
         }
     }
@@ -104,72 +121,67 @@ public final class SQLiteStore: StoreBackend {
     // MARK: StoreBackend
 
     public func open(now: UnixTime) async throws -> StoreSnapshot {
-        try migrate()
-        _ = try await pool.write { db in try Self.expire(db, now: now, atStart: true) }
-        return try await pool.read { db in
+        try await migrate()
+        _ = try await write { db in try Self.expire(db, now: now, atStart: true) }
+        return try await read { db in
             var snapshot = StoreSnapshot()
-            let devices = try Row.fetchCursor(
-                db, sql: "SELECT id, secret_hash, created_at, last_seen_at, removed_at FROM devices ORDER BY rowid")
-            while let row = try devices.next() {
-                snapshot.devices.append(
-                    StoredDevice(
-                        id: row[0], secretHash: [UInt8](row[1] as Data),
-                        createdAt: UnixTime(milliseconds: row[2]),
-                        lastSeenAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) },
-                        removedAt: (row[4] as Int64?).map { UnixTime(milliseconds: $0) }))
-            }
-            let tokens = try Row.fetchCursor(
-                db, sql: "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY rowid")
-            while let row = try tokens.next() {
-                snapshot.tokens.append(
-                    StoredToken(
-                        token: row[0], deviceID: row[1], bundleID: row[2],
-                        unregisteredAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) }))
-            }
+            try db.prepare("SELECT id, secret_hash, created_at, last_seen_at, removed_at FROM devices ORDER BY rowid")
+                .query { row in
+                    snapshot.devices.append(
+                        StoredDevice(
+                            id: row[0], secretHash: row[1], createdAt: UnixTime(milliseconds: row[2]),
+                            lastSeenAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) },
+                            removedAt: (row[4] as Int64?).map { UnixTime(milliseconds: $0) }))
+                }
+            try db.prepare("SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY rowid")
+                .query { row in
+                    snapshot.tokens.append(
+                        StoredToken(
+                            token: row[0], deviceID: row[1], bundleID: row[2],
+                            unregisteredAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) }))
+                }
             snapshot.budgets = try Self.budgets(db)
-            let pending = try Row.fetchCursor(db, sql: Self.selectNotification + " WHERE state = 0 ORDER BY seq")
-            while let row = try pending.next() { snapshot.pending.append(try Self.notification(row)) }
+            try db.prepare(Self.selectNotification + " WHERE state = 0 ORDER BY seq").query { row in
+                snapshot.pending.append(try Self.notification(row))
+            }
             return snapshot
         }
     }
 
     public func commit(_ batch: StoreBatch) async throws {
         guard !batch.isEmpty else { return }
-        try await pool.write { db in
+        try await write { db in
             if !batch.devices.isEmpty {
-                let insert = try db.cachedStatement(
-                    sql: "INSERT OR IGNORE INTO devices (id, secret_hash, created_at) VALUES (?, ?, ?)")
+                let insert = try db.statement(
+                    "INSERT OR IGNORE INTO devices (id, secret_hash, created_at) VALUES (?, ?, ?)")
                 for device in batch.devices {
-                    try insert.execute(
-                        arguments: [device.id, Data(device.secretHash), device.createdAt.milliseconds])
+                    try insert.run(device.id, device.secretHash, device.createdAt.milliseconds)
                 }
             }
             if !batch.seen.isEmpty {
-                let update = try db.cachedStatement(sql: "UPDATE devices SET last_seen_at = ? WHERE id = ?")
-                for (id, at) in batch.seen { try update.execute(arguments: [at.milliseconds, id]) }
+                let update = try db.statement("UPDATE devices SET last_seen_at = ? WHERE id = ?")
+                for (id, at) in batch.seen { try update.run(at.milliseconds, id) }
             }
             if !batch.removed.isEmpty {
-                let update = try db.cachedStatement(sql: "UPDATE devices SET removed_at = ? WHERE id = ?")
-                for (id, at) in batch.removed { try update.execute(arguments: [at.milliseconds, id]) }
+                let update = try db.statement("UPDATE devices SET removed_at = ? WHERE id = ?")
+                for (id, at) in batch.removed { try update.run(at.milliseconds, id) }
             }
             if !batch.tokens.isEmpty {
-                let upsert = try db.cachedStatement(
-                    sql: """
-                        INSERT INTO tokens (token, device_id, bundle_id, unregistered_at) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
-                        """)
+                let upsert = try db.statement(
+                    """
+                    INSERT INTO tokens (token, device_id, bundle_id, unregistered_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
+                    """)
                 for token in batch.tokens {
-                    try upsert.execute(
-                        arguments: [token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds])
+                    try upsert.run(token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds)
                 }
             }
             var rest = batch.notifications[...]
             for (size, sql) in Self.insertNotifications {
                 guard rest.count >= size else { continue }
-                // Bound with SQLite's own calls: GRDB's arguments box every value (17 per row), which cost
+                // Bound in place (`SQLiteRowBinder`): 17 values a row, copied by SQLite one by one, cost
                 // more than SQLite's insert itself on this path.
-                var rows = SQLiteRowBinder(
-                    try db.cachedStatement(sql: sql).sqliteStatement)
+                var rows = SQLiteRowBinder(try db.statement(sql))
                 while rest.count >= size {
                     for (row, stored) in rest.prefix(size).enumerated() {
                         Self.bind(stored, to: &rows, at: Int32(row * NotificationColumns.count))
@@ -179,33 +191,30 @@ public final class SQLiteStore: StoreBackend {
                 }
             }
             if !batch.outcomes.isEmpty {
-                let update = try db.cachedStatement(
-                    sql: """
-                        UPDATE notifications SET state = ?, rule = COALESCE(?, rule), finished_at = ?
-                        WHERE apns_id = ?
-                        """)
+                let update = try db.statement(
+                    """
+                    UPDATE notifications SET state = ?, rule = COALESCE(?, rule), finished_at = ?
+                    WHERE apns_id = ?
+                    """)
                 for outcome in batch.outcomes {
                     let finished: Int64? = outcome.state == .pending ? nil : outcome.at.milliseconds
-                    try update.execute(arguments: [
-                        outcome.state.rawValue, outcome.rule?.rawValue, finished, outcome.apnsID.value,
-                    ])
+                    try update.run(outcome.state.rawValue, outcome.rule?.rawValue, finished, outcome.apnsID.value)
                 }
             }
             if !batch.budgets.isEmpty {
-                let clear = try db.cachedStatement(sql: "DELETE FROM app_budgets WHERE device_id = ?")
-                let insert = try db.cachedStatement(
-                    sql: """
-                        INSERT INTO app_budgets (device_id, bundle_id, tokens, strikes, settled_at, cooling_until,
-                            app_state) VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """)
+                let clear = try db.statement("DELETE FROM app_budgets WHERE device_id = ?")
+                let insert = try db.statement(
+                    """
+                    INSERT INTO app_budgets (device_id, bundle_id, tokens, strikes, settled_at, cooling_until,
+                        app_state) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """)
                 for (device, apps) in batch.budgets {
-                    try clear.execute(arguments: [device])
+                    try clear.run(device)
                     for app in apps {
                         let budget = app.budget
-                        try insert.execute(arguments: [
+                        try insert.run(
                             device, app.bundleID, budget.tokens.map { Double($0) }, Double(budget.strikes),
-                            budget.settledAt, budget.coolingUntil, budget.appState.rawValue,
-                        ])
+                            budget.settledAt, budget.coolingUntil, budget.appState.rawValue)
                     }
                 }
             }
@@ -213,29 +222,27 @@ public final class SQLiteStore: StoreBackend {
     }
 
     public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
-        try await pool.write { db in
+        try await write { db in
             let expired = try Self.expire(db, now: now, atStart: false)
-            try db.execute(
-                sql: "DELETE FROM notifications WHERE state <> 0 AND finished_at < ?",
-                arguments: [finishedBefore.milliseconds])
-            return PruneResult(removed: db.changesCount, expired: expired)
+            try db.statement("DELETE FROM notifications WHERE state <> 0 AND finished_at < ?")
+                .run(finishedBefore.milliseconds)
+            return PruneResult(removed: db.changes, expired: expired)
         }
     }
 
     public func notification(_ id: APNsID) async throws -> StoredNotification? {
-        try await pool.read { db in
-            try Row.fetchOne(
-                db, sql: Self.selectNotification + " WHERE apns_id = ? ORDER BY seq DESC LIMIT 1",
-                arguments: [id.value]
-            ).map(Self.notification)
+        try await read { db in
+            var found: StoredNotification?
+            try db.statement(Self.selectNotification + " WHERE apns_id = ? ORDER BY seq DESC LIMIT 1")
+                .query(id.value) { row in found = try Self.notification(row) }
+            return found
         }
     }
 
     public func counts() async throws -> [NotificationState: Int] {
-        try await pool.read { db in
+        try await read { db in
             var counts: [NotificationState: Int] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT state, COUNT(*) FROM notifications GROUP BY state")
-            while let row = try rows.next() {
+            try db.statement("SELECT state, COUNT(*) FROM notifications GROUP BY state").query { row in
                 if let state = NotificationState(rawValue: row[0]) { counts[state] = row[1] }
             }
             return counts
@@ -243,12 +250,13 @@ public final class SQLiteStore: StoreBackend {
     }
 
     public func ping() async throws {
-        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        _ = try await read { db in try db.statement("SELECT 1").scalar(as: Int.self) }
     }
 
     public func close() async throws {
         try checkpointer.close()
-        try pool.close()
+        try writer.close()
+        try reader.close()
     }
 
     // MARK: Inserting notifications
@@ -297,24 +305,23 @@ public final class SQLiteStore: StoreBackend {
             class, payload, received_at, expires_at, device_id, state, rule FROM notifications
         """
 
-    static func notification(_ row: Row) throws -> StoredNotification {
+    static func notification(_ row: SQLiteRow) throws -> StoredNotification {
         try NotificationColumns(
             teamID: row[0], apnsID: row[1], deviceToken: row[2], topic: row[3], bundleID: row[4], pushType: row[5],
             priority: row[6], expiration: row[7], collapseID: row[8], notificationClass: row[9],
-            payload: [UInt8](row[10] as Data), receivedAt: row[11], expiresAt: row[12], deviceID: row[13],
+            payload: row[10], receivedAt: row[11], expiresAt: row[12], deviceID: row[13],
             state: row[14], rule: row[15]
         ).stored()
     }
 
-    static func budgets(_ db: Database) throws -> [DeviceBudgets] {
+    static func budgets(_ db: SQLiteConnection) throws -> [DeviceBudgets] {
         var result: [DeviceBudgets] = []
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT device_id, bundle_id, tokens, strikes, settled_at, cooling_until, app_state
-                FROM app_budgets ORDER BY device_id, bundle_id
-                """)
-        while let row = try rows.next() {
+        let rows = try db.prepare(
+            """
+            SELECT device_id, bundle_id, tokens, strikes, settled_at, cooling_until, app_state
+            FROM app_budgets ORDER BY device_id, bundle_id
+            """)
+        try rows.query { row in
             let deviceID: String = row[0]
             let state: String = row[6]
             guard let appState = AppState(rawValue: state) else {
@@ -336,16 +343,14 @@ public final class SQLiteStore: StoreBackend {
     }
 
     /// Marks pending notifications past their expiry as expired (at start, `apns-expiration: 0` ones too).
-    static func expire(_ db: Database, now: UnixTime, atStart: Bool) throws -> Int {
-        try db.execute(
-            sql: """
-                UPDATE notifications SET state = 2, finished_at = ?,
-                    rule = CASE WHEN expires_at IS NULL THEN ? ELSE ? END
-                WHERE state = 0 AND (expires_at < ? \(atStart ? "OR expires_at IS NULL" : ""))
-                """,
-            arguments: [
-                now.milliseconds, Rule.notStoredExpirationZero.rawValue, Rule.expired.rawValue, now.milliseconds,
-            ])
-        return db.changesCount
+    static func expire(_ db: SQLiteConnection, now: UnixTime, atStart: Bool) throws -> Int {
+        try db.statement(
+            """
+            UPDATE notifications SET state = 2, finished_at = ?,
+                rule = CASE WHEN expires_at IS NULL THEN ? ELSE ? END
+            WHERE state = 0 AND (expires_at < ? \(atStart ? "OR expires_at IS NULL" : ""))
+            """
+        ).run(now.milliseconds, Rule.notStoredExpirationZero.rawValue, Rule.expired.rawValue, now.milliseconds)
+        return db.changes
     }
 }

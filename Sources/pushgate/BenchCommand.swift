@@ -1,3 +1,4 @@
+import AdminAPI
 import ArgumentParser
 import Foundation
 import Gateway

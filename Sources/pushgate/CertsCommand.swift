@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import GatewayFiles
 
 struct CertsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import GatewayFiles
 
 /// The options every command that reads the configuration shares.
 struct ConfigOptions: ParsableArguments {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Gateway
+import GatewayFiles
 import ProviderAuth
 import PushModel
 

@@ -3,6 +3,7 @@ import DeviceAgent
 import DeviceProtocol
 import Foundation
 import Gateway
+import GatewayFiles
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Gateway
+import GatewayFiles
 import ProviderAPI
 import PushModel
 

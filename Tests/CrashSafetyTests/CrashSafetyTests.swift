@@ -1,7 +1,9 @@
+import AdminAPI
 import Crypto
 import DeviceAgent
 import Foundation
 import Gateway
+import GatewayFiles
 import NIOCore
 import NIOPosix
 import ProviderAuth

@@ -1,13 +1,15 @@
+import AdminAPI
 import Crypto
 import DeviceAgent
 import Foundation
 import Gateway
+import GatewayFiles
 import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import TestSupport
 import Testing
+import TestSupport
 
 /// Two `pushgate serve` processes on one PostgreSQL database (`TEST_POSTGRES_URL`, which `.ci/run`
 /// sets): a push POSTed to one node reaches a device connected to the other; the device's budget and

@@ -1,14 +1,16 @@
+import AdminAPI
 import Crypto
 import DeviceAgent
 import Foundation
 import Gateway
+import GatewayFiles
 import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import TestSupport
 import Testing
+import TestSupport
 
 /// What a device had not acknowledged when the gateway was killed is the device's: after a restart it
 /// is sent again, in order, and a newer push while the device was away coalesces none of it. A device

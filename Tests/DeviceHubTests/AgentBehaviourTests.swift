@@ -3,6 +3,7 @@ import DeviceHub
 import DeviceProtocol
 import Foundation
 import Gateway
+import GatewayFiles
 import Logging
 import NIOCore
 import NIOHTTP1

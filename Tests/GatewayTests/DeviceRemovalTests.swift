@@ -1,6 +1,8 @@
+import AdminAPI
 import DeviceAgent
 import Foundation
 import Gateway
+import GatewayFiles
 import NIOHTTP1
 import Testing
 

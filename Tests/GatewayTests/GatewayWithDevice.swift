@@ -1,3 +1,4 @@
+import AdminAPI
 import DeviceAgent
 import Foundation
 import Gateway

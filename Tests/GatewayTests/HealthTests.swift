@@ -1,3 +1,4 @@
+import AdminAPI
 import Foundation
 import Gateway
 import Logging

@@ -2,6 +2,8 @@ import Foundation
 import Gateway
 import Testing
 
+@testable import pushgate
+
 /// Lookups on a real gateway: a silent push held over budget and released on a keep-alive shows that
 /// journey, with the store's record; the device shows its app's spent budget; both read as tables.
 @Suite struct LookupTests {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GatewayFiles
 import PushModel
 import Testing
 

@@ -1,9 +1,10 @@
 import Foundation
 import Gateway
-import X509
+import GatewayFiles
 import ProviderClient
 import PushModel
 import Testing
+import X509
 
 @testable import ProviderAPI
 

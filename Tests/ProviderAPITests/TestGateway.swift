@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gateway
+import GatewayFiles
 import Logging
 import NIOCore
 import NIOHPACK

@@ -1,5 +1,5 @@
+import EmbeddedSQLite
 import Foundation
-import GRDB
 import PushModel
 import PushPolicy
 import PushStore
@@ -101,8 +101,9 @@ enum Samples {
 
     /// Runs a statement on a SQLite file behind the store's back, as an operator would.
     static func sqlite(_ path: String, _ sql: String) throws {
-        let queue = try DatabaseQueue(path: path)
-        try queue.write { try $0.execute(sql: sql) }
-        try queue.close()
+        let connection = try SQLiteConnection(path: path)
+        connection.waitForLocks(milliseconds: 10_000)
+        try connection.execute(sql)
+        try connection.close()
     }
 }

@@ -1,7 +1,6 @@
 import Dispatch
-import GRDB
-import GRDBSQLite
 import Synchronization
+import VaporCSQLite
 
 /// Copies the WAL back into the database beside the writer, on a connection of its own.
 ///
@@ -12,29 +11,30 @@ import Synchronization
 /// from its beginning only once a checkpoint has caught up with the writer, so past twice the threshold
 /// the writer waits for the background checkpoint and then checkpoints itself, copying what that one
 /// has not (usually little): the WAL stays within about twice the threshold.
-final class SQLiteCheckpointer: Sendable {
-    let path: String
-    let threshold: Int32
+public final class SQLiteCheckpointer: @unchecked Sendable {
+    // @unchecked: the checkpoint connection is opened, used and closed on `queue` only.
+    public let path: String
+    public let threshold: Int32
     private let queue = DispatchQueue(label: "pushgate.store.checkpoint")
     private struct State {
-        var connection: DatabaseQueue?
         var running = false
         var closed = false
     }
     private let state = Mutex(State())
+    private var connection: SQLiteConnection?
 
-    init(path: String, threshold: Int32) {
+    public init(path: String, threshold: Int32) {
         self.path = path
         self.threshold = threshold
     }
 
     /// Replaces SQLite's automatic checkpoint on the writer's connection (the WAL hook is one per
-    /// connection, so `wal_autocheckpoint` is off there). `self` outlives the connection: the pool's
-    /// `prepareDatabase`, which calls this, holds it.
-    func install(on connection: OpaquePointer) {
+    /// connection). The caller keeps `self` for as long as the connection is open.
+    public func install(on writer: SQLiteConnection) throws {
+        try writer.execute("PRAGMA wal_autocheckpoint = 0")
         let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_wal_hook(
-            connection,
+        sqlite_nio_sqlite3_wal_hook(
+            writer.handle,
             { context, connection, _, frames in
                 let checkpointer = Unmanaged<SQLiteCheckpointer>.fromOpaque(context!).takeUnretainedValue()
                 checkpointer.walHas(frames, connection: connection)
@@ -50,7 +50,7 @@ final class SQLiteCheckpointer: Sendable {
             // Only this thread adds frames, so this one catches up, and the WAL starts over at the next
             // commit.
             queue.sync {}
-            _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            _ = sqlite_nio_sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             return
         }
         let start = state.withLock { state -> Bool in
@@ -64,32 +64,23 @@ final class SQLiteCheckpointer: Sendable {
 
     private func checkpoint() {
         defer { state.withLock { $0.running = false } }
-        do {
-            let connection = try state.withLock { state -> DatabaseQueue? in
-                guard !state.closed else { return nil }
-                if state.connection == nil {
-                    var configuration = Configuration()
-                    configuration.label = "pushgate.store.checkpoint"
-                    configuration.busyMode = .timeout(10)
-                    state.connection = try DatabaseQueue(path: path, configuration: configuration)
-                }
-                return state.connection
-            }
-            try connection?.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) }
-        } catch {
-            // The writer's own checkpoint (past twice the threshold) still bounds the WAL.
+        guard !state.withLock({ $0.closed }) else { return }
+        if connection == nil {
+            connection = try? SQLiteConnection(path: path)
+            connection?.waitForLocks(milliseconds: 10_000)
         }
+        // Failing (not opened, or busy past the wait) leaves it to the writer's own checkpoint, past
+        // twice the threshold, to bound the WAL.
+        guard let connection else { return }
+        _ = sqlite_nio_sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
     }
 
     /// Waits for a running checkpoint and closes the connection.
-    func close() throws {
-        let connection = queue.sync {
-            state.withLock { state -> DatabaseQueue? in
-                state.closed = true
-                defer { state.connection = nil }
-                return state.connection
-            }
+    public func close() throws {
+        state.withLock { $0.closed = true }
+        try queue.sync {
+            defer { connection = nil }
+            try connection?.close()
         }
-        try connection?.close()
     }
 }

@@ -25,8 +25,9 @@ public enum AdminClient {
         do {
             channel = try await ClientBootstrap(group: group)
                 .channelInitializer { channel in
-                    channel.pipeline.addHTTPClientHandlers().flatMap {
-                        channel.pipeline.addHandler(ResponseCollector(promise: promise))
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
                     }
                 }
                 .connect(host: host, port: port).get()

@@ -1,5 +1,7 @@
+import Gateway
+
 /// Renders the key table as documents: the commented YAML file in Config/ and the README's Markdown table.
-public enum ConfigDocument {
+enum ConfigDocument {
     /// Every key, nested as the file expects it, with its meaning as a comment and its default as the value.
     public static func yaml() -> String {
         var lines = [

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushModel
 import ServiceLifecycle
 import Synchronization
 
@@ -86,7 +87,7 @@ private final class AdminHandler: ChannelInboundHandler {
             guard let head, feed == nil else { return }
             let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
             let authorized =
-                token.map { AdminServer.sameInConstantTime(head.headers.first(name: "authorization"), "Bearer \($0)") }
+                token.map { ConstantTime.equal((head.headers.first(name: "authorization") ?? "").utf8, "Bearer \($0)".utf8) }
                 ?? true
             self.head = nil
             if head.method == .GET, path == "/dashboard" || path == "/" {
@@ -168,19 +169,5 @@ private final class AdminHandler: ChannelInboundHandler {
         buffer.writeBytes(json)
         buffer.writeString("\n\n")
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-    }
-}
-
-extension AdminServer {
-    /// Compares a presented credential with the expected one in time that depends only on the expected
-    /// one's length: a wrong token's first differing byte is not measurable from outside.
-    static func sameInConstantTime(_ presented: String?, _ expected: String) -> Bool {
-        let given = Array((presented ?? "").utf8)
-        let wanted = Array(expected.utf8)
-        var difference = UInt8(given.count == wanted.count ? 0 : 1)
-        for index in wanted.indices {
-            difference |= wanted[index] ^ (index < given.count ? given[index] : 0)
-        }
-        return difference == 0
     }
 }

@@ -29,7 +29,8 @@ public enum EnrolmentSecret {
         let file = path(dataDirectory: dataDirectory)
         guard FileManager.default.createFile(atPath: file, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else {
-            throw ConfigError(key: "devices.enrolment_secret", source: nil, message: "cannot write \(file)")
+            throw RegistryFileError(
+                path: file, message: "cannot write the enrolment secret (or set devices.enrolment_secret)")
         }
         return secret
     }

@@ -124,30 +124,30 @@ public struct AdminRoutes: Sendable {
     }
 }
 
-struct NotificationJourney: Codable {
-    struct Step: Codable {
-        var at: Int64
-        var event: String
-        var rule: String?
+public struct NotificationJourney: Codable, Sendable {
+    public struct Step: Codable, Sendable {
+        public var at: Int64
+        public var event: String
+        public var rule: String?
         /// Apple's name for where the push stood after this step (Push Notifications Console).
-        var state: String
+        public var state: String
     }
 
     /// Where it stands now, in Apple's words ("Delivered (From Storage)", "Stored – Device Offline", …),
     /// with the policy's rule as the detail.
-    var deliveryState: String
+    public var deliveryState: String
 
     /// The store's record: what was accepted and where it stands.
-    struct Stored: Codable {
-        var state: String
-        var rule: String?
-        var deviceID: String?
-        var topic: String
-        var pushType: String
-        var priority: Int
-        var collapseID: String?
-        var receivedAt: Int64
-        var expiresAt: Int64?
+    public struct Stored: Codable, Sendable {
+        public var state: String
+        public var rule: String?
+        public var deviceID: String?
+        public var topic: String
+        public var pushType: String
+        public var priority: Int
+        public var collapseID: String?
+        public var receivedAt: Int64
+        public var expiresAt: Int64?
 
         init(_ stored: StoredNotification) {
             let push = stored.notification
@@ -167,9 +167,9 @@ struct NotificationJourney: Codable {
         ]
     }
 
-    var apnsID: String
-    var stored: Stored?
-    var steps: [Step]
+    public var apnsID: String
+    public var stored: Stored?
+    public var steps: [Step]
 
     /// The store's record and the decision log's steps, each step with Apple's state after it.
     init(apnsID: APNsID, stored: StoredNotification?, journey: [DecisionLog.Entry]) {
@@ -203,32 +203,32 @@ struct NotificationJourney: Codable {
     }
 }
 
-struct TokenState: Codable {
-    var token: String
-    var deviceID: String
-    var bundleID: String
-    var status: String
-    var connected: Bool
+public struct TokenState: Codable, Sendable {
+    public var token: String
+    public var deviceID: String
+    public var bundleID: String
+    public var status: String
+    public var connected: Bool
     /// With several nodes: the node that runs the device's policy (its budget is shown there).
-    var owner: String?
-    var budget: BudgetState?
+    public var owner: String?
+    public var budget: BudgetState?
 }
 
 /// A device as `/v1/devices/<id>` shows it: connection, conditions, owner node, and each app's token
 /// and silent budget (held pushes, strikes, cooling).
-struct DeviceState: Codable {
-    struct App: Codable {
-        var bundleID: String
-        var token: String
-        var budget: BudgetState?
+public struct DeviceState: Codable, Sendable {
+    public struct App: Codable, Sendable {
+        public var bundleID: String
+        public var token: String
+        public var budget: BudgetState?
     }
 
-    var deviceID: String
-    var connected: Bool
-    var lowPowerMode: Bool
-    var backgroundAppRefreshOff: Bool
-    var owner: String?
-    var apps: [App]
+    public var deviceID: String
+    public var connected: Bool
+    public var lowPowerMode: Bool
+    public var backgroundAppRefreshOff: Bool
+    public var owner: String?
+    public var apps: [App]
 }
 
 extension DeviceHub {
@@ -245,15 +245,15 @@ extension DeviceHub {
     }
 }
 
-struct BudgetState: Codable {
-    var budgetLeft: Int
-    var budgetCapacity: Int
-    var nextRefillAt: Int64?
-    var held: [String]
-    var strikes: Double
-    var coolingUntil: Int64?
-    var awaitingCompletion: [String]
-    var appState: String
+public struct BudgetState: Codable, Sendable {
+    public var budgetLeft: Int
+    public var budgetCapacity: Int
+    public var nextRefillAt: Int64?
+    public var held: [String]
+    public var strikes: Double
+    public var coolingUntil: Int64?
+    public var awaitingCompletion: [String]
+    public var appState: String
 
     init(_ snapshot: AppThrottleSnapshot) {
         budgetLeft = snapshot.budgetLeft
