@@ -51,6 +51,9 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
             ]),
+        // A simulated iPhone's background rules (app states, background tasks, fetch, silent and location
+        // wakes, background URL sessions) as a pure state machine per device. No NIO, no clock.
+        .target(name: "DeviceRuntime", dependencies: ["PushModel"]),
         // The device protocol's messages (JSON over WebSocket). No NIO.
         .target(name: "DeviceProtocol"),
         // The device hub: device connections (WebSocket), the device registry, delivery, and the policy engine.
@@ -226,6 +229,7 @@ let package = Package(
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
+        .testTarget(name: "DeviceRuntimeTests", dependencies: ["DeviceRuntime", "PushModel"]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(

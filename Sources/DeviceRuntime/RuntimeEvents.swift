@@ -1,0 +1,127 @@
+import PushModel
+
+/// An app's state, as iOS has it and as the device protocol's `app_state` names it.
+public enum AppRunState: String, Sendable, Equatable, CaseIterable {
+    case foreground
+    case background
+    case suspended
+    /// Terminated by the system (or never launched): wakes, fetches and sessions still reach it.
+    case notRunning = "not_running"
+    /// Swiped away by the user: no wakes, no fetches, its background sessions stopped, until opened.
+    case forceQuit = "force_quit"
+}
+
+/// Why an app was terminated.
+public enum TerminationCause: String, Sendable, Equatable, CaseIterable {
+    /// R6/R7: a wake's or a fetch's completion handler was not called in time.
+    case wakeOverrun = "wake_overrun"
+    /// R2/R3: a background task was still open when its allowance ran out.
+    case unendedTask = "unended_task"
+    /// R5: DidEnterBackground did not return within the watchdog's time.
+    case watchdog
+    /// R10: the session events' handler was not called in time.
+    case sessionHandlerNotCalled = "session_handler_not_called"
+    /// The system reclaimed a suspended app's memory (not counted against the app).
+    case memoryPressure = "memory_pressure"
+}
+
+/// What woke an app in the background.
+public enum WakeKind: Sendable, Equatable, Hashable {
+    case silentPush(apnsID: String)
+    case fetch
+    case location
+    case sessionEvents
+
+    public var name: String {
+        switch self {
+        case .silentPush: "silent_push"
+        case .fetch: "fetch"
+        case .location: "location"
+        case .sessionEvents: "session_events"
+        }
+    }
+}
+
+/// What a transfer fetches from the content server.
+public enum TransferContent: Sendable, Equatable {
+    /// The manifest: which version is newest.
+    case manifest
+    /// One item of a version.
+    case item(version: Int)
+}
+
+/// How a transfer runs.
+public enum TransferSession: Sendable, Equatable {
+    /// In the app's process: it ends with the app.
+    case foreground
+    /// A background URL session (R9): outside the app, through suspension and system termination;
+    /// discretionary ones start late and run slower.
+    case background(discretionary: Bool)
+}
+
+public struct TransferRequest: Sendable, Equatable {
+    public var id: Int
+    public var bundleID: String
+    public var content: TransferContent
+    public var session: TransferSession
+    /// Bytes already transferred (resume data, R11); 0 for uploads and new downloads;
+    /// `resumeFromCancelled`: from where the transfer it replaces stopped (the shell knows).
+    public var resumeFrom: Int64
+    /// How many times slower than a foreground transfer it should run (R9).
+    public var slowdown: Double
+
+    public static let resumeFromCancelled: Int64 = -1
+}
+
+/// What the transfer brought.
+public enum TransferResult: Sendable, Equatable {
+    /// The manifest names `version` as the newest.
+    case manifest(version: Int)
+    /// The item arrived whole (`bytes` in all).
+    case item(version: Int, bytes: Int64)
+    /// It failed; `bytesSoFar` can resume a download.
+    case failed(bytesSoFar: Int64)
+}
+
+/// What happens to the device: the user, the network, the gateway and the passing of time.
+public enum RuntimeEvent: Sendable, Equatable {
+    case userOpened(bundleID: String)
+    case userLeft(bundleID: String)
+    case userForceQuit(bundleID: String)
+    /// The screen turned on or off (the device is awake while it is on, R4).
+    case screen(on: Bool)
+    case lowPowerMode(Bool)
+    case backgroundAppRefresh(enabled: Bool)
+    /// The system reclaims memory: a suspended app is terminated.
+    case memoryPressure(bundleID: String)
+    /// A push was delivered: silent (a background wake) or alerting (it wakes the device, R4).
+    case pushDelivered(bundleID: String, apnsID: String, silent: Bool)
+    /// A region or significant-location change for an app that monitors it (R8).
+    case locationChanged(bundleID: String)
+    case transferFinished(id: Int, result: TransferResult)
+    /// Time passed: whatever was due by now happens (`DeviceRuntime.nextDeadline` says when).
+    case tick
+}
+
+/// What the runtime asks of its shell: the device protocol's messages, transfers, and what to count.
+public enum RuntimeAction: Sendable, Equatable {
+    /// `app_state` to the gateway.
+    case appState(bundleID: String, state: AppRunState)
+    /// `complete` to the gateway (a silent wake's completion handler).
+    case complete(apnsID: String, bundleID: String, result: String)
+    case startTransfer(TransferRequest)
+    case cancelTransfer(id: Int)
+    /// R11: cancel transfer `from` keeping its resume data, and go on in a background session with `to`
+    /// from the bytes it had (a download; an upload would start over).
+    case moveToBackgroundSession(from: Int, to: TransferRequest)
+    case woken(bundleID: String, kind: WakeKind)
+    case terminated(bundleID: String, cause: TerminationCause)
+    /// The app was launched in the background for its session's events (R10).
+    case relaunched(bundleID: String)
+    /// The user opened the app: the content it holds then (nil: none yet) — the freshness sample.
+    case opened(bundleID: String, contentVersion: Int?)
+    /// A wake, fetch or session delivered new content to the app.
+    case contentUpdated(bundleID: String, version: Int, by: WakeKind?)
+    /// A silent push the app could not be woken for (force-quit, Low Power Mode, Background App Refresh off).
+    case wakeRefused(bundleID: String, apnsID: String)
+}

@@ -1,0 +1,111 @@
+import DeviceRuntime
+import PushModel
+import Testing
+
+/// R2–R5, R11: leaving the foreground with work open; the allowance per iOS; the expiration handler;
+/// opportunistic tasks; the DidEnterBackground watchdog; a download moved to a background session.
+@Suite struct BackgroundTaskTests {
+    let app = "com.example.news"
+
+    /// Opens the app, lets its manifest name version 5, and leaves with the item's foreground download open.
+    func leaveDuringADownload(_ rig: inout Rig) throws -> TransferRequest {
+        rig.send(.userOpened(bundleID: app))
+        let manifest = try #require(rig.started().last)
+        let item = try #require(
+            rig.started(rig.send(.transferFinished(id: manifest.id, result: .manifest(version: 5)))).first)
+        #expect(item.session == .foreground)
+        rig.send(.userLeft(bundleID: app))
+        return item
+    }
+
+    @Test(arguments: [(IOSProfile.ios6, 600), (IOSProfile.ios7, 180), (IOSProfile.ios13, 30), (IOSProfile.ios17, 30)])
+    func theExpirationHandlerRunsBeforeTheAllowanceEnds(_ profile: IOSProfile, _ allowance: Int) throws {
+        var rig = Rig(profile)
+        let item = try leaveDuringADownload(&rig)
+        #expect(rig.app.state == .background, "a background task keeps it running")
+        #expect(
+            !rig.advance(seconds: Double(allowance) - 5.1).contains {
+                if case .moveToBackgroundSession = $0 { true } else { $0 == .cancelTransfer(id: item.id) }
+            })
+        let expired = rig.advance(seconds: 0.2)
+        if profile.backgroundSessions {
+            // R11: moved to a background session, resuming from the bytes it had.
+            let moved = try #require(
+                expired.compactMap {
+                    if case .moveToBackgroundSession(let from, let to) = $0 { (from, to) } else { nil }
+                }.first)
+            #expect(moved.0 == item.id)
+            #expect(
+                moved.1.session == .background(discretionary: true)
+                    && moved.1.resumeFrom == TransferRequest.resumeFromCancelled)
+        } else {
+            #expect(expired.contains(.cancelTransfer(id: item.id)), "iOS 6: the work is lost")
+        }
+        #expect(rig.states(expired) == [.suspended])
+        #expect(rig.terminations().isEmpty)
+    }
+
+    @Test func aTaskThatIsNeverEndedGetsTheAppTerminated() throws {
+        var rig = Rig(.ios17, .with { $0.forgetsEndingTask = 1 })
+        _ = try leaveDuringADownload(&rig)
+        #expect(rig.terminations(rig.advance(seconds: 29.9)).isEmpty)
+        #expect(rig.terminations(rig.advance(seconds: 0.2)) == [.unendedTask])
+        #expect(rig.app.state == .notRunning)
+    }
+
+    @Test func aDownloadThatFinishesInTimeEndsItsTask() throws {
+        var rig = Rig(.ios17)
+        let item = try leaveDuringADownload(&rig)
+        rig.advance(seconds: 10)
+        let done = rig.send(.transferFinished(id: item.id, result: .item(version: 5, bytes: 100)))
+        #expect(done.contains(.contentUpdated(bundleID: app, version: 5, by: nil)))
+        #expect(rig.states(done) == [.suspended])
+    }
+
+    /// R4: from iOS 7 a task's time runs only while the device is awake.
+    @Test func anOpportunisticTaskWaitsWhileTheDeviceSleeps() throws {
+        var rig = Rig(.ios7)
+        let item = try leaveDuringADownload(&rig)
+        rig.advance(seconds: 100)
+        rig.send(.screen(on: false))
+        #expect(rig.advance(seconds: 3600).isEmpty, "asleep: no expiration however long")
+        // An alert keeps the device awake for 10 s: 10 s of the task's time.
+        rig.send(.pushDelivered(bundleID: "com.example.chat", apnsID: "X", silent: false))
+        rig.advance(seconds: 60)
+        rig.send(.screen(on: true))
+        // 100 + 10 s used of 180: the handler runs 5 s before the remaining 70 s are up.
+        #expect(rig.advance(seconds: 64.9).isEmpty)
+        let expired = rig.advance(seconds: 0.2)
+        #expect(
+            expired.contains { if case .moveToBackgroundSession(let from, _) = $0 { from == item.id } else { false } })
+    }
+
+    /// R4: on iOS 6 the device stays awake for the task: its time runs in any case.
+    @Test func onIOS6TheTaskRunsWhetherTheScreenIsOnOrNot() throws {
+        var rig = Rig(.ios6)
+        let item = try leaveDuringADownload(&rig)
+        rig.send(.screen(on: false))
+        let expired = rig.advance(seconds: 596)
+        #expect(expired.contains(.cancelTransfer(id: item.id)))
+    }
+
+    /// R5: DidEnterBackground that does not return within 5 s is killed by the watchdog.
+    @Test func theWatchdogTerminatesASlowDidEnterBackground() {
+        var rig = Rig(.ios17, .with { $0.didEnterBackgroundMilliseconds = 6000 })
+        rig.send(.userOpened(bundleID: app))
+        rig.send(.userLeft(bundleID: app))
+        #expect(rig.terminations(rig.advance(seconds: 4.9)).isEmpty)
+        #expect(rig.terminations(rig.advance(seconds: 0.2)) == [.watchdog])
+    }
+
+    @Test func leavingWithNothingOpenSuspendsAtOnceAndStopsTheRefresh() throws {
+        var rig = Rig(.ios17)
+        rig.send(.userOpened(bundleID: app))
+        let manifest = try #require(rig.started().last)
+        let left = rig.send(.userLeft(bundleID: app))
+        // The refresh is protected by a task and finishes: then suspended.
+        #expect(rig.states(left) == [.background])
+        let done = rig.send(.transferFinished(id: manifest.id, result: .manifest(version: 0)))
+        #expect(rig.states(done) == [.suspended])
+    }
+}
