@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Typed values, the reason table, header and payload validation. No NIO.
@@ -54,6 +55,17 @@ let package = Package(
         // A simulated iPhone's background rules (app states, background tasks, fetch, silent and location
         // wakes, background URL sessions) as a pure state machine per device. No NIO, no clock.
         .target(name: "DeviceRuntime", dependencies: ["PushModel"]),
+        // The content server simulated apps fetch from: versioned manifest and items over HTTP/1.1, resumable,
+        // paced, publishing on a schedule, logging who fetched what (`pushgate origin`, the demo's own).
+        .target(
+            name: "ContentOrigin",
+            dependencies: [
+                "PushModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The device protocol's messages (JSON over WebSocket). No NIO.
         .target(name: "DeviceProtocol"),
         // The device hub: device connections (WebSocket), the device registry, delivery, and the policy engine.
@@ -200,6 +212,7 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
+                "ContentOrigin", "PushIntake",
                 "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "DeviceHub", "LoadGenerator",
                 .product(name: "Yams", package: "Yams"),
@@ -230,6 +243,15 @@ let package = Package(
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
         .testTarget(name: "DeviceRuntimeTests", dependencies: ["DeviceRuntime", "PushModel"]),
+        .testTarget(
+            name: "ContentOriginTests",
+            dependencies: [
+                "ContentOrigin", "PushModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(
