@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "ContentOrigin",
             dependencies: [
-                "PushModel",
+                "PushModel", "DeviceRuntime",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -108,7 +108,8 @@ let package = Package(
         .target(
             name: "DeviceAgent",
             dependencies: [
-                "DeviceProtocol", "PushModel",
+                "DeviceProtocol", "PushModel", "DeviceRuntime",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -246,7 +247,7 @@ let package = Package(
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [
-                "ContentOrigin", "PushModel",
+                "ContentOrigin", "DeviceRuntime", "PushModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -330,7 +331,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "pushgate", "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
+                "ContentOrigin", "DeviceRuntime", .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import DeviceRuntime
 import PushModel
 
 /// What the content server offers: numbered versions, each published at a time with one item of a
@@ -38,16 +39,7 @@ public struct ContentCatalog: Sendable {
     /// The manifest: the newest version and where its item is.
     public var manifestJSON: String {
         guard let newest else { return #"{"version":0}"# }
-        return
-            #"{"version":\#(newest.version),"published_at":\#(newest.publishedAt),"item":{"version":\#(newest.version),"bytes":\#(newest.bytes),"path":"/items/\#(newest.version)"}}"#
-    }
-
-    /// The version a manifest names (what a device reads from `manifestJSON`); nil when it is not one.
-    public static func version(ofManifest json: some Collection<UInt8>) -> Int? {
-        // `"version":N` is the manifest's first key.
-        let text = String(decoding: json, as: UTF8.self)
-        guard let range = text.range(of: #""version":"#) else { return nil }
-        return Int(text[range.upperBound...].prefix { $0.isNumber })
+        return ContentManifest.json(version: newest.version, publishedAt: newest.publishedAt, bytes: newest.bytes)
     }
 
     /// Byte `offset` of version `version`'s item: a pattern that differs per version, so a resumed

@@ -211,7 +211,12 @@ private final class OriginHandler: ChannelInboundHandler {
             return count
         }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer)))).whenSuccess {
+        let written = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))))
+        written.whenFailure { [server] _ in
+            // The device went away mid-item (a cancelled transfer): logged with what it got.
+            server.record(head, status: status, bytes: sent)
+        }
+        written.whenSuccess {
             let (handler, context) = loopBound.value
             guard rate > 0 else {
                 return handler.send(

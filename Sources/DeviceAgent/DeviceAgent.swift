@@ -71,6 +71,9 @@ public final class DeviceAgent: Sendable {
     /// The fleet's enrolment secret, sent with `register`.
     let enrolment: String?
     let behaviour: AgentBehaviour
+    /// When set, the device plays iOS's background rules (`DeviceRuntime`): deliveries go to it, and it
+    /// answers wakes, reports app states and fetches content; `behaviour` then only spaces keep-alives.
+    public let runtime: RuntimeShell?
     let group: any EventLoopGroup
     let onEvent: @Sendable (AgentEvent) -> Void
     private let state = Mutex(AgentState())
@@ -88,9 +91,10 @@ public final class DeviceAgent: Sendable {
 
     public init(
         host: String, port: Int, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
-        enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, group: any EventLoopGroup,
-        onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
+        enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, runtime: RuntimeShell? = nil,
+        group: any EventLoopGroup, onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
+        self.runtime = runtime
         self.host = host
         self.port = port
         self.tls = tls
@@ -111,6 +115,7 @@ public final class DeviceAgent: Sendable {
     }
 
     public func stop() {
+        runtime?.stop()
         let channel = state.withLock { state -> (any Channel)? in
             state.stopped = true
             return state.channel
@@ -226,6 +231,10 @@ public final class DeviceAgent: Sendable {
                 return apps.filter { state.installed[$0] == nil }
             }
             onEvent(.welcomed(apps: installed))
+            if let runtime, let deviceID = identity?.deviceID {
+                let agent = self
+                runtime.attach(label: deviceID) { agent.send($0) }
+            }
             for bundleID in missing { send(.install(bundleID: bundleID)) }
             scheduleKeepAlive(on: channel, first: true)
         case .installed(let app):
@@ -254,6 +263,10 @@ public final class DeviceAgent: Sendable {
             return onEvent(.duplicate(apnsID: delivery.apnsID))
         }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
+        if let runtime {
+            return runtime.handle(
+                .pushDelivered(bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: delivery.kind == "background"))
+        }
         guard delivery.kind == "background" else { return }
         switch behaviour.wake(delivery) {
         case .never: onEvent(.leftUncompleted(apnsID: delivery.apnsID))

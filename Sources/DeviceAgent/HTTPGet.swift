@@ -42,8 +42,9 @@ public enum HTTPGet {
         ClientBootstrap(group: eventLoop)
             .connectTimeout(.milliseconds(timeoutMilliseconds))
             .channelInitializer { channel in
-                channel.pipeline.addHTTPClientHandlers().flatMap {
-                    channel.pipeline.addHandler(Collector(promise: promise))
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(Collector(promise: promise))
                 }
             }
             .connect(host: target.host, port: target.port)

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ContentOrigin
+import DeviceRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -62,14 +63,14 @@ import Testing
         try await withOrigin { origin, client, base, published in
             let empty = try await get(client, base + "/manifest")
             #expect(empty.status == 200)
-            #expect(ContentCatalog.version(ofManifest: empty.body) == 0)
+            #expect(ContentManifest.version(of: empty.body) == 0)
 
             let posted = try await get(client, base + "/publish", method: .POST)
             #expect(posted.status == 200)
             origin.publish()
             #expect(published.versions.withLock { $0 } == [1, 2])
             let manifest = try await get(client, base + "/manifest")
-            #expect(ContentCatalog.version(ofManifest: manifest.body) == 2)
+            #expect(ContentManifest.version(of: manifest.body) == 2)
             #expect(String(decoding: manifest.body, as: UTF8.self).contains(#""path":"/items/2""#))
 
             let item = try await get(client, base + "/items/2", headers: [("x-device-id", "dev-1")])
@@ -131,8 +132,8 @@ import Testing
         catalog.publish(at: UnixTime(seconds: 10), bytes: 5)
         catalog.publish(at: UnixTime(seconds: 20), bytes: 7)
         #expect(catalog.versions.map(\.publishedAt) == [10_000, 20_000])
-        #expect(ContentCatalog.version(ofManifest: Array(catalog.manifestJSON.utf8)) == 2)
+        #expect(ContentManifest.version(of: Array(catalog.manifestJSON.utf8)) == 2)
         #expect(catalog.version(3) == nil && catalog.version(0) == nil)
-        #expect(ContentCatalog.version(ofManifest: Array("not json".utf8)) == nil)
+        #expect(ContentManifest.version(of: Array("not json".utf8)) == nil)
     }
 }

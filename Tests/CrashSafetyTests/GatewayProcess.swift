@@ -19,7 +19,7 @@ final class GatewayProcess: @unchecked Sendable {
     static let enrolment = "test-fleet-enrolment"
 
     init(arguments: [String], logPath: String) throws {
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         process.executableURL = URL(fileURLWithPath: Self.binary!)

@@ -131,7 +131,10 @@ struct TinyWebServer {
     static func start(group: any EventLoopGroup) async throws -> TinyWebServer {
         let channel = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(Handler()) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Handler())
+                }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         return TinyWebServer(channel: channel)

@@ -190,7 +190,7 @@ import Testing
         // The stalled device says hello, then stops reading.
         let stalled = try await RawWebSocket.open(host: "127.0.0.1", port: harness.devicePort, group: harness.group)
         let hello = DeviceMessage.hello(deviceID: identity.deviceID, secret: identity.secret).encoded()
-        try await stalled.setOption(.autoRead, value: false)
+        try await stalled.setOption(.autoRead, value: false).get()
         try await stalled.writeAndFlush(
             WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: stalled.allocator.buffer(bytes: hello)))
         try await eventually("stalled device authenticated") { harness.hub.connectedCount == 2 }

@@ -1,0 +1,125 @@
+import AdminAPI
+import AsyncHTTPClient
+import ContentOrigin
+import DeviceAgent
+import DeviceRuntime
+import Foundation
+import Gateway
+import Logging
+import NIOPosix
+import ProviderClient
+import PushModel
+import Synchronization
+import Testing
+
+/// A simulated iPhone end to end over loopback: a real gateway, a device agent running iOS's background
+/// rules (`DeviceRuntime` in its `RuntimeShell`), and a content server it fetches from over real HTTP.
+@Suite struct SimulatedIPhoneTests {
+    final class Recorded: Sendable {
+        let actions = Mutex<[RuntimeAction]>([])
+        func contains(_ test: (RuntimeAction) -> Bool) -> Bool { actions.withLock { $0.contains(where: test) } }
+        func count(_ test: (RuntimeAction) -> Bool) -> Int { actions.withLock { $0.filter(test).count } }
+    }
+
+    @Test func aWakeDownloadsInTheBackgroundThroughATerminationAndAForceQuitCancels() async throws {
+        let topic = "com.example.news"
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        var originSettings = OriginServer.Settings()
+        originSettings.itemBytes = 256 * 1024
+        originSettings.linkBytesPerSecond = 512 * 1024  // a background session's quarter: ~2 s per item
+        let origin = OriginServer(settings: originSettings, group: group, clock: UnixTime.now)
+        try await origin.start()
+        let gateway = try await LocalGateway.start(
+            topic: topic, settings: ["log.level=error"], group: group, logger: Logger(label: "test"))
+        let http = HTTPClient(eventLoopGroupProvider: .shared(group))
+        // iOS 17, with discretionary transfers started at once (their delay is a model figure; not waited for here).
+        var profile = IOSProfile.ios17
+        profile.discretionaryDelaySeconds = 0
+        let recorded = Recorded()
+        let shell = RuntimeShell(
+            settings: .init(
+                profile: profile, apps: [(topic, AppBehaviour())], origin: "http://127.0.0.1:\(origin.boundPort!)",
+                seed: 1),
+            loop: group.next(), http: http, clock: UnixTime.now
+        ) { action, _ in recorded.actions.withLock { $0.append(action) } }
+        let agent = DeviceAgent(
+            host: "127.0.0.1", port: gateway.devicePort, apps: [topic],
+            enrolment: gateway.services.hub.settings.enrolmentSecret, runtime: shell, group: group)
+        agent.start()
+        try await eventually("the device installed the app") { agent.tokens[topic] != nil }
+        let token = try #require(agent.tokens[topic])
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
+        let authorization = "bearer " + (try gateway.signer.token(issuedAt: UnixTime.now()))
+        func postSilent(_ id: String) async throws -> Int {
+            try await client.post(
+                path: "/3/device/\(token)",
+                headers: [
+                    ("authorization", authorization), ("apns-topic", topic), ("apns-push-type", "background"),
+                    ("apns-priority", "5"), ("apns-id", id),
+                ], body: Array(#"{"aps":{"content-available":1}}"#.utf8)
+            ).status
+        }
+        func state() async throws -> AppRunState? { try await shell.state(of: topic).get()?.state }
+
+        // 1. A silent push wakes the app: manifest, then the item in a background session; the handler
+        //    is called in time (the gateway records the completion).
+        origin.publish()
+        let first = "5e0e3c3a-0000-4000-8000-000000000001"
+        #expect(try await postSilent(first) == 200)
+        try await eventually("the app completed its wake with newData") {
+            recorded.contains { $0 == .complete(apnsID: first, bundleID: topic, result: "newData") }
+        }
+        try await eventually("the gateway saw the completion") {
+            let journey = try await AdminClient.get(
+                host: "127.0.0.1", port: gateway.adminPort, path: "/v1/notifications/\(first)", token: nil)
+            return journey.body.contains("completed")
+        }
+        try await eventually("the item download runs in a background session") {
+            recorded.contains {
+                if case .startTransfer(let request) = $0 { request.content == .item(version: 1) } else { false }
+            }
+        }
+        try await eventually("the app is suspended") { try await state() == .suspended }
+
+        // 2. The system reclaims the app while the download runs; the download goes on, and when it
+        //    finishes the app is relaunched in the background and calls the session's handler.
+        shell.handle(.memoryPressure(bundleID: topic))
+        try await eventually("terminated by the system") { try await state() == .notRunning }
+        try await eventually("relaunched with the content") {
+            recorded.contains { $0 == .relaunched(bundleID: topic) }
+                && recorded.contains {
+                    $0 == .contentUpdated(bundleID: topic, version: 1, by: .silentPush(apnsID: first))
+                }
+        }
+        try await eventually("the session's handler was called: suspended again") { try await state() == .suspended }
+        #expect(
+            !recorded.contains { if case .terminated(_, let cause) = $0 { cause != .memoryPressure } else { false } })
+
+        // 3. A second version: the wake starts its download, and a force-quit cancels it.
+        origin.publish()
+        let second = "5e0e3c3a-0000-4000-8000-000000000002"
+        #expect(try await postSilent(second) == 200)
+        try await eventually("the second download started") {
+            recorded.contains {
+                if case .startTransfer(let request) = $0 { request.content == .item(version: 2) } else { false }
+            }
+        }
+        shell.handle(.userForceQuit(bundleID: topic))
+        try await eventually("force-quit") { try await state() == .forceQuit }
+        #expect(recorded.contains { if case .cancelTransfer = $0 { true } else { false } })
+        try await eventually("the origin saw the download cut short") {
+            origin.log.all.contains { $0.path.hasPrefix("/items/2") && $0.bytes < originSettings.itemBytes }
+        }
+        #expect(try await shell.state(of: topic).get()?.contentVersion == 1)
+        let deviceID = try #require(agent.identity?.deviceID)
+        #expect(origin.log.all.allSatisfy { $0.device == deviceID })
+
+        await client.close()
+        agent.stop()
+        try await http.shutdown()
+        try await gateway.stop()
+        await origin.stop()
+        try await group.shutdownGracefully()
+    }
+}
