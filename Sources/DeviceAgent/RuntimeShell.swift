@@ -18,14 +18,19 @@ public final class RuntimeShell: @unchecked Sendable {
         /// The content server: `http://host:port` (its `/manifest` and `/items/<n>`).
         public var origin: String
         public var seed: UInt64
+        /// What the device's user does (opens, leaves, force-quits, Low Power Mode); nil: only the
+        /// events fed from outside.
+        public var users: UserProfile?
 
         public init(
-            profile: IOSProfile, apps: [(bundleID: String, behaviour: AppBehaviour)], origin: String, seed: UInt64
+            profile: IOSProfile, apps: [(bundleID: String, behaviour: AppBehaviour)], origin: String, seed: UInt64,
+            users: UserProfile? = nil
         ) {
             self.profile = profile
             self.apps = apps
             self.origin = origin
             self.seed = seed
+            self.users = users
         }
     }
 
@@ -40,6 +45,7 @@ public final class RuntimeShell: @unchecked Sendable {
     var deviceLabel = ""
 
     private var runtime: DeviceRuntime
+    private var user: UserModel?
     private var timer: Scheduled<Void>?
     private var transfers: [Int: Running] = [:]
     /// Bytes a cancelled download had, by its id: resume data for `moveToBackgroundSession` (R11).
@@ -61,8 +67,11 @@ public final class RuntimeShell: @unchecked Sendable {
         self.http = http
         self.clock = clock
         self.record = record
-        runtime = DeviceRuntime(
-            profile: settings.profile, apps: settings.apps, seed: settings.seed, now: clock())
+        let now = clock()
+        runtime = DeviceRuntime(profile: settings.profile, apps: settings.apps, seed: settings.seed, now: now)
+        user = settings.users.map {
+            UserModel(profile: $0, apps: settings.apps.map(\.bundleID), seed: settings.seed, now: now)
+        }
     }
 
     /// Connects the shell to its agent: messages go out through `send`; deliveries come in through the
@@ -71,7 +80,11 @@ public final class RuntimeShell: @unchecked Sendable {
         loop.execute {
             self.deviceLabel = label
             self.send = send
-            self.armTimer()
+            if self.user?.refreshOff == true {
+                self.handleOnLoop(.backgroundAppRefresh(enabled: false))
+            } else {
+                self.armTimer()
+            }
         }
     }
 
@@ -109,10 +122,15 @@ public final class RuntimeShell: @unchecked Sendable {
     private func armTimer() {
         timer?.cancel()
         timer = nil
-        guard !stopped, let deadline = runtime.nextDeadline() else { return }
+        guard !stopped, let deadline = [runtime.nextDeadline(), user?.nextAt].compactMap({ $0 }).min() else { return }
         let wait = max(0, deadline.milliseconds - clock().milliseconds)
         timer = loop.scheduleTask(in: .milliseconds(wait)) { [self] in
             self.timer = nil
+            // The user's events due now, then the runtime's own deadlines.
+            if let at = self.user?.nextAt, at.milliseconds <= self.clock().milliseconds {
+                let events = self.user!.fire(at: self.clock())
+                for event in events { self.handleOnLoop(event) }
+            }
             self.handleOnLoop(.tick)
         }
     }
@@ -124,6 +142,8 @@ public final class RuntimeShell: @unchecked Sendable {
             send(.appState(bundleID: bundleID, state: state.rawValue))
         case .complete(let apnsID, let bundleID, let result):
             send(.complete(apnsID: apnsID, bundleID: bundleID, result: result))
+        case .conditions(let lowPowerMode, let refreshOff):
+            send(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff))
         case .startTransfer(let request):
             start(request, resumeFrom: request.resumeFrom)
         case .cancelTransfer(let id):

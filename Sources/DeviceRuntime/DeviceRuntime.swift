@@ -44,8 +44,16 @@ public struct DeviceRuntime: Sendable {
         case .userLeft(let bundleID): leave(bundleID, now: now, &actions)
         case .userForceQuit(let bundleID): forceQuit(bundleID, &actions)
         case .screen(let on): screenOn = on
-        case .lowPowerMode(let on): lowPowerMode = on
-        case .backgroundAppRefresh(let enabled): backgroundAppRefresh = enabled
+        case .lowPowerMode(let on):
+            if lowPowerMode != on {
+                lowPowerMode = on
+                actions.append(.conditions(lowPowerMode: on, backgroundAppRefreshOff: !backgroundAppRefresh))
+            }
+        case .backgroundAppRefresh(let enabled):
+            if backgroundAppRefresh != enabled {
+                backgroundAppRefresh = enabled
+                actions.append(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: !enabled))
+            }
         case .memoryPressure(let bundleID):
             if apps[bundleID]?.state == .suspended { terminate(bundleID, .memoryPressure, &actions) }
         case .pushDelivered(let bundleID, let apnsID, let silent):

@@ -122,6 +122,8 @@ public enum RuntimeAction: Sendable, Equatable {
     case opened(bundleID: String, contentVersion: Int?)
     /// A wake, fetch or session delivered new content to the app.
     case contentUpdated(bundleID: String, version: Int, by: WakeKind?)
+    /// `conditions` to the gateway: Low Power Mode or Background App Refresh changed.
+    case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
     /// A silent push the app could not be woken for (force-quit, Low Power Mode, Background App Refresh off).
     case wakeRefused(bundleID: String, apnsID: String)
 }

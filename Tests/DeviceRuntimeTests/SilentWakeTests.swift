@@ -91,8 +91,12 @@ import Testing
         case "force-quit":
             rig.send(.userOpened(bundleID: app))
             rig.send(.userForceQuit(bundleID: app))
-        case "low power": rig.send(.lowPowerMode(true))
-        default: rig.send(.backgroundAppRefresh(enabled: false))
+        case "low power":
+            #expect(rig.send(.lowPowerMode(true)) == [.conditions(lowPowerMode: true, backgroundAppRefreshOff: false)])
+        default:
+            #expect(
+                rig.send(.backgroundAppRefresh(enabled: false))
+                    == [.conditions(lowPowerMode: false, backgroundAppRefreshOff: true)])
         }
         let actions = rig.send(.pushDelivered(bundleID: app, apnsID: "A", silent: true))
         #expect(actions == [.wakeRefused(bundleID: app, apnsID: "A")])

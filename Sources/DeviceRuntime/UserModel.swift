@@ -1,0 +1,189 @@
+import PushModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What a device's user does, as a profile says: opens an app around habitual times of day (and now
+/// and then at others), uses it for a while, leaves it (sometimes swiping it away), and has Low Power
+/// Mode on for a stretch of the day. Pure: it says when its next event is and what it is; the shell
+/// feeds those to the device's runtime.
+public struct UserModel: Sendable {
+    public let profile: UserProfile
+    let apps: [String]
+    private var random: FastRandom
+    /// This user's own offset from the profile's habit hours.
+    private let shift: Int64
+    /// Background App Refresh off on this device (the whole run).
+    public let refreshOff: Bool
+
+    private enum Phase {
+        /// Not using any app: the next open is `at`.
+        case away(openAt: UnixTime, app: String)
+        /// Using `app` until `leaveAt`, then leaving it (or swiping it away).
+        case using(app: String, leaveAt: UnixTime, forceQuits: Bool)
+        /// Never opens anything (no habits, no extra opens).
+        case idle
+    }
+    private var phase = Phase.idle
+    private var lowPowerAt: UnixTime?
+    private var lowPowerUntil: UnixTime?
+
+    static let day: Int64 = 86_400_000
+    static let hour: Int64 = 3_600_000
+
+    public init(profile: UserProfile, apps: [String], seed: UInt64, now: UnixTime) {
+        self.profile = profile
+        self.apps = apps
+        random = FastRandom(seed: seed ^ 0x5EED_0F05_E700)
+        shift = Int64((Self.uniform(&random) * 2 - 1) * profile.habit_shift_hours * Double(Self.hour))
+        refreshOff = Self.uniform(&random) < profile.refresh_off_share
+        if profile.low_power_hours_per_day > 0 {
+            lowPowerAt = now.adding(milliseconds: Int64(Self.uniform(&random) * Double(Self.day)))
+        }
+        planOpen(after: now)
+    }
+
+    /// When the next event is due.
+    public var nextAt: UnixTime? {
+        var times = [lowPowerAt, lowPowerUntil].compactMap { $0 }
+        switch phase {
+        case .away(let at, _): times.append(at)
+        case .using(_, let at, _): times.append(at)
+        case .idle: break
+        }
+        return times.min()
+    }
+
+    /// The events due by `now` (the shell calls this at `nextAt`), and plans the next.
+    public mutating func fire(at now: UnixTime) -> [RuntimeEvent] {
+        var events: [RuntimeEvent] = []
+        if let at = lowPowerAt, at <= now {
+            events.append(.lowPowerMode(true))
+            lowPowerUntil = now.adding(milliseconds: Int64(profile.low_power_hours_per_day * Double(Self.hour)))
+            lowPowerAt = now.adding(milliseconds: Self.day)
+        }
+        if let until = lowPowerUntil, until <= now {
+            events.append(.lowPowerMode(false))
+            lowPowerUntil = nil
+        }
+        switch phase {
+        case .away(let at, let app) where at <= now:
+            events += [.screen(on: true), .userOpened(bundleID: app)]
+            let length = max(1000, Int64(exponential(mean: profile.session_seconds * 1000)))
+            phase = .using(
+                app: app, leaveAt: now.adding(milliseconds: length),
+                forceQuits: Self.uniform(&random) < profile.force_quit_share)
+        case .using(let app, let at, let forceQuits) where at <= now:
+            events += [forceQuits ? .userForceQuit(bundleID: app) : .userLeft(bundleID: app), .screen(on: false)]
+            planOpen(after: now)
+        default:
+            break
+        }
+        return events
+    }
+
+    /// The next open: the nearest habitual time (each moved by this user's shift and a jitter) or a
+    /// random extra open, whichever comes first; the app picked at random among the device's.
+    private mutating func planOpen(after now: UnixTime) {
+        guard !apps.isEmpty else {
+            phase = .idle
+            return
+        }
+        var candidates: [Int64] = []
+        let dayStart = now.milliseconds - now.milliseconds % Self.day
+        for hours in profile.habit_hours {
+            let window = Int64(profile.habit_jitter_minutes * 60_000)
+            let jitter = Int64((Self.uniform(&random) * 2 - 1) * Double(window))
+            // A habit whose window has begun was this visit's (or is past): the next day's.
+            var base = dayStart + Int64(hours * Double(Self.hour)) + shift
+            while base - window <= now.milliseconds { base += Self.day }
+            candidates.append(base + jitter)
+        }
+        if profile.extra_opens_per_day > 0 {
+            candidates.append(
+                now.milliseconds + Int64(exponential(mean: Double(Self.day) / profile.extra_opens_per_day)))
+        }
+        guard let at = candidates.min() else {
+            phase = .idle
+            return
+        }
+        phase = .away(
+            openAt: UnixTime(milliseconds: max(at, now.milliseconds + 1)),
+            app: apps[Int(random.next() % UInt64(apps.count))])
+    }
+
+    private static func uniform(_ random: inout FastRandom) -> Double { Double(random.next() >> 11) / Double(1 << 53) }
+
+    private mutating func exponential(mean: Double) -> Double {
+        -mean * log1p(-Self.uniform(&random))
+    }
+}
+
+/// What a device's users do (the `users:` part of a profile in Config/iphone).
+public struct UserProfile: Sendable, Equatable, Decodable {
+    /// Hours of the day (UTC, fractions allowed) when users habitually open the app.
+    public var habit_hours: [Double] = [8, 12.5, 21]
+    /// Each user's habits are moved by up to this many hours, either way.
+    public var habit_shift_hours: Double = 1
+    /// Each habitual open lands within this many minutes of its time, either way.
+    public var habit_jitter_minutes: Double = 20
+    /// Opens at random times, per day, besides the habitual ones.
+    public var extra_opens_per_day: Double = 2
+    /// Mean length of a visit, in seconds.
+    public var session_seconds: Double = 90
+    /// Share of visits that end with a force-quit (swiped away) instead of leaving.
+    public var force_quit_share: Double = 0.1
+    /// Hours per day in Low Power Mode (one stretch a day); 0: never.
+    public var low_power_hours_per_day: Double = 0
+    /// Share of devices with Background App Refresh off.
+    public var refresh_off_share: Double = 0.05
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case habit_hours, habit_shift_hours, habit_jitter_minutes, extra_opens_per_day, session_seconds
+        case force_quit_share, low_power_hours_per_day, refresh_off_share
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = UserProfile()
+        habit_hours = try values.decodeIfPresent([Double].self, forKey: .habit_hours) ?? defaults.habit_hours
+        habit_shift_hours =
+            try values.decodeIfPresent(Double.self, forKey: .habit_shift_hours) ?? defaults.habit_shift_hours
+        habit_jitter_minutes =
+            try values.decodeIfPresent(Double.self, forKey: .habit_jitter_minutes) ?? defaults.habit_jitter_minutes
+        extra_opens_per_day =
+            try values.decodeIfPresent(Double.self, forKey: .extra_opens_per_day) ?? defaults.extra_opens_per_day
+        session_seconds = try values.decodeIfPresent(Double.self, forKey: .session_seconds) ?? defaults.session_seconds
+        force_quit_share =
+            try values.decodeIfPresent(Double.self, forKey: .force_quit_share) ?? defaults.force_quit_share
+        low_power_hours_per_day =
+            try values.decodeIfPresent(Double.self, forKey: .low_power_hours_per_day)
+            ?? defaults.low_power_hours_per_day
+        refresh_off_share =
+            try values.decodeIfPresent(Double.self, forKey: .refresh_off_share) ?? defaults.refresh_off_share
+    }
+
+    /// What is wrong with it, naming the key; nil when valid.
+    public func problem() -> String? {
+        if habit_hours.contains(where: { !(0..<24).contains($0) }) { return "habit_hours: each must be from 0 to 24" }
+        for (key, value) in [("force_quit_share", force_quit_share), ("refresh_off_share", refresh_off_share)]
+        where !(0...1).contains(value) {
+            return "\(key): must be between 0 and 1, got \(value)"
+        }
+        if session_seconds <= 0 { return "session_seconds: must be positive" }
+        if extra_opens_per_day < 0 || habit_shift_hours < 0 || habit_jitter_minutes < 0 {
+            return "extra_opens_per_day, habit_shift_hours, habit_jitter_minutes: must not be negative"
+        }
+        if !(0...24).contains(low_power_hours_per_day) { return "low_power_hours_per_day: must be from 0 to 24" }
+        if habit_hours.isEmpty && extra_opens_per_day == 0 {
+            return "habit_hours is empty and extra_opens_per_day is 0: the app is never opened"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,117 @@
+import DeviceRuntime
+import PushModel
+import Testing
+
+/// The user model (opens around habits, leaves, force-quits, Low Power Mode) and the freshness ledger.
+@Suite struct UserAndFreshnessTests {
+    let start = UnixTime(milliseconds: 20_000 * 86_400_000)
+
+    /// Runs a user for `days`, collecting its events with their times.
+    func run(_ profile: UserProfile, days: Int, seed: UInt64 = 3) -> [(UnixTime, RuntimeEvent)] {
+        var user = UserModel(profile: profile, apps: ["a"], seed: seed, now: start)
+        var events: [(UnixTime, RuntimeEvent)] = []
+        let end = start.adding(seconds: Int64(days) * 86_400)
+        while let at = user.nextAt, at <= end {
+            for event in user.fire(at: at) { events.append((at, event)) }
+        }
+        return events
+    }
+
+    @Test func opensComeNearTheHabitualHoursAndEachIsLeft() {
+        var profile = UserProfile()
+        profile.habit_hours = [8]
+        profile.habit_shift_hours = 0
+        profile.habit_jitter_minutes = 10
+        profile.extra_opens_per_day = 0
+        profile.force_quit_share = 0
+        let events = run(profile, days: 10)
+        let opens = events.filter { $0.1 == .userOpened(bundleID: "a") }
+        #expect(opens.count == 10)
+        for (at, _) in opens {
+            let minute = (at.milliseconds % 86_400_000) / 60_000
+            #expect((470...490).contains(minute), "08:00 ± 10 min, got minute \(minute)")
+        }
+        #expect(events.filter { $0.1 == .userLeft(bundleID: "a") }.count == 10)
+        #expect(events.filter { $0.1 == .screen(on: true) }.count == 10)
+    }
+
+    @Test func aShareOfVisitsEndsInAForceQuit() {
+        var profile = UserProfile()
+        profile.extra_opens_per_day = 20
+        profile.force_quit_share = 0.3
+        let events = run(profile, days: 30)
+        let quits = events.filter { $0.1 == .userForceQuit(bundleID: "a") }.count
+        let leaves = events.filter { $0.1 == .userLeft(bundleID: "a") }.count
+        let share = Double(quits) / Double(quits + leaves)
+        #expect((0.2...0.4).contains(share), "\(quits) force-quits of \(quits + leaves) visits")
+    }
+
+    @Test func lowPowerModeComesOnceADayForItsHours() {
+        var profile = UserProfile()
+        profile.low_power_hours_per_day = 2
+        let events = run(profile, days: 5)
+        let on = events.filter { $0.1 == .lowPowerMode(true) }
+        let off = events.filter { $0.1 == .lowPowerMode(false) }
+        #expect((4...5).contains(on.count))
+        for (start, end) in zip(on, off) { #expect(end.0.milliseconds - start.0.milliseconds == 2 * 3_600_000) }
+    }
+
+    @Test func theSameSeedGivesTheSameDay() {
+        let first = run(UserProfile(), days: 2, seed: 11).map { "\($0.0.milliseconds) \($0.1)" }
+        let second = run(UserProfile(), days: 2, seed: 11).map { "\($0.0.milliseconds) \($0.1)" }
+        #expect(first == second)
+        #expect(first != run(UserProfile(), days: 2, seed: 12).map { "\($0.0.milliseconds) \($0.1)" })
+    }
+
+    @Test func profilesWithProblemsNameTheKey() {
+        var profile = UserProfile()
+        profile.habit_hours = [25]
+        #expect(profile.problem()?.contains("habit_hours") == true)
+        profile = UserProfile()
+        profile.force_quit_share = 2
+        #expect(profile.problem()?.contains("force_quit_share") == true)
+        profile = UserProfile()
+        profile.habit_hours = []
+        profile.extra_opens_per_day = 0
+        #expect(profile.problem() != nil)
+        #expect(UserProfile().problem() == nil)
+    }
+
+    /// Every open counted once: fresh when the app held the newest version published by then; its age
+    /// from the held version's publish time.
+    @Test func freshnessAddsUp() {
+        var ledger = FreshnessLedger()
+        let versions: [Int: Int64] = [1: 1_000_000, 2: 2_000_000]
+        func open(_ at: Int64, _ held: Int?, _ profile: String = "news") {
+            ledger.record(
+                .opened(bundleID: "a", contentVersion: held), at: UnixTime(milliseconds: at), profile: profile)
+        }
+        open(500_000, nil)  // nothing published yet: fresh
+        open(1_500_000, 1)  // newest is 1: fresh, 500 s old
+        open(2_500_000, 1)  // newest is 2: stale, 1,500 s old
+        open(2_600_000, 2)  // fresh, 600 s old
+        open(2_700_000, nil, "chat")  // no content at all
+        ledger.record(
+            .woken(bundleID: "a", kind: .silentPush(apnsID: "x")), at: UnixTime(milliseconds: 0), profile: "news")
+        ledger.record(
+            .woken(bundleID: "a", kind: .silentPush(apnsID: "y")), at: UnixTime(milliseconds: 0), profile: "news")
+        ledger.record(
+            .contentUpdated(bundleID: "a", version: 2, by: .silentPush(apnsID: "x")), at: UnixTime(milliseconds: 0),
+            profile: "news")
+        ledger.record(.terminated(bundleID: "a", cause: .wakeOverrun), at: UnixTime(milliseconds: 0), profile: "news")
+        let report = ledger.report(versions: versions, hours: 1, apps: 2)
+        let news = report.rows.first { $0.profile == "news" }!
+        #expect(news.opens == 4)
+        #expect(news.freshAtOpen == 0.75)
+        #expect(news.ageP50Seconds == 600)
+        #expect(news.ageP99Seconds == 1500)
+        #expect(news.silentWakes == 2 && news.silentWakesWithNewContent == 1)
+        #expect(news.wakesPerAppHour["wake.silent_push"] == 1)
+        #expect(news.terminations == ["wake_overrun": 1])
+        let chat = report.rows.first { $0.profile == "chat" }!
+        #expect(chat.opens == 1 && chat.freshAtOpen == 0 && chat.opensWithoutContent == 1)
+        let all = report.rows.last!
+        #expect(all.profile == "all" && all.opens == 5)
+        #expect(report.text.contains("| news | 4 | 75 % |"))
+    }
+}
