@@ -123,7 +123,8 @@ public final class RuntimeShell: @unchecked Sendable {
         timer?.cancel()
         timer = nil
         guard !stopped, let deadline = [runtime.nextDeadline(), user?.nextAt].compactMap({ $0 }).min() else { return }
-        let wait = max(0, deadline.milliseconds - clock().milliseconds)
+        // At most an hour ahead (a foreground wake has no deadline): an early tick changes nothing.
+        let wait = min(3_600_000, max(0, deadline.milliseconds &- clock().milliseconds))
         timer = loop.scheduleTask(in: .milliseconds(wait)) { [self] in
             self.timer = nil
             // The user's events due now, then the runtime's own deadlines.

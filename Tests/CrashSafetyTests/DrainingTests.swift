@@ -2,6 +2,7 @@ import AdminAPI
 import Foundation
 import Gateway
 import Testing
+import TestSupport
 
 /// After SIGTERM the gateway drains: the admin API keeps answering until the process exits, `/ready`
 /// with 503 and the failing check, `/health` with 200, as orchestrators expect.
@@ -42,7 +43,7 @@ import Testing
         client.standardInput = input
         client.standardOutput = FileHandle.nullDevice
         client.standardError = FileHandle.nullDevice
-        try client.run()
+        try ProcessLaunch.run(client)
         defer { client.terminate() }
         input.fileHandleForWriting.write(Data(#"{"aps":"#.utf8))
         try await eventually("the request's connection is open") {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A `pushgate serve` child process on loopback ports, for tests that kill it.
 final class GatewayProcess: @unchecked Sendable {
@@ -28,7 +29,7 @@ final class GatewayProcess: @unchecked Sendable {
             ? arguments + ["--set", "devices.enrolment_secret=\(Self.enrolment)"] : arguments
         process.standardError = log
         process.standardOutput = log
-        try process.run()
+        try ProcessLaunch.run(process)
     }
 
     func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }

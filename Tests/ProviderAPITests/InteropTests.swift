@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import ProviderAPI
 
@@ -22,7 +23,7 @@ import Testing
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try ProcessLaunch.run(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
