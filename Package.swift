@@ -54,7 +54,7 @@ let package = Package(
             ]),
         // A simulated iPhone's background rules (app states, background tasks, fetch, silent and location
         // wakes, background URL sessions) as a pure state machine per device. No NIO, no clock.
-        .target(name: "DeviceRuntime", dependencies: ["PushModel"]),
+        .target(name: "DeviceRuntime", dependencies: ["PushModel", "PushPolicy"]),
         // The content server simulated apps fetch from: versioned manifest and items over HTTP/1.1, resumable,
         // paced, publishing on a schedule, logging who fetched what (`pushgate origin`, the demo's own).
         .target(
@@ -243,7 +243,7 @@ let package = Package(
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
-        .testTarget(name: "DeviceRuntimeTests", dependencies: ["DeviceRuntime", "PushModel"]),
+        .testTarget(name: "DeviceRuntimeTests", dependencies: ["DeviceRuntime", "PushModel", "PushPolicy"]),
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [
@@ -331,7 +331,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "ContentOrigin", "DeviceRuntime", .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
+                "PushPolicy", "ContentOrigin", "DeviceRuntime", .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

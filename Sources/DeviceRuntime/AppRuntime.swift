@@ -1,11 +1,12 @@
 import PushModel
+import PushPolicy
 
 /// One app on a simulated device, as the runtime keeps it: its state, the wake it is in, its
 /// background tasks, its transfers, its fetch schedule and the content it holds.
 public struct AppRuntime: Sendable {
     public let bundleID: String
     public var behaviour: AppBehaviour
-    public internal(set) var state: AppRunState = .notRunning
+    public internal(set) var state: AppState = .notRunning
     /// The newest version whose item the app holds (nil: none yet).
     public internal(set) var contentVersion: Int?
 

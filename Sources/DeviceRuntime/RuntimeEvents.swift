@@ -1,15 +1,5 @@
 import PushModel
-
-/// An app's state, as iOS has it and as the device protocol's `app_state` names it.
-public enum AppRunState: String, Sendable, Equatable, CaseIterable {
-    case foreground
-    case background
-    case suspended
-    /// Terminated by the system (or never launched): wakes, fetches and sessions still reach it.
-    case notRunning = "not_running"
-    /// Swiped away by the user: no wakes, no fetches, its background sessions stopped, until opened.
-    case forceQuit = "force_quit"
-}
+import PushPolicy
 
 /// Why an app was terminated.
 public enum TerminationCause: String, Sendable, Equatable, CaseIterable {
@@ -106,7 +96,7 @@ public enum RuntimeEvent: Sendable, Equatable {
 /// What the runtime asks of its shell: the device protocol's messages, transfers, and what to count.
 public enum RuntimeAction: Sendable, Equatable {
     /// `app_state` to the gateway.
-    case appState(bundleID: String, state: AppRunState)
+    case appState(bundleID: String, state: AppState)
     /// `complete` to the gateway (a silent wake's completion handler).
     case complete(apnsID: String, bundleID: String, result: String)
     case startTransfer(TransferRequest)

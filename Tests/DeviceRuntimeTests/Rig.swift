@@ -1,5 +1,6 @@
 import DeviceRuntime
 import PushModel
+import PushPolicy
 
 /// A device runtime driven with plain instants: events at the rig's time, `advance` ticks through every
 /// deadline on the way (as the shell's timer would).
@@ -40,7 +41,7 @@ struct Rig {
         (actions ?? log).compactMap { if case .startTransfer(let request) = $0 { request } else { nil } }
     }
 
-    func states(_ actions: [RuntimeAction]) -> [AppRunState] {
+    func states(_ actions: [RuntimeAction]) -> [AppState] {
         actions.compactMap { if case .appState(_, let state) = $0 { state } else { nil } }
     }
 

@@ -9,6 +9,7 @@ import Logging
 import NIOPosix
 import ProviderClient
 import PushModel
+import PushPolicy
 import Synchronization
 import Testing
 
@@ -60,7 +61,7 @@ import Testing
                 ], body: Array(#"{"aps":{"content-available":1}}"#.utf8)
             ).status
         }
-        func state() async throws -> AppRunState? { try await shell.state(of: topic).get()?.state }
+        func state() async throws -> AppState? { try await shell.state(of: topic).get()?.state }
 
         // 1. A silent push wakes the app: manifest, then the item in a background session; the handler
         //    is called in time (the gateway records the completion).
