@@ -163,7 +163,9 @@ public struct DeviceRuntime: Sendable {
                 return true
             }
         }
-        for (id, transfer) in app.transfers {
+        // By id, not the dictionary's order (which changes from process to process): a seeded run repeats.
+        for id in app.transfers.keys.sorted() {
+            let transfer = app.transfers[id]!
             if let at = transfer.startsAt, at <= now {
                 apps[bundleID]!.transfers[id]!.startsAt = nil
                 actions.append(.startTransfer(transfer.request))
