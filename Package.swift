@@ -155,11 +155,13 @@ let package = Package(
             ]
         ),
         // The load generator: open- and closed-loop HTTP/2 traffic to any APNs-compatible server, its
-        // scenarios, measurements and reports (`pushgate bench`, `pushgate demo`).
+        // scenarios, measurements and reports (`pushgate bench`, `pushgate demo`); a content scenario's
+        // announcements, and a simulated fleet's freshness figures (report, timeline, Prometheus text).
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "PushModel", "PushPolicy", "ProviderAuth", "ProviderClient",
+                "PushModel", "PushPolicy", "ProviderAuth", "ProviderClient", "DeviceRuntime",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -214,8 +216,11 @@ let package = Package(
             name: "pushgate",
             dependencies: [
                 "ContentOrigin", "PushIntake",
-                "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent",
-                "DeviceProtocol", "DeviceHub", "LoadGenerator",
+                "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI",
+                "ProviderClient", "DeviceAgent",
+                "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -243,7 +248,9 @@ let package = Package(
             swiftSettings: hotPath),
         .testTarget(name: "PushModelTests", dependencies: ["PushModel"]),
         .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
-        .testTarget(name: "DeviceRuntimeTests", dependencies: ["DeviceRuntime", "PushModel", "PushPolicy"]),
+        .testTarget(
+            name: "DeviceRuntimeTests",
+            dependencies: ["DeviceRuntime", "PushModel", "PushPolicy", .product(name: "Yams", package: "Yams")]),
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [
@@ -277,7 +284,8 @@ let package = Package(
         .testTarget(
             name: "DeviceHubTests",
             dependencies: [
-                "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI", "ProviderAuth",
+                "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
+                "ProviderAuth",
                 "ProviderClient", "Gateway", "TestSupport", "PushStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -296,7 +304,8 @@ let package = Package(
         .testTarget(
             name: "ProviderAPITests",
             dependencies: [
-                "GatewayFiles", "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient", "TestSupport",
+                "GatewayFiles", "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
+                "TestSupport",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -310,7 +319,8 @@ let package = Package(
         .testTarget(
             name: "LoadGeneratorTests",
             dependencies: [
-                "AdminAPI", "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "PushModel", "PushPolicy", "ProviderAuth",
+                "AdminAPI", "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "DeviceRuntime", "PushModel",
+                "PushPolicy", "ProviderAuth",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -322,7 +332,8 @@ let package = Package(
         .testTarget(
             name: "CrashSafetyTests",
             dependencies: [
-                "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel", "PushStore", "TestSupport",
+                "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel",
+                "PushStore", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -331,7 +342,10 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "PushPolicy", "ContentOrigin", "DeviceRuntime", .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics", "ConnectionLimits",
+                "PushPolicy", "ContentOrigin", "DeviceRuntime",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
+                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
+                "ConnectionLimits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

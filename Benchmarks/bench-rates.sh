@@ -22,7 +22,7 @@ SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=224
 (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
 sleep 2
-taskset -c 1 "$PG" simulate --port 22499 --devices "$DEVICES" --threads 1 --duration 3600 \
+taskset -c 1 "$PG" simulate --profile default --port 22499 --devices "$DEVICES" --threads 1 --duration 3600 \
   --tokens-file "$WORK/tokens.txt" > "$WORK/simulate.log" 2>&1 &
 START=$(date +%s)
 until [ -s "$WORK/tokens.txt" ] || [ $(( $(date +%s) - START )) -gt 120 ]; do sleep 1; done

@@ -19,7 +19,7 @@ sleep 2
 rss() { awk '/VmRSS/ {print $2}' /proc/$GW/status; }
 cpu() { awk '{print $14 + $15}' /proc/$GW/stat; }
 BEFORE=$(rss)
-taskset -c 1 "$PG" simulate --host 127.0.0.1 --port 22299 --devices "$DEVICES" --threads 1 \
+taskset -c 1 "$PG" simulate --profile default --host 127.0.0.1 --port 22299 --devices "$DEVICES" --threads 1 \
   --duration $((WATCH + 120)) --tokens-file "$WORK/tokens.txt" > "$WORK/simulate.log" 2>&1 &
 SIM=$!
 START=$(date +%s)

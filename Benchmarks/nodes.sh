@@ -48,7 +48,7 @@ wait_ready() {
 "$PG" serve "${B[@]}" 2> "$WORK/node-b.log" & wait_ready 24201
 
 # The devices register on node B, which owns them.
-"$PG" simulate --port 24199 --devices "$DEVICES" --apps com.example.app --tokens-file "$WORK/tokens.txt" \
+"$PG" simulate --port 24199 --devices "$DEVICES" --profile default --apps com.example.app --tokens-file "$WORK/tokens.txt" \
   --duration $((4 * (DURATION + WARMUP) + 30)) > "$WORK/simulate.log" 2>&1 &
 for _ in $(seq 1 600); do [ -s "$WORK/tokens.txt" ] && break; sleep 0.1; done
 [ -s "$WORK/tokens.txt" ] || { echo "the simulated devices did not register"; exit 1; }

@@ -65,6 +65,17 @@ enum AdminOpenAPI {
                 }
               }
             },
+            "/v1/fleet": {
+              "get": {
+                "summary": "The freshness figures of a simulated fleet of iPhones running in the gateway's process (pushgate demo): the report per kind of iPhone, its timeline, the versions published and their announcements (docs/device-runtime.md).",
+                "operationId": "fleet",
+                "responses": {
+                  "200": {"description": "The fleet's figures.", "content": {"application/json": {"schema": {"type": "object"}}}},
+                  "401": {"$ref": "#/components/responses/Unauthorized"},
+                  "404": {"$ref": "#/components/responses/Error"}
+                }
+              }
+            },
             "/v1/notifications/{apnsID}": {
               "get": {
                 "summary": "A notification's journey: the store's record and each decision with its rule, in Apple's delivery states.",

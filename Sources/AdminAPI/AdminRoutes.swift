@@ -17,13 +17,17 @@ public struct AdminRoutes: Sendable {
     /// The listeners' doors (connection caps, handshake timeouts), for `/v1/counters` and `/metrics`.
     let gates: @Sendable () -> [ConnectionGate]
     let metrics: GatewayMetrics?
+    /// Figures from outside the gateway (a fleet in the same process): `/v1/fleet`, and more `/metrics`.
+    let attached: AttachedFigures
 
     public init(
         hub: DeviceHub, readiness: @escaping @Sendable () -> [String: Bool] = { [:] },
         storeFigures: @escaping @Sendable () -> CommitFigures? = { nil },
         providerConnections: @escaping @Sendable () -> Int = { 0 },
-        gates: @escaping @Sendable () -> [ConnectionGate] = { [] }, metrics: GatewayMetrics? = nil
+        gates: @escaping @Sendable () -> [ConnectionGate] = { [] }, metrics: GatewayMetrics? = nil,
+        attached: AttachedFigures = AttachedFigures()
     ) {
+        self.attached = attached
         self.hub = hub
         self.gates = gates
         self.providerConnections = providerConnections
@@ -97,9 +101,15 @@ public struct AdminRoutes: Sendable {
                     connected: hub.isConnected(found.slot), owner: hub.registry.owner(of: found.slot),
                     budget: budget.map(BudgetState.init)))
         } else if parts == ["metrics"], let metrics {
+            let gateway = metrics.scrape(hub: hub, store: storeFigures() ?? CommitFigures(), gates: gates())
             return Response(
-                status: 200, json: metrics.scrape(hub: hub, store: storeFigures() ?? CommitFigures(), gates: gates()),
+                status: 200, json: gateway + (attached.current?.metrics() ?? ""),
                 contentType: "text/plain; version=0.0.4; charset=utf-8")
+        } else if parts == ["v1", "fleet"] {
+            guard let source = attached.current else {
+                return error(404, "no simulated fleet runs in this gateway's process (pushgate demo attaches one)")
+            }
+            return Response(status: 200, json: source.json())
         } else if parts == ["v1", "counters"] {
             return encode(
                 Counters(

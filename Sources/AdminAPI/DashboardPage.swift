@@ -68,6 +68,10 @@ enum DashboardPage {
                 <span style="--c: var(--released)">released (piggyback)</span><span style="--c: var(--coalesced)">coalesced</span>
                 <span style="--c: var(--expired)">expired / overflowed</span></div></div>
           </section>
+          <section class="panel" id="fleet" hidden>
+            <h2>Freshness at open (the simulated iPhones in this process)</h2>
+            <div id="fleet-table"></div>
+          </section>
           <section class="panel">
             <h2>Look up an apns-id or a device token</h2>
             <form id="lookup"><input id="query" placeholder="apns-id (UUID) or device token (hex)" autocomplete="off">
@@ -223,6 +227,30 @@ enum DashboardPage {
         });
 
         follow();
+
+        // A fleet of simulated iPhones in the gateway's process (pushgate demo) shows its freshness table.
+        async function fleet() {
+          try {
+            const response = await fetch("/v1/fleet", { headers: headers(), cache: "no-store" });
+            if (response.ok) {
+              const figures = await response.json();
+              const percent = v => v == null ? "–" : number(v * 100) + " %";
+              const seconds = v => v == null ? "–" : number(v) + " s";
+              const sum = o => Object.values(o || {}).reduce((a, b) => a + b, 0);
+              $("fleet").hidden = false;
+              $("fleet-table").innerHTML = "<table><tr><th>iPhones</th><th>strategy</th><th>opens</th><th>fresh at open</th>" +
+                "<th>age p50 / p90</th><th>silent wakes (new content)</th><th>terminations</th><th>relaunches</th></tr>" +
+                figures.report.rows.map(r => "<tr><td>" + cell(r.profile) + "</td><td>" + cell(r.strategy) + "</td><td>" +
+                  number(r.opens) + "</td><td>" + percent(r.freshAtOpen) + "</td><td>" + seconds(r.ageP50Seconds) + " / " +
+                  seconds(r.ageP90Seconds) + "</td><td>" + number(r.silentWakes) + " (" + number(r.silentWakesWithNewContent) +
+                  ")</td><td>" + number(sum(r.terminations)) + "</td><td>" + number(r.relaunches) + "</td></tr>").join("") +
+                "</table>";
+              document.body.dataset.fleetOpens = String(figures.report.rows.reduce((a, r) => r.profile === "all" ? a : a + r.opens, 0));
+            }
+          } catch (error) { /* not there, or the gateway went away */ }
+          setTimeout(fleet, 3000);
+        }
+        fleet();
         </script>
         </body>
         </html>

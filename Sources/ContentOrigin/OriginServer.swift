@@ -11,6 +11,8 @@ import Synchronization
 ///
 /// - `GET /manifest`: the newest version (`ContentCatalog.manifestJSON`).
 /// - `GET /items/<n>`: version n's item; `Range: bytes=<from>-` resumes it (206).
+/// - `?bytes=<n>` on an item: its size, when an app's content is not the server's default size (a
+///   podcast episode beside a news edition).
 /// - `?slowdown=<k>` on an item: sent k times slower than the link rate (a background session, R9 of
 ///   docs/device-runtime.md); without a link rate it makes no difference.
 /// - `POST /publish`: publishes a version now (a scenario, or a test).
@@ -97,8 +99,14 @@ public final class OriginServer: Sendable {
             return .json(status: .ok, String(decoding: data, as: UTF8.self))
         case (.GET, _) where path.hasPrefix("/items/"):
             guard let number = Int(path.dropFirst("/items/".count)),
-                let version = catalog.withLock({ $0.version(number) })
+                var version = catalog.withLock({ $0.version(number) })
             else { return .json(status: .notFound, #"{"error":"no such item"}"#) }
+            if let text = Self.parameter("bytes", in: query) {
+                guard let bytes = Int(text), (1...Self.largestItem).contains(bytes) else {
+                    return .json(status: .badRequest, #"{"error":"bytes: from 1 to \#(Self.largestItem)"}"#)
+                }
+                version.bytes = bytes
+            }
             var from = 0
             if let range = head.headers.first(name: "range") {
                 guard range.hasPrefix("bytes="), range.hasSuffix("-"),
@@ -117,6 +125,9 @@ public final class OriginServer: Sendable {
             return .json(status: .notFound, #"{"error":"not found"}"#)
         }
     }
+
+    /// The largest item `?bytes=` may ask for (1 GiB).
+    static let largestItem = 1 << 30
 
     static func parameter(_ name: String, in query: Substring) -> String? {
         for pair in query.split(separator: "&") {

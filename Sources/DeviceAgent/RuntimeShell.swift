@@ -51,6 +51,9 @@ public final class RuntimeShell: @unchecked Sendable {
     /// Bytes a cancelled download had, by its id: resume data for `moveToBackgroundSession` (R11).
     private var resumeData: [Int: Int64] = [:]
     private var stopped = false
+    /// Item sizes the apps ask for (`AppBehaviour.itemBytes`), by bundle id.
+    private let itemBytes: [String: Int]
+    let transferred: @Sendable (TransferFigures) -> Void
 
     struct Running {
         var task: HTTPClient.Task<TransferDelegate.Outcome>
@@ -58,11 +61,26 @@ public final class RuntimeShell: @unchecked Sendable {
         var resumeFrom: Int64
     }
 
+    /// One transfer that ended (finished or failed; a cancelled one is not reported).
+    public struct TransferFigures: Sendable {
+        public var bundleID: String
+        public var background: Bool
+        public var bytes: Int64
+        public var milliseconds: Int64
+        public var succeeded: Bool
+    }
+
+    /// `record` gets every action the runtime asks for; `transferred` every transfer that ended.
     public init(
         settings: Settings, loop: any EventLoop, http: HTTPClient, clock: @escaping @Sendable () -> UnixTime,
-        record: @escaping @Sendable (RuntimeAction, UnixTime) -> Void
+        record: @escaping @Sendable (RuntimeAction, UnixTime) -> Void,
+        transferred: @escaping @Sendable (TransferFigures) -> Void = { _ in }
     ) {
         self.settings = settings
+        self.transferred = transferred
+        var sizes: [String: Int] = [:]
+        for app in settings.apps { if let bytes = app.behaviour.itemBytes { sizes[app.bundleID] = bytes } }
+        itemBytes = sizes
         self.loop = loop
         self.http = http
         self.clock = clock
@@ -165,7 +183,10 @@ public final class RuntimeShell: @unchecked Sendable {
         switch request.content {
         case .manifest: path = "/manifest"
         case .item(let version):
-            path = "/items/\(version)" + (request.slowdown > 1 ? "?slowdown=\(request.slowdown)" : "")
+            var query: [String] = []
+            if let bytes = itemBytes[request.bundleID] { query.append("bytes=\(bytes)") }
+            if request.slowdown > 1 { query.append("slowdown=\(request.slowdown)") }
+            path = "/items/\(version)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         }
         let id = request.id
         guard var http = try? HTTPClient.Request(url: settings.origin + path) else {
@@ -176,10 +197,20 @@ public final class RuntimeShell: @unchecked Sendable {
         let delegate = TransferDelegate(keepsBody: request.content == .manifest)
         let task = self.http.execute(request: http, delegate: delegate, eventLoop: .delegateAndChannel(on: loop))
         transfers[id] = Running(task: task, delegate: delegate, resumeFrom: from)
+        let started = clock()
         task.futureResult.hop(to: loop).whenComplete { [self] outcome in
             // A cancelled transfer was removed first: its end means nothing to the runtime.
             guard self.transfers.removeValue(forKey: id) != nil else { return }
-            self.handleOnLoop(.transferFinished(id: id, result: Self.result(of: outcome, request.content, from: from)))
+            let result = Self.result(of: outcome, request.content, from: from)
+            var succeeded = true
+            if case .failed = result { succeeded = false }
+            var background = false
+            if case .background = request.session { background = true }
+            self.transferred(
+                TransferFigures(
+                    bundleID: request.bundleID, background: background, bytes: delegate.bytes,
+                    milliseconds: self.clock().milliseconds - started.milliseconds, succeeded: succeeded))
+            self.handleOnLoop(.transferFinished(id: id, result: result))
         }
     }
 

@@ -1,22 +1,30 @@
+import AsyncHTTPClient
+import DeviceRuntime
 import NIOCore
+import PushModel
 import Synchronization
 
-/// Many simulated devices in one process, as `pushgate simulate` and `pushgate demo` run them: each
-/// installs the apps, answers wakes as the profile says, and over time force-quits apps and enters Low
-/// Power Mode as the profile's rates say.
+/// Many simulated devices in one process, as `pushgate simulate` and `pushgate demo` run them. Either
+/// plain agents, which answer wakes as an `AgentProfile` says and, over time, force-quit apps and enter
+/// Low Power Mode at its rates; or iPhones, each running iOS's background rules (`RuntimeShell`) for a
+/// kind of iPhone (`IPhoneProfile`), its users, and real transfers from a content server, whose every
+/// action goes to `freshness`.
 public final class SimulatedFleet: Sendable {
     public let agents: [DeviceAgent]
     public let counters = SimulationCounters()
-    private let apps: [String]
-    private let profile: AgentProfile
+    /// iPhones only: what they did, and the freshness report.
+    public let freshness: FleetFreshness?
+    private let plain: (apps: [String], profile: AgentProfile)?
+    private let http: HTTPClient?
     private let lifeEvents = Mutex<[RepeatedTask]>([])
 
     public init(
         host: String, port: Int, devices: Int, apps: [String], profile: AgentProfile, enrolment: String? = nil,
         group: any EventLoopGroup
     ) {
-        self.apps = apps
-        self.profile = profile
+        plain = (apps, profile)
+        freshness = nil
+        http = nil
         let counters = self.counters
         let behaviour = profile.behaviour
         agents = (0..<devices).map { _ in
@@ -26,21 +34,66 @@ public final class SimulatedFleet: Sendable {
         }
     }
 
+    /// A fleet of iPhones: `mix` says how many devices of each kind; they fetch from `origin`
+    /// (`http://host:port`, serving `/manifest` and `/items/<n>`). Device i is seeded `seed + i`.
+    public init(
+        host: String, port: Int, mix: [(name: String, profile: IPhoneProfile, devices: Int)], origin: String,
+        enrolment: String? = nil, seed: UInt64 = 1, group: any EventLoopGroup,
+        clock: @escaping @Sendable () -> UnixTime
+    ) {
+        plain = nil
+        var configuration = HTTPClient.Configuration()
+        // Paced background downloads hold their connections for long: more per host than the default 8.
+        configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 512)
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(120))
+        let http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
+        self.http = http
+        let freshness = FleetFreshness(mix: mix.map { ($0.name, $0.profile, $0.devices) }, startedAt: clock())
+        self.freshness = freshness
+        let counters = self.counters
+        var agents: [DeviceAgent] = []
+        var index: UInt64 = 0
+        for kind in mix {
+            let apps = kind.profile.apps.map { (bundleID: $0.bundle_id, behaviour: $0.behaviour) }
+            let name = kind.name
+            for _ in 0..<kind.devices {
+                let shell = RuntimeShell(
+                    settings: .init(
+                        profile: kind.profile.iosProfile, apps: apps, origin: origin, seed: seed &+ index,
+                        users: kind.profile.users),
+                    loop: group.next(), http: http, clock: clock,
+                    record: { action, at in
+                        if case .complete(_, _, let result) = action { counters.recordCompletion(result) }
+                        freshness.record(action, at: at, profile: name)
+                    },
+                    transferred: { freshness.recordTransfer($0, profile: name) })
+                agents.append(
+                    DeviceAgent(
+                        host: host, port: port, apps: apps.map(\.bundleID), enrolment: enrolment, runtime: shell,
+                        group: group, onEvent: { counters.record($0) }))
+                index += 1
+            }
+        }
+        self.agents = agents
+    }
+
     public func start() {
         for agent in agents { agent.start() }
+        guard let plain else { return }
         let tasks = agents.map { agent in
-            LifeEvents.schedule(agent, apps: apps, profile: profile, on: agent.group.next())
+            LifeEvents.schedule(agent, apps: plain.apps, profile: plain.profile, on: agent.group.next())
         }
         lifeEvents.withLock { $0 = tasks }
     }
 
-    public func stop() {
+    public func stop() async {
         for task in lifeEvents.withLock({ $0 }) { task.cancel() }
         for agent in agents { agent.stop() }
+        try? await http?.shutdown()
     }
 
     /// Whether every device has a token for every app.
-    public var allInstalled: Bool { agents.allSatisfy { $0.tokens.count == apps.count } }
+    public var allInstalled: Bool { agents.allSatisfy { $0.tokens.count == $0.apps.count } }
 
     /// `token bundle_id` lines, sorted (the tokens file backends and `pushgate bench` read).
     public var tokenLines: [String] {
@@ -79,6 +132,11 @@ public final class SimulationCounters: Sendable {
             default: break
             }
         }
+    }
+
+    /// A completion an iPhone's app sent (its runtime answers wakes, not the agent).
+    public func recordCompletion(_ result: String) {
+        state.withLock { $0.completed[result, default: 0] += 1 }
     }
 
     public var snapshot: Snapshot { state.withLock { $0 } }

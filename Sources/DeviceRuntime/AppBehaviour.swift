@@ -15,6 +15,8 @@ public struct AppBehaviour: Sendable, Equatable {
     /// On a silent wake or a fetch: fetch the manifest, and when it names a newer item, download the
     /// item in a background session (R9) before calling the completion handler.
     public var downloadsInBackgroundSession = true
+    /// The size of the app's items, asked of the content server (`?bytes=`); nil: the server's own size.
+    public var itemBytes: Int?
     /// Milliseconds of the app's own work after the manifest arrives, before it calls the handler.
     public var workMilliseconds: Int64 = 500
     /// Milliseconds DidEnterBackground takes (R5: over the watchdog's 5 s, the app is terminated).

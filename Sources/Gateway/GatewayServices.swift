@@ -28,6 +28,8 @@ public struct GatewayServices: Sendable {
     /// With several nodes on one PostgreSQL database: the notices between them.
     public let cluster: ClusterService?
     public let metrics: GatewayMetrics
+    /// Figures a fleet in the same process shows on the admin port (`pushgate demo`).
+    public let attached = AttachedFigures()
 
     /// In dependency order: the store first and devices next, so that the provider API never hands a
     /// push to a hub that is not up; shutdown runs in reverse, so the store commits last. The admin API
@@ -47,7 +49,8 @@ public struct GatewayServices: Sendable {
             try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
         let backend = try StoreService.backend(configuration.store)
         let cluster = (backend as? any ClusterStore).map {
-            ClusterService(cluster: $0, settings: configuration.store.cluster, logger: Logger(label: "pushgate.cluster"))
+            ClusterService(
+                cluster: $0, settings: configuration.store.cluster, logger: Logger(label: "pushgate.cluster"))
         }
         self.cluster = cluster
         // Listening before the snapshot is read: a notice committed after it is queued, not missed.
@@ -125,7 +128,8 @@ public struct GatewayServices: Sendable {
                         provider, listeners.count, devices, deviceListeners.count, store, cluster),
                     storeFigures: { [store] in store.writer.figures },
                     providerConnections: { [provider] in provider.openConnections },
-                    gates: { [provider, devices] in [provider.gate, devices.gate].compactMap { $0 } }, metrics: metrics),
+                    gates: { [provider, devices] in [provider.gate, devices.gate].compactMap { $0 } }, metrics: metrics,
+                    attached: attached),
                 host: configuration.admin.host, port: configuration.admin.port,
                 token: configuration.adminToken, group: group, logger: Logger(label: "pushgate.admin")) : nil
         reloader = RegistryReloader(

@@ -21,6 +21,13 @@ public struct LocalGateway: Sendable {
     public static func start(
         topic: String, settings: [String] = [], group: any EventLoopGroup, logger: Logger
     ) async throws -> LocalGateway {
+        try await start(topics: [topic], settings: settings, group: group, logger: logger)
+    }
+
+    /// A gateway whose provider key may push to each of `topics`.
+    public static func start(
+        topics: [String], settings: [String] = [], group: any EventLoopGroup, logger: Logger
+    ) async throws -> LocalGateway {
         let dataDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("pushgate-local-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
@@ -36,7 +43,7 @@ public struct LocalGateway: Sendable {
         try RegistryFiles.addKey(
             .init(
                 team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
-                topics: [topic], environment: nil),
+                topics: topics, environment: nil),
             to: configuration.keysFile)
         let services = try await GatewayServices(configuration: configuration, group: group, logger: logger)
         services.store.start()

@@ -95,13 +95,14 @@ public enum BenchReport {
             <html lang="en"><head><meta charset="utf-8"><title>Pushgate bench — \(result.target)</title>
             <style>body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
             pre{background:#f6f6f6;padding:1em;overflow:auto}svg{display:block;margin:1em 0}
-            h1{font-size:1.3em}</style></head><body>
+            h1{font-size:1.3em}h2{font-size:1.1em}</style></head><body>
             <h1>Pushgate bench — \(result.target)</h1>
             <p>Started \(ISO8601DateFormatter().string(from: result.startedAt)), \(String(format: "%.1f", result.seconds)) s.</p>
             <pre>\(escaped)</pre>
             \(throughput)
             \(latency)
             \(curve)
+            \(result.fleet?.htmlSection ?? "")
             </body></html>
             """
     }

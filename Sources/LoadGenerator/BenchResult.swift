@@ -55,6 +55,8 @@ public struct BenchResult: Codable, Sendable {
     public var timeline: [BenchRecorder.Second]
     /// The gateway's own figures over the run, when its admin API was given.
     public var gateway: GatewayFigures?
+    /// The simulated iPhones' freshness figures, when the run had a fleet of them (`pushgate demo`).
+    public var fleet: FleetFigures?
 
     init(
         recorder: BenchRecorder, mix: [PushKind], scenario: Scenario, target: String, startedAt: Date,

@@ -1,3 +1,4 @@
+import AdminAPI
 import ArgumentParser
 import DeviceAgent
 import Foundation
@@ -15,7 +16,11 @@ struct DemoCommand: AsyncParsableCommand {
         discussion: """
             Runs in one process on loopback, on free ports, with a fresh data directory, and prints what the \
             load generator measured and what the gateway did with the pushes (woken on budget, held and \
-            piggybacked, coalesced, deadline misses, accept-to-device latency).
+            piggybacked, coalesced, deadline misses, accept-to-device latency). The devices are simulated \
+            iPhones (Config/iphone) fetching from a built-in content server that publishes a version every \
+            --publish-every seconds (5 here), each announced with the pushes its apps' backends send; the \
+            freshness of their content at every open is reported with the rest, on /metrics and on the \
+            dashboard.
             """)
 
     @Option(help: "Simulated devices.")
@@ -33,8 +38,10 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Keep-alive interval the devices are given, in seconds (short, so keep-alive piggybacks show).")
     var keepAlive = 10
 
-    @Option(help: "Device behaviour profile: a name in Config/profiles or a YAML file.")
-    var profile = "default"
+    @OptionGroup var iphone: IPhoneOptions
+
+    @Option(help: "Plain agents instead of iPhones: a behaviour profile in Config/profiles or a YAML file.")
+    var profile: String?
 
     @Option(help: "Write every figure as JSON here.")
     var json: String?
@@ -44,7 +51,8 @@ struct DemoCommand: AsyncParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "After the load, keep the gateway and the fleet up for the live dashboard until interrupted (default: when the output is a terminal)."
+        help:
+            "After the load, keep the gateway and the fleet up for the live dashboard until interrupted (default: when the output is a terminal)."
     )
     var dashboard: Bool = isatty(STDOUT_FILENO) != 0
 
@@ -53,6 +61,7 @@ struct DemoCommand: AsyncParsableCommand {
         guard rate > 0 else { throw ValidationError("--rate must be > 0") }
         guard duration > 0 else { throw ValidationError("--duration must be > 0") }
         guard keepAlive >= 1 else { throw ValidationError("--keep-alive must be at least 1 second") }
+        try iphone.check()
     }
 
     func run() async throws {
@@ -60,8 +69,10 @@ struct DemoCommand: AsyncParsableCommand {
         scenario.rate = rate
         scenario.duration_seconds = duration
         scenario.count = nil
-        let profile = try loadProfile(profile)
-        let bundle = "com.example.app"
+        let plain = try profile.map { try loadProfile($0) }
+        let plainBundle = "com.example.app"
+        let (mix, _) = try iphone.mix(devices: devices, opensPerHour: 0)
+        let topics = plain == nil ? mix.strategies.keys.sorted() : [plainBundle]
 
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -75,7 +86,7 @@ struct DemoCommand: AsyncParsableCommand {
         // Free loopback ports and a fresh data directory: the demo never disturbs a running gateway.
         let gateway = try await failing {
             try await LocalGateway.start(
-                topic: bundle, settings: ["devices.keep_alive_seconds=\(keepAlive)"], group: gatewayGroup,
+                topics: topics, settings: ["devices.keep_alive_seconds=\(keepAlive)"], group: gatewayGroup,
                 logger: Logger(label: "pushgate"))
         }
         let devicePort = gateway.devicePort
@@ -84,9 +95,22 @@ struct DemoCommand: AsyncParsableCommand {
         )
         print("dashboard (live): http://127.0.0.1:\(gateway.adminPort)/dashboard")
 
-        let fleet = SimulatedFleet(
-            host: "127.0.0.1", port: devicePort, devices: devices, apps: [bundle], profile: profile,
-            enrolment: gateway.services.hub.settings.enrolmentSecret, group: fleetGroup)
+        let enrolment = gateway.services.hub.settings.enrolmentSecret
+        let fleet: SimulatedFleet
+        var content: ContentScenario?
+        if let plain {
+            fleet = SimulatedFleet(
+                host: "127.0.0.1", port: devicePort, devices: devices, apps: [plainBundle], profile: plain,
+                enrolment: enrolment, group: fleetGroup)
+        } else {
+            let started = try await iphone.start(
+                devices: devices, host: "127.0.0.1", port: devicePort, enrolment: enrolment,
+                opensPerHour: iphone.opensPerHour ?? 60, group: fleetGroup)
+            content = started.0
+            fleet = started.1
+            print("content: \(started.0.originURL)/manifest (\(mix.kinds.map(\.name).joined(separator: ", ")))")
+            attach(fleet, started.0, to: gateway)
+        }
         fleet.start()
         let connecting = ContinuousClock.now
         while !fleet.allInstalled {
@@ -98,9 +122,18 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let took = ContinuousClock.now - connecting
         print(
-            "\(devices) simulated devices connected and installed \(bundle) in "
+            "\(devices) simulated devices connected and installed \(topics.joined(separator: ", ")) in "
                 + String(format: "%.1f s", Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
         )
+        if let content {
+            // The first version now that every app can be told of it; then one every --publish-every.
+            content.run(
+                fleet: fleet, strategies: mix.strategies,
+                provider: .init(
+                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                publishEvery: iphone.publishEvery ?? 5)
+            await content.publish()
+        }
 
         var options = BenchOptions(
             host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario,
@@ -109,8 +142,10 @@ struct DemoCommand: AsyncParsableCommand {
                 return PushTarget(token: String(fields[0]), topic: String(fields[1]))
             })
         options.signer = gateway.signer
-        let result = try await runBench(options, group: benchGroup, admin: ("127.0.0.1", gateway.adminPort, nil))
+        var result = try await runBench(options, group: benchGroup, admin: ("127.0.0.1", gateway.adminPort, nil))
         print("devices: \(fleet.counters.snapshot.line)")
+        result.fleet = content?.figures(fleet)
+        if let figures = result.fleet { print(figures.summary) }
         try write(result, json: json, html: html)
         if dashboard {
             print(
@@ -119,9 +154,20 @@ struct DemoCommand: AsyncParsableCommand {
             await interrupted()
         }
 
-        fleet.stop()
+        await fleet.stop()
+        await content?.stop()
+        gateway.services.attached.detach()
         try await gateway.stop()
         for group in [benchGroup, fleetGroup, gatewayGroup] { try await group.shutdownGracefully() }
+    }
+
+    /// The fleet's freshness on the gateway's admin port: `/v1/fleet`, more `/metrics`, the dashboard's table.
+    private func attach(_ fleet: SimulatedFleet, _ content: ContentScenario, to gateway: LocalGateway) {
+        let metrics = FleetMetrics()
+        gateway.services.attached.attach(
+            .init(
+                json: { (try? content.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}" },
+                metrics: { content.figures(fleet).map { metrics.text($0.report) } ?? "" }))
     }
 }
 
@@ -134,7 +180,12 @@ func interrupted() async {
             Foundation.signal(signal, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
             source.setEventHandler {
-                guard resumed.withLock({ done in defer { done = true }; return !done }) else { return }
+                guard
+                    resumed.withLock({ done in
+                        defer { done = true }
+                        return !done
+                    })
+                else { return }
                 continuation.resume()
             }
             source.resume()

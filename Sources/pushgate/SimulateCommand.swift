@@ -4,14 +4,24 @@ import DeviceProtocol
 import Foundation
 import Gateway
 import GatewayFiles
+import LoadGenerator
 import NIOCore
 import NIOPosix
+import ProviderClient
 import Synchronization
 
 struct SimulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "simulate",
-        abstract: "Run simulated devices against a gateway's device port and write their tokens for backends.")
+        abstract:
+            "Run simulated iPhones against a gateway's device port, and report how fresh their content was at every open.",
+        discussion: """
+            Each device plays iOS's background rules (docs/device-runtime.md) for a kind of iPhone in \
+            Config/iphone, with its apps and its users, and fetches real content from a content server (a \
+            built-in one, or --origin). Versions are published every --publish-every seconds; with --provider, \
+            each is announced with the pushes each app's backend sends. --profile runs plain agents instead, \
+            which answer wakes as a profile in Config/profiles says.
+            """)
 
     @Option(help: "Device port host.")
     var host = "127.0.0.1"
@@ -22,14 +32,43 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "How many devices.")
     var devices = 100
 
-    @Option(help: "Bundle ids every device installs (comma-separated).")
-    var apps = "com.example.app"
+    @OptionGroup var iphone: IPhoneOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "Where announcements are POSTed: the gateway's provider API (http://host:port for h2c, https://host:port for TLS); absent: versions are published but not announced.",
+            valueName: "url"))
+    var provider: String?
+
+    @Option(help: "The .p8 key that signs provider tokens for --provider.")
+    var key: String?
+
+    @Option(help: "Team id (the token's iss).")
+    var teamId: String?
+
+    @Option(help: "Key id (the token's kid).")
+    var keyId: String?
+
+    @Option(help: "Serve the fleet's figures on this loopback port: /metrics (Prometheus) and /v1/fleet (JSON).")
+    var metricsPort: Int?
+
+    @Option(help: "Write the fleet's figures as JSON here at the end.")
+    var json: String?
+
+    @Option(help: "Write an HTML report of the fleet's figures here at the end.")
+    var html: String?
+
+    @Option(
+        help:
+            "Plain agents instead of iPhones: a behaviour profile in Config/profiles (default, misbehaving) or a YAML file."
+    )
+    var profile: String?
+
+    @Option(help: "Plain agents only: bundle ids every device installs (comma-separated).")
+    var apps: String?
 
     @Option(help: "Where to write 'token bundle_id' lines once every device has its tokens.")
     var tokensFile = "simulated-tokens.txt"
-
-    @Option(help: "Behaviour profile: a name in Config/profiles (default, misbehaving) or a YAML file's path.")
-    var profile = "default"
 
     @Option(help: "Stop after this many seconds (0: run until interrupted).")
     var duration: Int = 0
@@ -48,41 +87,115 @@ struct SimulateCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard devices > 0 else { throw ValidationError("--devices must be at least 1") }
+        guard duration >= 0 else { throw ValidationError("--duration must not be negative") }
+        try iphone.check()
+        if apps != nil, profile == nil {
+            throw ValidationError("--apps is for plain agents (--profile); an iPhone's apps come from its profile")
+        }
+        if let metricsPort, !(0...65535).contains(metricsPort) {
+            throw ValidationError("--metrics-port: expected 0 to 65535, got \(metricsPort)")
+        }
+        if provider == nil, key != nil { throw ValidationError("--key needs --provider (where to announce)") }
     }
 
     func run() async throws {
-        let profile = try loadProfile(profile)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let bundles = apps.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
         guard let enrolment = enrolmentSecret ?? EnrolmentSecret.read(dataDirectory: dataDir) else {
             throw ValidationError(
                 "no enrolment secret: give --enrolment-secret (the gateway's devices.enrolment_secret), or --data-dir where the gateway keeps \(EnrolmentSecret.fileName)"
             )
         }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        if let profile {
+            try await runPlain(profile: try loadProfile(profile), enrolment: enrolment, group: group)
+        } else {
+            try await runIPhones(enrolment: enrolment, group: group)
+        }
+        try await group.shutdownGracefully()
+    }
+
+    private func runPlain(profile: AgentProfile, enrolment: String, group: MultiThreadedEventLoopGroup) async throws {
+        let bundles = (apps ?? "com.example.app").split(separator: ",").map {
+            String($0).trimmingCharacters(in: .whitespaces)
+        }
         let fleet = SimulatedFleet(
             host: host, port: port, devices: devices, apps: bundles, profile: profile, enrolment: enrolment,
             group: group)
         fleet.start()
+        try await runUntilDone(fleet) { _ in "" }
+        print(fleet.counters.snapshot.line)
+        await fleet.stop()
+    }
 
+    private func runIPhones(enrolment: String, group: MultiThreadedEventLoopGroup) async throws {
+        let target = try provider.map { try parseURL($0, flag: "--provider") }
+        let signer = try loadSigner(key: key, teamID: teamId, keyID: keyId)
+        let (scenario, fleet, mix) = try await iphone.start(
+            devices: devices, host: host, port: port, enrolment: enrolment, opensPerHour: iphone.opensPerHour ?? 0,
+            group: group)
+        print("content: \(scenario.originURL)/manifest")
+        if target == nil { print("no --provider: versions are published but not announced with pushes") }
+        let metrics = FleetMetrics()
+        var endpoint: FleetEndpoint?
+        if let metricsPort {
+            endpoint = try await FleetEndpoint(host: "127.0.0.1", port: metricsPort, group: group) { path in
+                FleetEndpoint.answer(
+                    path: path,
+                    metrics: { scenario.figures(fleet).map { metrics.text($0.report) } ?? "" },
+                    json: { (try? scenario.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}" }
+                )
+            }
+        }
+        if let port = endpoint?.port { print("fleet figures: http://127.0.0.1:\(port)/metrics and /v1/fleet") }
+        fleet.start()
+        await scenario.publish()
+        scenario.run(
+            fleet: fleet, strategies: mix.strategies,
+            provider: target.map {
+                ContentScenario.Provider(
+                    host: $0.host, port: $0.port,
+                    security: $0.tls ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
+                    signer: signer)
+            }, publishEvery: iphone.publishEvery ?? 300)
+        try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
+        await fleet.stop()
+        await scenario.stop()
+        await endpoint?.stop()
+        print(fleet.counters.snapshot.line)
+        if let figures = scenario.figures(fleet) {
+            print(figures.summary)
+            try write(figures, json: json, html: html)
+        }
+    }
+
+    /// Writes the tokens file once every device has its tokens, shows progress on a terminal, and returns
+    /// after --duration (or on Ctrl-C).
+    private func runUntilDone(_ fleet: SimulatedFleet, more: @escaping (SimulatedFleet) -> String) async throws {
         let start = ContinuousClock.now
         var wroteTokens = false
         let interactive = isatty(STDOUT_FILENO) != 0
+        let stop = Task { await interrupted() }
+        defer { stop.cancel() }
+        let stopped = Mutex(false)
+        let watcher = Task {
+            await stop.value
+            stopped.withLock { $0 = true }
+        }
+        defer { watcher.cancel() }
         while duration == 0 || ContinuousClock.now - start < .seconds(duration) {
             try await Task.sleep(for: .seconds(1))
+            if stopped.withLock({ $0 }) { break }
             if !wroteTokens, fleet.allInstalled {
                 let lines = fleet.tokenLines
                 try (lines.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)
                 wroteTokens = true
-                print("\(lines.count) tokens written to \(tokensFile)")
+                print((interactive ? "\u{1B}[2K\r" : "") + "\(lines.count) tokens written to \(tokensFile)")
             }
             if interactive {
-                print("\u{1B}[2K\r\(fleet.counters.snapshot.line)", terminator: "")
+                print("\u{1B}[2K\r\(fleet.counters.snapshot.line)\(more(fleet))", terminator: "")
                 fflush(nil)
             }
         }
-        print(interactive ? "\n\(fleet.counters.snapshot.line)" : fleet.counters.snapshot.line)
-        fleet.stop()
-        try await group.shutdownGracefully()
+        if interactive { print() }
     }
 }
 

@@ -99,19 +99,24 @@ import Testing
             .contentUpdated(bundleID: "a", version: 2, by: .silentPush(apnsID: "x")), at: UnixTime(milliseconds: 0),
             profile: "news")
         ledger.record(.terminated(bundleID: "a", cause: .wakeOverrun), at: UnixTime(milliseconds: 0), profile: "news")
-        let report = ledger.report(versions: versions, hours: 1, apps: 2)
+        ledger.recordTransfer(background: true, bytes: 2_000_000, milliseconds: 4000, succeeded: true, profile: "news")
+        ledger.recordTransfer(background: false, bytes: 500, milliseconds: 100, succeeded: false, profile: "news")
+        let report = ledger.report(versions: versions, hours: 1, apps: ["news": 2, "chat": 2])
         let news = report.rows.first { $0.profile == "news" }!
         #expect(news.opens == 4)
         #expect(news.freshAtOpen == 0.75)
         #expect(news.ageP50Seconds == 600)
         #expect(news.ageP99Seconds == 1500)
         #expect(news.silentWakes == 2 && news.silentWakesWithNewContent == 1)
-        #expect(news.wakesPerAppHour["wake.silent_push"] == 1)
+        #expect(news.wakesPerAppHour["silent_push"] == 1)
+        #expect(news.backgroundBytes == 2_000_000 && news.foregroundBytes == 500 && news.failedTransfers == 1)
+        #expect(news.transferP50Seconds == 4 && news.transferP90Seconds == 4)
         #expect(news.terminations == ["wake_overrun": 1])
         let chat = report.rows.first { $0.profile == "chat" }!
         #expect(chat.opens == 1 && chat.freshAtOpen == 0 && chat.opensWithoutContent == 1)
         let all = report.rows.last!
         #expect(all.profile == "all" && all.opens == 5)
-        #expect(report.text.contains("| news | 4 | 75 % |"))
+        #expect(report.text.contains("| news | – | 4 | 75 % |"))
+        #expect(report.text.contains("| 0.0 / 2.0 | 4.0 s / 4.0 s |"))
     }
 }

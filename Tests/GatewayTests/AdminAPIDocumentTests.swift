@@ -20,7 +20,7 @@ import Testing
         #expect(
             Set(paths.keys) == [
                 "/health", "/ready", "/metrics", "/openapi.json", "/v1/counters", "/v1/notifications/{apnsID}",
-                "/v1/devices/{deviceID}", "/v1/tokens/{token}", "/v1/live", "/dashboard",
+                "/v1/devices/{deviceID}", "/v1/tokens/{token}", "/v1/live", "/dashboard", "/v1/fleet",
             ])
         let checker = SchemaChecker(document: document)
         let requests: [(path: String, template: String, status: Int)] = [
@@ -32,6 +32,7 @@ import Testing
             ("/v1/devices/nobody", "/v1/devices/{deviceID}", 404),
             ("/v1/tokens/\(setup.token)", "/v1/tokens/{token}", 200),
             ("/v1/tokens/zz", "/v1/tokens/{token}", 400),
+            ("/v1/fleet", "/v1/fleet", 404),
         ]
         for request in requests {
             let (status, body) = try await setup.admin(request.path)
@@ -50,7 +51,9 @@ extension AdminAPIDocumentTests {
     /// The checker finds what drift looks like (so that its silence above means something).
     @Test func theCheckerFindsUndeclaredMissingAndMistypedKeys() throws {
         let document: [String: Any] = [
-            "components": ["schemas": ["Thing": ["type": "object", "required": ["a"], "properties": ["a": ["type": "integer"]]]]]
+            "components": [
+                "schemas": ["Thing": ["type": "object", "required": ["a"], "properties": ["a": ["type": "integer"]]]]
+            ]
         ]
         let checker = SchemaChecker(document: document)
         let schema = ["$ref": "#/components/schemas/Thing"]
@@ -77,7 +80,8 @@ struct SchemaChecker {
 
     func responseSchema(_ operation: [String: Any], status: Int) throws -> [String: Any] {
         let responses = try #require(operation["responses"] as? [String: Any])
-        let response = resolve(try #require(responses[String(status)] as? [String: Any], "status \(status) undocumented"))
+        let response = resolve(
+            try #require(responses[String(status)] as? [String: Any], "status \(status) undocumented"))
         let content = try #require(response["content"] as? [String: Any])
         let json = try #require(content["application/json"] as? [String: Any])
         return resolve(try #require(json["schema"] as? [String: Any]))

@@ -60,8 +60,8 @@ struct GatewayWithDevice {
     }
 }
 
-func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<300 {
+func eventually(_ what: String, seconds: Int = 15, _ condition: () async throws -> Bool) async throws {
+    for _ in 0..<(seconds * 20) {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(50))  // clock-ok: a real gateway's or browser's effect, bounded
     }

@@ -71,7 +71,7 @@ import Testing
         #expect(closed.sent == 210)
         #expect(closed.accepted == 200 && closed.rejected == ["400 BadDeviceToken": 10])
 
-        fleet.stop()
+        await fleet.stop()
         try await gateway.stop()
         try await group.shutdownGracefully()
     }

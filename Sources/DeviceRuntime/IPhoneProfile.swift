@@ -1,0 +1,148 @@
+import PushModel
+
+/// A kind of simulated iPhone, as a file in Config/iphone describes it: the iOS it plays, its apps (what
+/// each does with each opportunity, and what the app's backend sends when it publishes), and its users.
+/// Every key is optional but `apps`; an unknown key is an error that names it.
+public struct IPhoneProfile: Sendable, Equatable, Decodable {
+    /// The iOS generation played (`IOSProfile.version`).
+    public var ios = 17
+    public var apps: [AppProfile]
+    public var users = UserProfile()
+
+    public init(ios: Int = 17, apps: [AppProfile], users: UserProfile = UserProfile()) {
+        self.ios = ios
+        self.apps = apps
+        self.users = users
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case ios, apps, users }
+
+    public init(from decoder: any Decoder) throws {
+        try rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        ios = try values.decodeIfPresent(Int.self, forKey: .ios) ?? 17
+        apps = try values.decode([AppProfile].self, forKey: .apps)
+        users = try values.decodeIfPresent(UserProfile.self, forKey: .users) ?? UserProfile()
+    }
+
+    public var iosProfile: IOSProfile { IOSProfile.version(ios) }
+
+    /// What is wrong with it, naming the key; nil when valid.
+    public func problem() -> String? {
+        if !(2...99).contains(ios) { return "ios: expected an iOS major version such as 6, 7, 13 or 17, got \(ios)" }
+        if apps.isEmpty { return "apps: at least one app" }
+        var seen: Set<String> = []
+        for (index, app) in apps.enumerated() {
+            if let problem = app.problem() { return "apps[\(index)].\(problem)" }
+            if !seen.insert(app.bundle_id).inserted { return "apps[\(index)].bundle_id: '\(app.bundle_id)' twice" }
+        }
+        if let problem = users.problem() { return "users.\(problem)" }
+        return nil
+    }
+}
+
+/// One app of a simulated iPhone: its behaviour (`AppBehaviour`) and its backend's strategy when it
+/// publishes new content.
+public struct AppProfile: Sendable, Equatable, Decodable {
+    /// What the app's backend POSTs when it publishes a version (its push strategy).
+    public enum Announcement: String, Sendable, Equatable, Decodable, CaseIterable {
+        /// Nothing: the app learns of new content at fetches and opens only.
+        case none
+        /// A silent push (`content-available: 1`, `apns-push-type: background`, priority 5).
+        case silent
+        /// An alert (`apns-push-type: alert`, priority 10).
+        case alert
+        /// Both: a silent push to fetch and an alert to tell the user.
+        case silent_and_alert
+
+        public var sendsSilent: Bool { self == .silent || self == .silent_and_alert }
+        public var sendsAlert: Bool { self == .alert || self == .silent_and_alert }
+    }
+
+    public var bundle_id: String
+    public var announce = Announcement.silent
+    /// `never`, `minimum` or a number of seconds (R6).
+    public var fetch = "never"
+    public var background_download = true
+    /// The size of its items (nil: the content server's default).
+    public var item_bytes: Int?
+    public var work_ms: Int64 = 500
+    public var did_enter_background_ms: Int64 = 50
+    public var forgets_completion = 0.0
+    public var forgets_ending_task = 0.0
+    public var forgets_session_handler = 0.0
+    public var moves_download_to_background_session = true
+
+    public init(bundle_id: String) { self.bundle_id = bundle_id }
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case bundle_id, announce, fetch, background_download, item_bytes, work_ms, did_enter_background_ms
+        case forgets_completion, forgets_ending_task, forgets_session_handler, moves_download_to_background_session
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try rejectUnknownKeys(decoder, known: CodingKeys.self)
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        var app = AppProfile(bundle_id: try values.decode(String.self, forKey: .bundle_id))
+        func read<T: Decodable>(_ key: CodingKeys, _ field: WritableKeyPath<AppProfile, T>) throws {
+            if let value = try values.decodeIfPresent(T.self, forKey: key) { app[keyPath: field] = value }
+        }
+        if let text = try? values.decodeIfPresent(String.self, forKey: .fetch) {
+            app.fetch = text
+        } else if let seconds = try values.decodeIfPresent(Int64.self, forKey: .fetch) {
+            app.fetch = String(seconds)
+        }
+        try read(.announce, \.announce)
+        try read(.background_download, \.background_download)
+        app.item_bytes = try values.decodeIfPresent(Int.self, forKey: .item_bytes)
+        try read(.work_ms, \.work_ms)
+        try read(.did_enter_background_ms, \.did_enter_background_ms)
+        try read(.forgets_completion, \.forgets_completion)
+        try read(.forgets_ending_task, \.forgets_ending_task)
+        try read(.forgets_session_handler, \.forgets_session_handler)
+        try read(.moves_download_to_background_session, \.moves_download_to_background_session)
+        self = app
+    }
+
+    /// R6's interval for `fetch`; nil when it is none of `never`, `minimum` or a positive number of seconds.
+    public var fetchInterval: AppBehaviour.FetchInterval? {
+        switch fetch {
+        case "never": .never
+        case "minimum": .minimum
+        default: Int64(fetch).flatMap { $0 > 0 ? .custom(seconds: $0) : nil }
+        }
+    }
+
+    public func problem() -> String? {
+        if bundle_id.isEmpty { return "bundle_id: must not be empty" }
+        if fetchInterval == nil { return "fetch: expected never, minimum or a number of seconds, got '\(fetch)'" }
+        if let item_bytes, !(1...(1 << 30)).contains(item_bytes) {
+            return "item_bytes: from 1 to \(1 << 30), got \(item_bytes)"
+        }
+        if work_ms < 0 || did_enter_background_ms < 0 {
+            return "work_ms, did_enter_background_ms: must not be negative"
+        }
+        for (key, value) in [
+            ("forgets_completion", forgets_completion), ("forgets_ending_task", forgets_ending_task),
+            ("forgets_session_handler", forgets_session_handler),
+        ] where !(0...1).contains(value) {
+            return "\(key): must be between 0 and 1, got \(value)"
+        }
+        return nil
+    }
+
+    /// What the runtime plays for this app.
+    public var behaviour: AppBehaviour {
+        var behaviour = AppBehaviour()
+        behaviour.fetchInterval = fetchInterval ?? .never
+        behaviour.downloadsInBackgroundSession = background_download
+        behaviour.itemBytes = item_bytes
+        behaviour.workMilliseconds = work_ms
+        behaviour.didEnterBackgroundMilliseconds = did_enter_background_ms
+        behaviour.forgetsCompletion = forgets_completion
+        behaviour.forgetsEndingTask = forgets_ending_task
+        behaviour.forgetsSessionHandler = forgets_session_handler
+        behaviour.movesDownloadToBackgroundSession = moves_download_to_background_session
+        return behaviour
+    }
+}

@@ -1,0 +1,120 @@
+import NIOCore
+import ProviderAuth
+import ProviderClient
+import PushModel
+
+/// What a backend sends when it publishes a new version of its content: to every device token of an app
+/// that announces, a silent push (so the app fetches in the background) and/or an alert (so the user
+/// sees it), as that app's profile says. `pushes` plans them (pure); `send` POSTs them to a provider API.
+public enum ContentAnnouncer {
+    /// How an app's backend announces a version.
+    public struct Strategy: Sendable, Equatable {
+        public var silent: Bool
+        public var alert: Bool
+        public init(silent: Bool, alert: Bool) {
+            self.silent = silent
+            self.alert = alert
+        }
+    }
+
+    public struct Push: Sendable, Equatable {
+        public var target: PushTarget
+        public var silent: Bool
+        public var headers: [(String, String)]
+        public var body: [UInt8]
+
+        public static func == (a: Push, b: Push) -> Bool {
+            a.target == b.target && a.silent == b.silent && a.body == b.body
+                && a.headers.elementsEqual(b.headers, by: { $0 == $1 })
+        }
+    }
+
+    /// What the announcement of `version` sent, by answer.
+    public struct Outcome: Sendable, Equatable, Codable {
+        public var version: Int
+        public var silent = 0
+        public var alerts = 0
+        public var accepted = 0
+        /// Answers other than 200 (`status reason`) and failures, with their counts.
+        public var refused: [String: Int] = [:]
+    }
+
+    /// The pushes announcing `version`, for each target whose topic has a strategy. The silent push
+    /// carries `apns-collapse-id: content`, so a newer announcement replaces one still held.
+    public static func pushes(version: Int, targets: [PushTarget], strategies: [String: Strategy]) -> [Push] {
+        var pushes: [Push] = []
+        for target in targets {
+            guard let strategy = strategies[target.topic] else { continue }
+            if strategy.silent {
+                pushes.append(
+                    Push(
+                        target: target, silent: true,
+                        headers: [
+                            ("apns-topic", target.topic), ("apns-push-type", "background"), ("apns-priority", "5"),
+                            ("apns-collapse-id", "content"),
+                        ],
+                        body: Array(#"{"aps":{"content-available":1},"version":\#(version)}"#.utf8)))
+            }
+            if strategy.alert {
+                pushes.append(
+                    Push(
+                        target: target, silent: false,
+                        headers: [("apns-topic", target.topic), ("apns-push-type", "alert"), ("apns-priority", "10")],
+                        body: Array(
+                            #"{"aps":{"alert":{"title":"New content","body":"Version \#(version) is out"}},"version":\#(version)}"#
+                                .utf8)))
+            }
+        }
+        return pushes
+    }
+
+    /// POSTs the pushes over one HTTP/2 connection, `concurrency` streams at a time, with a provider
+    /// token from `signer` when given.
+    public static func send(
+        _ pushes: [Push], version: Int, host: String, port: Int, security: ProviderClient.Security,
+        signer: ProviderTokenSigner?, now: UnixTime, group: any EventLoopGroup, concurrency: Int = 64
+    ) async -> Outcome {
+        var outcome = Outcome(version: version)
+        outcome.silent = pushes.filter(\.silent).count
+        outcome.alerts = pushes.count - outcome.silent
+        guard !pushes.isEmpty else { return outcome }
+        let client: ProviderClient
+        do {
+            client = try await ProviderClient.connect(host: host, port: port, security: security, group: group)
+        } catch {
+            outcome.refused["cannot connect: \(error)"] = pushes.count
+            return outcome
+        }
+        let authorization = signer.flatMap { try? "bearer " + $0.token(issuedAt: now) }
+        let workers = max(1, min(concurrency, pushes.count))
+        let answers = await withTaskGroup(of: [String: Int].self) { group in
+            for worker in 0..<workers {
+                group.addTask {
+                    var answers: [String: Int] = [:]
+                    for index in stride(from: worker, to: pushes.count, by: workers) {
+                        let push = pushes[index]
+                        var headers = push.headers
+                        if let authorization { headers.append(("authorization", authorization)) }
+                        do {
+                            let response = try await client.post(
+                                path: "/3/device/\(push.target.token)", headers: headers, body: push.body)
+                            answers[
+                                response.status == 200 ? "200" : "\(response.status) \(response.bodyText)", default: 0] +=
+                                1
+                        } catch {
+                            answers["failed: \(error)", default: 0] += 1
+                        }
+                    }
+                    return answers
+                }
+            }
+            var all: [String: Int] = [:]
+            for await part in group { all.merge(part, uniquingKeysWith: +) }
+            return all
+        }
+        await client.close()
+        outcome.accepted = answers["200", default: 0]
+        outcome.refused = answers.filter { $0.key != "200" }
+        return outcome
+    }
+}

@@ -1,0 +1,168 @@
+import AsyncHTTPClient
+import ContentOrigin
+import DeviceAgent
+import DeviceRuntime
+import LoadGenerator
+import NIOCore
+import ProviderAuth
+import ProviderClient
+import PushIntake
+import PushModel
+import Synchronization
+
+/// The content side of a fleet of iPhones (`pushgate simulate` and `demo`): the content server the apps
+/// fetch from — built in, or any URL that serves the same manifest — its publishing schedule, and the
+/// pushes each publication's backends send to announce it (`ContentAnnouncer`, by each app's
+/// `announce`); and the fleet's freshness figures sampled over the run.
+final class ContentScenario: Sendable {
+    /// Where announcements are POSTed.
+    struct Provider: Sendable {
+        var host: String
+        var port: Int
+        var security: ProviderClient.Security
+        var signer: ProviderTokenSigner?
+    }
+
+    let originURL: String
+    let startedAt: UnixTime
+    private let origin: OriginServer?
+    private let watch: ManifestWatch?
+    private let http: HTTPClient
+    private let group: any EventLoopGroup
+    /// The built-in server's publications, announced once the scenario runs.
+    private let published = Published()
+    private let outcomes = Mutex<[ContentAnnouncer.Outcome]>([])
+    private let samples = Mutex<[FleetFigures.Sample]>([])
+    private let schedule = Mutex<[Task<Void, Never>]>([])
+    private let announcing = Mutex<[Task<Void, Never>]>([])
+
+    /// A built-in content server on a free loopback port (nil `url`), or the one at `url`.
+    init(url: String?, settings: OriginServer.Settings, group: any EventLoopGroup) async throws {
+        self.group = group
+        startedAt = UnixTime.now()
+        http = HTTPClient(eventLoopGroupProvider: .shared(group))
+        if let url {
+            originURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+            origin = nil
+            watch = ManifestWatch(origin: originURL, http: http)
+        } else {
+            let published = self.published
+            let server = OriginServer(settings: settings, group: group, clock: UnixTime.now) { version in
+                published.handler.withLock { $0 }?(version.version)
+            }
+            try await server.start()
+            originURL = "http://127.0.0.1:\(server.boundPort!)"
+            origin = server
+            watch = nil
+        }
+    }
+
+    private final class Published: Sendable {
+        let handler = Mutex<(@Sendable (Int) -> Void)?>(nil)
+    }
+
+    /// Versions published so far: number → publish time (ms).
+    var versions: [Int: Int64] {
+        if let origin { return Dictionary(uniqueKeysWithValues: origin.versions.map { ($0.version, $0.publishedAt) }) }
+        return watch?.versions ?? [:]
+    }
+
+    /// Publishes now (the built-in server, or `POST /publish` to a `pushgate origin` at the URL).
+    func publish() async {
+        if let origin {
+            origin.publish()
+        } else {
+            var request = HTTPClientRequest(url: originURL + "/publish")
+            request.method = .POST
+            _ = try? await http.execute(request, timeout: .seconds(10))
+        }
+    }
+
+    /// Runs the scenario: announces each new version to the fleet's apps (when a provider API is given),
+    /// publishes every `publishEvery` seconds (0: only what the server publishes itself), and samples the
+    /// fleet's figures every `sampleEvery` seconds.
+    func run(
+        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement], provider: Provider?,
+        publishEvery: Double, sampleEvery: Double = 5
+    ) {
+        let announce: @Sendable (Int) -> Void = { [self] version in
+            guard let provider else { return }
+            let task = Task {
+                let targets = fleet.tokenLines.map { line in
+                    let fields = line.split(separator: " ")
+                    return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+                }
+                let plan = ContentAnnouncer.pushes(
+                    version: version, targets: targets,
+                    strategies: strategies.mapValues {
+                        ContentAnnouncer.Strategy(silent: $0.sendsSilent, alert: $0.sendsAlert)
+                    })
+                let outcome = await ContentAnnouncer.send(
+                    plan, version: version, host: provider.host, port: provider.port, security: provider.security,
+                    signer: provider.signer, now: UnixTime.now(), group: group)
+                outcomes.withLock { $0.append(outcome) }
+            }
+            announcing.withLock { $0.append(task) }
+        }
+        published.handler.withLock { $0 = announce }
+        watch?.start(every: .seconds(1), on: group.next()) { version, _ in announce(version) }
+        var running: [Task<Void, Never>] = []
+        if publishEvery > 0 {
+            running.append(
+                Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(Int64(publishEvery * 1000)))
+                        if Task.isCancelled { break }
+                        await self.publish()
+                    }
+                })
+        }
+        running.append(
+            Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(Int64(sampleEvery * 1000)))
+                    if Task.isCancelled { break }
+                    self.sample(fleet)
+                }
+            })
+        schedule.withLock { $0 += running }
+    }
+
+    private func sample(_ fleet: SimulatedFleet) {
+        guard let freshness = fleet.freshness else { return }
+        let now = UnixTime.now()
+        let second = Double(now.milliseconds - startedAt.milliseconds) / 1000
+        let rows = freshness.report(versions: versions, now: now).rows
+        samples.withLock { $0 += rows.map { FleetFigures.Sample(second: second, row: $0) } }
+    }
+
+    /// The fleet's figures now.
+    func figures(_ fleet: SimulatedFleet) -> FleetFigures? {
+        guard let freshness = fleet.freshness else { return nil }
+        let now = UnixTime.now()
+        let versions = self.versions
+        return FleetFigures(
+            devices: fleet.agents.count, seconds: Double(now.milliseconds - startedAt.milliseconds) / 1000,
+            report: freshness.report(versions: versions, now: now),
+            timeline: samples.withLock { $0 },
+            published: versions.sorted { $0.key < $1.key }.map {
+                FleetFigures.Published(version: $0.key, publishedAt: $0.value)
+            },
+            announcements: outcomes.withLock { $0 }.sorted { $0.version < $1.version })
+    }
+
+    /// Stops the schedule, waits for announcements under way, and stops the server.
+    func stop() async {
+        let running = schedule.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in running { task.cancel() }
+        for task in running { await task.value }
+        published.handler.withLock { $0 = nil }
+        for task in announcing.withLock({ $0 }) { await task.value }
+        watch?.stop()
+        await origin?.stop()
+        try? await http.shutdown()
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import DeviceRuntime
+import Yams
+
+/// `--iphones news=40,chat=30,…`: kinds of simulated iPhone (a name in Config/iphone, or a YAML file's
+/// path) with their weights, turned into device counts.
+struct IPhoneMix {
+    struct Kind {
+        var name: String
+        var profile: IPhoneProfile
+        var weight: Double
+    }
+
+    static let defaultFlag = "news=40,chat=30,podcast=20,misbehaving=10"
+
+    var kinds: [Kind]
+
+    /// Reads the flag's kinds; errors name the flag and the entry.
+    init(flag: String, option: String = "--iphones") throws {
+        var kinds: [Kind] = []
+        for entry in flag.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            let weight = parts.count == 2 ? Double(parts[1]) : 1
+            guard let weight, weight > 0, weight.isFinite, let name = parts.first, !name.isEmpty else {
+                throw ValidationError("\(option): expected name=weight (a weight > 0), got '\(entry)'")
+            }
+            let profile = try Self.load(name, option: option)
+            let label =
+                name.contains("/") ? String(name.split(separator: "/").last!.split(separator: ".").first!) : name
+            guard !kinds.contains(where: { $0.name == label }) else {
+                throw ValidationError("\(option): '\(label)' twice")
+            }
+            kinds.append(Kind(name: label, profile: profile, weight: weight))
+        }
+        guard !kinds.isEmpty else { throw ValidationError("\(option): name at least one kind of iPhone") }
+        // One strategy per app: the announcer reads it by bundle id.
+        var strategies: [String: (String, AppProfile.Announcement)] = [:]
+        for kind in kinds {
+            for app in kind.profile.apps {
+                if let (other, announce) = strategies[app.bundle_id], announce != app.announce {
+                    throw ValidationError(
+                        "\(option): \(app.bundle_id) is announced as \(announce.rawValue) in '\(other)' and as \(app.announce.rawValue) in '\(kind.name)'"
+                    )
+                }
+                strategies[app.bundle_id] = (kind.name, app.announce)
+            }
+        }
+        self.kinds = kinds
+    }
+
+    /// Device counts by weight (largest remainder), each kind at least one when there are enough devices.
+    func counts(devices: Int) -> [(name: String, profile: IPhoneProfile, devices: Int)] {
+        let total = kinds.map(\.weight).reduce(0, +)
+        let shares = kinds.map { Double(devices) * $0.weight / total }
+        var counts = shares.map { Int($0) }
+        let order = shares.indices.sorted { shares[$0] - Double(counts[$0]) > shares[$1] - Double(counts[$1]) }
+        for index in order.prefix(devices - counts.reduce(0, +)) { counts[index] += 1 }
+        return kinds.indices.map { (kinds[$0].name, kinds[$0].profile, counts[$0]) }.filter { $0.devices > 0 }
+    }
+
+    /// Every app's backend strategy, by bundle id.
+    var strategies: [String: AppProfile.Announcement] {
+        var all: [String: AppProfile.Announcement] = [:]
+        for kind in kinds { for app in kind.profile.apps { all[app.bundle_id] = app.announce } }
+        return all
+    }
+
+    /// Config/iphone/NAME.yaml, a path, or the embedded copy of a shipped one.
+    static func load(_ name: String, option: String) throws -> IPhoneProfile {
+        let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "Config/iphone/\(name).yaml"
+        let text: String
+        if let file = try? String(contentsOfFile: path, encoding: .utf8) {
+            text = file
+        } else if let embedded = EmbeddedIPhones.files[name] {
+            text = embedded
+        } else {
+            throw ValidationError(
+                "\(option): no iPhone profile '\(name)' (no file at \(path); shipped: \(EmbeddedIPhones.files.keys.sorted().joined(separator: ", ")))"
+            )
+        }
+        let profile: IPhoneProfile
+        do {
+            profile = try YAMLDecoder().decode(IPhoneProfile.self, from: text)
+        } catch {
+            throw ValidationError("\(option) \(path): \(describe(error))")
+        }
+        if let problem = profile.problem() { throw ValidationError("\(option) \(path): \(problem)") }
+        return profile
+    }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import ContentOrigin
+import DeviceAgent
+import DeviceRuntime
+import Foundation
+import LoadGenerator
+import NIOCore
+import PushIntake
+import PushModel
+
+/// The flags `pushgate simulate` and `pushgate demo` share for a fleet of iPhones and its content.
+struct IPhoneOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Kinds of iPhone and their weights: names in Config/iphone (news, chat, podcast, misbehaving) or YAML files.",
+            valueName: "name=weight,…"))
+    var iphones = IPhoneMix.defaultFlag
+
+    @Option(
+        help: ArgumentHelp(
+            "The content server the apps fetch from (http://host:port serving /manifest and /items/<n>); default: a built-in one on a free loopback port.",
+            valueName: "url"))
+    var origin: String?
+
+    @Option(help: "The built-in content server's item size, in bytes (an app's item_bytes overrides it).")
+    var itemBytes = 200_000
+
+    @Option(
+        help: "The built-in content server's bytes per second per response (background sessions get less); 0: unpaced.")
+    var linkBytesPerSecond = 0
+
+    @Option(
+        help:
+            "Publish a new version every this many seconds (0: only at the start, and what the server publishes itself)."
+    )
+    var publishEvery: Double?
+
+    @Option(
+        help:
+            "Extra app opens per device per hour, added to every profile's users (so a short real-time run sees opens; the profiles' own habits are over a day)."
+    )
+    var opensPerHour: Double?
+
+    @Option(help: "Seed of the devices' runtimes and users (device i gets seed + i): the same seed, the same run.")
+    var seed: UInt64 = 1
+
+    func check() throws {
+        guard itemBytes >= 1 else { throw ValidationError("--item-bytes: expected at least 1, got \(itemBytes)") }
+        guard linkBytesPerSecond >= 0 else { throw ValidationError("--link-bytes-per-second: must not be negative") }
+        if let publishEvery, !(publishEvery >= 0) { throw ValidationError("--publish-every: must not be negative") }
+        if let opensPerHour, !(opensPerHour >= 0) { throw ValidationError("--opens-per-hour: must not be negative") }
+        if let origin, URL(string: origin)?.scheme != "http" || URL(string: origin)?.host == nil {
+            throw ValidationError("--origin: expected http://host:port, got '\(origin)'")
+        }
+    }
+
+    /// The mix with the extra opens added.
+    func mix(devices: Int, opensPerHour: Double) throws -> (
+        IPhoneMix, [(name: String, profile: IPhoneProfile, devices: Int)]
+    ) {
+        let mix = try IPhoneMix(flag: iphones)
+        var counts = mix.counts(devices: devices)
+        for index in counts.indices { counts[index].profile.users.extra_opens_per_day += opensPerHour * 24 }
+        return (mix, counts)
+    }
+
+    /// The content scenario and the fleet of iPhones that fetch from it (not started).
+    func start(
+        devices: Int, host: String, port: Int, enrolment: String?, opensPerHour: Double, group: any EventLoopGroup
+    ) async throws -> (ContentScenario, SimulatedFleet, IPhoneMix) {
+        let (mix, counts) = try mix(devices: devices, opensPerHour: opensPerHour)
+        var settings = OriginServer.Settings()
+        settings.itemBytes = itemBytes
+        settings.linkBytesPerSecond = linkBytesPerSecond
+        let scenario = try await ContentScenario(url: origin, settings: settings, group: group)
+        let fleet = SimulatedFleet(
+            host: host, port: port, mix: counts, origin: scenario.originURL, enrolment: enrolment, seed: seed,
+            group: group, clock: UnixTime.now)
+        return (scenario, fleet, mix)
+    }
+}
+
+/// Writes a fleet's figures as JSON and as an HTML page, when asked.
+func write(_ figures: FleetFigures, json: String?, html: String?) throws {
+    if let json {
+        try figures.json().write(to: URL(fileURLWithPath: json))
+        print("figures written to \(json)")
+    }
+    if let html {
+        try figures.html.write(toFile: html, atomically: true, encoding: .utf8)
+        print("report written to \(html)")
+    }
+}

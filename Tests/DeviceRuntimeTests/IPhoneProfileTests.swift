@@ -1,0 +1,66 @@
+import DeviceRuntime
+import Testing
+import Yams
+
+/// The kinds of iPhone in Config/iphone: their format, its errors, and what the runtime plays from it.
+@Suite struct IPhoneProfileTests {
+    @Test func aProfileGivesTheRuntimeItsIOSAppsAndUsers() throws {
+        let profile = try YAMLDecoder().decode(
+            IPhoneProfile.self,
+            from: """
+                ios: 7
+                apps:
+                  - bundle_id: com.example.a
+                    announce: silent_and_alert
+                    fetch: 1800
+                    item_bytes: 4096
+                    forgets_completion: 0.5
+                  - bundle_id: com.example.b
+                    fetch: minimum
+                users:
+                  habit_hours: [9]
+                """)
+        #expect(profile.problem() == nil)
+        #expect(profile.iosProfile == .ios7)
+        #expect(profile.apps[0].announce.sendsSilent && profile.apps[0].announce.sendsAlert)
+        #expect(profile.apps[0].behaviour.fetchInterval == .custom(seconds: 1800))
+        #expect(profile.apps[0].behaviour.itemBytes == 4096)
+        #expect(profile.apps[0].behaviour.forgetsCompletion == 0.5)
+        #expect(profile.apps[1].behaviour.fetchInterval == .minimum)
+        #expect(profile.apps[1].announce == .silent)  // the default
+        #expect(profile.users.habit_hours == [9])
+        #expect(profile.users.session_seconds == UserProfile().session_seconds)
+    }
+
+    @Test func mistakesAreNamed() throws {
+        func problem(_ yaml: String) throws -> String? {
+            try YAMLDecoder().decode(IPhoneProfile.self, from: yaml).problem()
+        }
+        #expect(throws: DecodingError.self) { try YAMLDecoder().decode(IPhoneProfile.self, from: "ios: 17\napp: []") }
+        #expect(throws: DecodingError.self) {
+            try YAMLDecoder().decode(IPhoneProfile.self, from: "apps:\n  - bundle_id: a\n    anounce: silent")
+        }
+        #expect(throws: DecodingError.self) {
+            try YAMLDecoder().decode(IPhoneProfile.self, from: "apps:\n  - bundle_id: a\n    announce: loud")
+        }
+        #expect(try problem("apps: []") == "apps: at least one app")
+        #expect(try problem("ios: 1\napps:\n  - bundle_id: a")?.hasPrefix("ios:") == true)
+        #expect(try problem("apps:\n  - bundle_id: a\n    fetch: often")?.hasPrefix("apps[0].fetch:") == true)
+        #expect(try problem("apps:\n  - bundle_id: a\n    fetch: 0")?.hasPrefix("apps[0].fetch:") == true)
+        #expect(
+            try problem("apps:\n  - bundle_id: a\n    forgets_completion: 2")?.hasPrefix("apps[0].forgets_completion")
+                == true)
+        #expect(try problem("apps:\n  - bundle_id: a\n    item_bytes: 0")?.hasPrefix("apps[0].item_bytes") == true)
+        #expect(try problem("apps:\n  - bundle_id: a\n  - bundle_id: a")?.hasPrefix("apps[1].bundle_id") == true)
+        #expect(
+            try problem("apps:\n  - bundle_id: a\nusers:\n  session_seconds: 0")?.hasPrefix("users.session_seconds")
+                == true)
+    }
+
+    @Test func theManifestSaysItsVersionAndWhenItWasPublished() {
+        let body = Array(ContentManifest.json(version: 12, publishedAt: 1_700_000_000_123, bytes: 5).utf8)
+        #expect(ContentManifest.version(of: body) == 12)
+        #expect(ContentManifest.publishedAt(of: body) == 1_700_000_000_123)
+        #expect(ContentManifest.publishedAt(of: Array(#"{"version":3}"#.utf8)) == nil)
+    }
+}
