@@ -342,7 +342,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "PushPolicy", "ContentOrigin", "DeviceRuntime",
+                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
                 "ConnectionLimits",

@@ -11,11 +11,8 @@ STEP=${2:-10}
 shift $(( $# > 2 ? 2 : $# )) || true
 RATES=("$@")
 [ ${#RATES[@]} -gt 0 ] || RATES=(2000 5000 10000 15000 20000 30000 40000)
-ulimit -n "$(ulimit -Hn)"
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
 SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=22499 --set devices.tls.enabled=false
   --set provider.tls.enabled=false --set provider.h2c.port=22498 --set admin.port=22497 --set log.level=warning
   --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0)

@@ -6,11 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DEVICES=${1:-10000}
 WATCH=${2:-60}
-ulimit -n "$(ulimit -Hn)"
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
 SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=22299 --set devices.tls.enabled=false
   --set provider.tls.enabled=false --set provider.h2c.port=22298 --set log.level=warning --set devices.keep_alive_seconds=60)
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &

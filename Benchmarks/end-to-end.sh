@@ -9,12 +9,9 @@ DEVICES=${1:-10000}
 RATE=${2:-5000}
 SECONDS_=${3:-20}
 CLIENTS=10
-ulimit -n "$(ulimit -Hn)"
 command -v h2load >/dev/null || { echo "missing h2load (apt-get install nghttp2-client)"; exit 1; }
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
 SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=22399 --set devices.tls.enabled=false
   --set provider.tls.enabled=false --set provider.h2c.port=22398 --set admin.port=22397 --set log.level=warning
   --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0)

@@ -20,10 +20,8 @@ for tool in h2load nghttpd taskset python3; do
   command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client nghttp2-server util-linux python3)"; exit 1; }
 done
 
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
 
 # Pushgate: a key, $TOKENS device tokens, limits off (this measures the request path, not the limiters).
 SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.enabled=false

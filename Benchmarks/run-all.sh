@@ -28,6 +28,7 @@ if [ "$QUICK" = quick ]; then
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 3
   section "Silent-push policy" bash Benchmarks/policy.sh 100000 500000
   section "Device fleet" bash Benchmarks/devices.sh 1000 10
+  section "Simulated iPhones" bash Benchmarks/iphones.sh 1000 10
   section "Push rates" bash Benchmarks/bench-rates.sh 1000 3 1000 5000
   section "Store backends" bash Benchmarks/store.sh 3 10000
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 3 200
@@ -35,6 +36,7 @@ else
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 8
   section "Silent-push policy" bash Benchmarks/policy.sh
   section "Device fleet" bash Benchmarks/devices.sh 10000 60
+  section "Simulated iPhones" bash Benchmarks/iphones.sh 10000 60
   section "End to end (h2load, alerting pushes)" bash Benchmarks/end-to-end.sh 10000 5000 20
   section "Push rates (pushgate bench, realistic mix)" bash Benchmarks/bench-rates.sh 10000 10
   section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000

@@ -24,10 +24,8 @@ for tool in h2load taskset python3 curl; do
   command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client util-linux python3 curl)"; exit 1; }
 done
 
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
 
 COMMON=(--set event_loops=1 --set provider.tls.enabled=false --set provider.h2c.port=$PORT
   --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0 --set log.level=warning

@@ -23,7 +23,9 @@ public final class FleetFreshness: Sendable {
 
     func record(_ action: RuntimeAction, at now: UnixTime, profile: String) {
         switch action {
-        case .appState, .complete, .cancelTransfer, .moveToBackgroundSession, .conditions: return
+        case .appState, .complete, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession,
+            .conditions:
+            return
         default: ledger.withLock { $0.record(action, at: now, profile: profile) }
         }
     }

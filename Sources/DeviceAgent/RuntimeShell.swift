@@ -34,7 +34,9 @@ public final class RuntimeShell: @unchecked Sendable {
         }
     }
 
-    let settings: Settings
+    /// The content server (`Settings.origin`); the rest of the settings live in the runtime and the user
+    /// model (not kept twice: a fleet has 10,000 of these).
+    let origin: String
     let loop: any EventLoop
     let http: HTTPClient
     let clock: @Sendable () -> UnixTime
@@ -51,11 +53,14 @@ public final class RuntimeShell: @unchecked Sendable {
     /// Bytes a cancelled download had, by its id: resume data for `moveToBackgroundSession` (R11).
     private var resumeData: [Int: Int64] = [:]
     private var stopped = false
+    /// Transfers paused while the device sleeps (R4), with the bytes they had: resumed from there.
+    private var paused: [Int: (request: TransferRequest, bytes: Int64)] = [:]
     /// Item sizes the apps ask for (`AppBehaviour.itemBytes`), by bundle id.
     private let itemBytes: [String: Int]
     let transferred: @Sendable (TransferFigures) -> Void
 
     struct Running {
+        var request: TransferRequest
         var task: HTTPClient.Task<TransferDelegate.Outcome>
         var delegate: TransferDelegate
         var resumeFrom: Int64
@@ -76,7 +81,7 @@ public final class RuntimeShell: @unchecked Sendable {
         record: @escaping @Sendable (RuntimeAction, UnixTime) -> Void,
         transferred: @escaping @Sendable (TransferFigures) -> Void = { _ in }
     ) {
-        self.settings = settings
+        origin = settings.origin
         self.transferred = transferred
         var sizes: [String: Int] = [:]
         for app in settings.apps { if let bytes = app.behaviour.itemBytes { sizes[app.bundleID] = bytes } }
@@ -126,6 +131,7 @@ public final class RuntimeShell: @unchecked Sendable {
             self.timer?.cancel()
             for running in self.transfers.values { running.task.cancel() }
             self.transfers.removeAll()
+            self.paused.removeAll()
         }
     }
 
@@ -143,7 +149,7 @@ public final class RuntimeShell: @unchecked Sendable {
         guard !stopped, let deadline = [runtime.nextDeadline(), user?.nextAt].compactMap({ $0 }).min() else { return }
         // At most an hour ahead (a foreground wake has no deadline): an early tick changes nothing.
         let wait = min(3_600_000, max(0, deadline.milliseconds &- clock().milliseconds))
-        timer = loop.scheduleTask(in: .milliseconds(wait)) { [self] in
+        timer = loop.scheduleTask(deadline: TimerSlack.deadline(in: .milliseconds(wait))) { [self] in
             self.timer = nil
             // The user's events due now, then the runtime's own deadlines.
             if let at = self.user?.nextAt, at.milliseconds <= self.clock().milliseconds {
@@ -167,8 +173,16 @@ public final class RuntimeShell: @unchecked Sendable {
             start(request, resumeFrom: request.resumeFrom)
         case .cancelTransfer(let id):
             cancel(id)
+        case .pauseTransfer(let id):
+            guard let running = transfers.removeValue(forKey: id) else { break }
+            running.task.cancel()
+            paused[id] = (running.request, running.resumeFrom + running.delegate.bytes)
+        case .resumeTransfer(let id):
+            guard let was = paused.removeValue(forKey: id) else { break }
+            // A download goes on from its bytes; a manifest (small, read whole) is asked for again.
+            start(was.request, resumeFrom: was.request.content == .manifest ? 0 : was.bytes)
         case .moveToBackgroundSession(let from, let to):
-            let had = transfers[from].map { $0.resumeFrom + $0.delegate.bytes } ?? 0
+            let had = transfers[from].map { $0.resumeFrom + $0.delegate.bytes } ?? paused[from]?.bytes ?? 0
             cancel(from)
             // A download resumes from its resume data (R11).
             start(to, resumeFrom: had)
@@ -189,14 +203,14 @@ public final class RuntimeShell: @unchecked Sendable {
             path = "/items/\(version)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         }
         let id = request.id
-        guard var http = try? HTTPClient.Request(url: settings.origin + path) else {
+        guard var http = try? HTTPClient.Request(url: origin + path) else {
             return handleOnLoop(.transferFinished(id: id, result: .failed(bytesSoFar: 0)))
         }
         http.headers.add(name: "x-device-id", value: deviceLabel)
         if from > 0 { http.headers.add(name: "range", value: "bytes=\(from)-") }
         let delegate = TransferDelegate(keepsBody: request.content == .manifest)
         let task = self.http.execute(request: http, delegate: delegate, eventLoop: .delegateAndChannel(on: loop))
-        transfers[id] = Running(task: task, delegate: delegate, resumeFrom: from)
+        transfers[id] = Running(request: request, task: task, delegate: delegate, resumeFrom: from)
         let started = clock()
         task.futureResult.hop(to: loop).whenComplete { [self] outcome in
             // A cancelled transfer was removed first: its end means nothing to the runtime.
@@ -215,6 +229,7 @@ public final class RuntimeShell: @unchecked Sendable {
     }
 
     private func cancel(_ id: Int) {
+        paused.removeValue(forKey: id)
         transfers.removeValue(forKey: id)?.task.cancel()
     }
 

@@ -20,6 +20,8 @@ public struct DeviceRuntime: Sendable {
     private var chargedTo: UnixTime
     private var nextID = 1
     private var random: FastRandom
+    /// Foreground transfers paused while the device sleeps (R4: their task runs only while it is awake).
+    private var paused: Set<Int> = []
 
     public init(profile: IOSProfile, apps: [(bundleID: String, behaviour: AppBehaviour)], seed: UInt64, now: UnixTime) {
         self.profile = profile
@@ -67,7 +69,34 @@ public struct DeviceRuntime: Sendable {
         case .tick: break
         }
         runDue(now: now, &actions)
+        pauseOrResume(now: now, &actions)
         return actions
+    }
+
+    /// R4: from iOS 7 an app kept running by a background task runs only while the device is awake, so
+    /// the foreground transfer its task protects stops while the device sleeps and goes on (from where
+    /// it was) when it wakes, or when the app comes back to the foreground.
+    private mutating func pauseOrResume(now: UnixTime, _ actions: inout [RuntimeAction]) {
+        guard profile.opportunisticTasks else { return }
+        var protected: Set<Int> = []
+        var exists: Set<Int> = []
+        for bundleID in order {
+            let app = apps[bundleID]!
+            exists.formUnion(app.transfers.keys)
+            guard app.state != .foreground else { continue }
+            for task in app.tasks { if let id = task.protects, app.transfers[id] != nil { protected.insert(id) } }
+        }
+        // Ended or cancelled meanwhile: nothing to resume.
+        paused.formIntersection(exists)
+        let shouldPause = isAwake(at: now) ? [] : protected
+        for id in paused.subtracting(shouldPause).sorted() {
+            paused.remove(id)
+            actions.append(.resumeTransfer(id: id))
+        }
+        for id in shouldPause.subtracting(paused).sorted() {
+            paused.insert(id)
+            actions.append(.pauseTransfer(id: id))
+        }
     }
 
     /// The earliest time something happens without an event: the shell sends `.tick` then.

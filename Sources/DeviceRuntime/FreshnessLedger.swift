@@ -43,7 +43,9 @@ public struct FreshnessLedger: Sendable {
         case .contentUpdated(_, _, let by): count("content." + (by?.name ?? "foreground"))
         case .startTransfer(let request):
             if case .background = request.session { count("transfer.background") } else { count("transfer.foreground") }
-        case .appState, .complete, .cancelTransfer, .moveToBackgroundSession, .conditions: break
+        case .appState, .complete, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession,
+            .conditions:
+            break
         }
     }
 

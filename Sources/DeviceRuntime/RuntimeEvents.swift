@@ -101,6 +101,10 @@ public enum RuntimeAction: Sendable, Equatable {
     case complete(apnsID: String, bundleID: String, result: String)
     case startTransfer(TransferRequest)
     case cancelTransfer(id: Int)
+    /// R4: stop transfer `id` keeping what it has (the device fell asleep under its background task).
+    case pauseTransfer(id: Int)
+    /// R4: go on with paused transfer `id` from where it stopped (a download; an upload starts over).
+    case resumeTransfer(id: Int)
     /// R11: cancel transfer `from` keeping its resume data, and go on in a background session with `to`
     /// from the bytes it had (a download; an upload would start over).
     case moveToBackgroundSession(from: Int, to: TransferRequest)

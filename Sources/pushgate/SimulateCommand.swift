@@ -147,7 +147,13 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if let port = endpoint?.port { print("fleet figures: http://127.0.0.1:\(port)/metrics and /v1/fleet") }
         fleet.start()
-        await scenario.publish()
+        // The first announcement should reach every device: wait (up to 2 minutes) for the installs.
+        let connecting = ContinuousClock.now
+        while !fleet.allInstalled, ContinuousClock.now - connecting < .seconds(120) {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        // The built-in server starts with a version; a server of the team's own publishes as it does.
+        if iphone.origin == nil { await scenario.publish() }
         scenario.run(
             fleet: fleet, strategies: mix.strategies,
             provider: target.map {

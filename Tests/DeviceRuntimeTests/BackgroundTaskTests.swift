@@ -80,11 +80,60 @@ import Testing
             expired.contains { if case .moveToBackgroundSession(let from, _) = $0 { from == item.id } else { false } })
     }
 
+    /// R4: the download a task protects stops while the device sleeps and goes on when it wakes (an
+    /// alert's few seconds, the screen), or when the user brings the app back.
+    @Test(arguments: [IOSProfile.ios7, IOSProfile.ios17])
+    func aProtectedDownloadPausesWhileTheDeviceSleeps(_ profile: IOSProfile) throws {
+        var rig = Rig(profile)
+        let item = try leaveDuringADownload(&rig)
+        #expect(rig.send(.screen(on: false)) == [.pauseTransfer(id: item.id)])
+        #expect(rig.advance(seconds: 600).isEmpty)
+        // An alert wakes the device for `interruptionAwakeSeconds`: the download goes on, then stops again.
+        #expect(
+            rig.send(.pushDelivered(bundleID: "com.example.chat", apnsID: "X", silent: false))
+                == [.resumeTransfer(id: item.id)])
+        #expect(rig.advance(seconds: Double(profile.interruptionAwakeSeconds) + 1) == [.pauseTransfer(id: item.id)])
+        // The user opens the app: in the foreground the download runs whatever the screen.
+        let opened = rig.send(.userOpened(bundleID: app))
+        #expect(opened.contains(.resumeTransfer(id: item.id)))
+        #expect(!opened.contains(.pauseTransfer(id: item.id)))
+        let done = rig.send(.transferFinished(id: item.id, result: .item(version: 5, bytes: 100)))
+        #expect(!done.contains { if case .pauseTransfer = $0 { true } else { false } })
+        #expect(rig.app.contentVersion == 5)
+    }
+
+    /// A task's time runs only while the device is awake, so it expires while the download runs (here
+    /// during an alert's seconds): the download moves to a background session, which is not the app's to
+    /// pause. A force-quit of a paused download cancels it for good.
+    @Test func aPausedDownloadMovesWhenItsTaskExpiresAndAForceQuitCancelsIt() throws {
+        var rig = Rig(.ios17)
+        let item = try leaveDuringADownload(&rig)
+        rig.advance(seconds: 22)
+        #expect(rig.send(.screen(on: false)) == [.pauseTransfer(id: item.id)])
+        #expect(rig.advance(seconds: 100).isEmpty)
+        // The expiration handler is due 5 s before the 30 s: 3 s into the alert's 10.
+        rig.send(.pushDelivered(bundleID: "com.example.chat", apnsID: "X", silent: false))
+        let expired = rig.advance(seconds: 3.1)
+        let moved = try #require(
+            expired.compactMap {
+                if case .moveToBackgroundSession(let from, let to) = $0 { from == item.id ? to : nil } else { nil }
+            }
+            .first)
+        rig.advance(seconds: 60)
+        #expect(!rig.log.contains(.pauseTransfer(id: moved.id)))
+
+        var other = Rig(.ios17)
+        let download = try leaveDuringADownload(&other)
+        other.send(.screen(on: false))
+        #expect(other.send(.userForceQuit(bundleID: app)).contains(.cancelTransfer(id: download.id)))
+        #expect(!other.send(.screen(on: true)).contains(.resumeTransfer(id: download.id)))
+    }
+
     /// R4: on iOS 6 the device stays awake for the task: its time runs in any case.
     @Test func onIOS6TheTaskRunsWhetherTheScreenIsOnOrNot() throws {
         var rig = Rig(.ios6)
         let item = try leaveDuringADownload(&rig)
-        rig.send(.screen(on: false))
+        #expect(rig.send(.screen(on: false)).isEmpty, "iOS 6: the download goes on")
         let expired = rig.advance(seconds: 596)
         #expect(expired.contains(.cancelTransfer(id: item.id)))
     }

@@ -1,5 +1,8 @@
+import DeviceRuntime
 import Foundation
 import Gateway
+import LoadGenerator
+import PushModel
 import Testing
 
 /// The live dashboard in a real browser: headless Chromium loads `/dashboard` from a real gateway while
@@ -24,6 +27,18 @@ import Testing
             }
         }
 
+        // A fleet in the gateway's process (as the demo attaches one): its freshness table shows.
+        var ledger = FreshnessLedger()
+        for at: Int64 in [1_000, 2_000, 3_000] {
+            ledger.record(.opened(bundleID: "n", contentVersion: 1), at: UnixTime(milliseconds: at), profile: "news")
+        }
+        ledger.record(.opened(bundleID: "c", contentVersion: nil), at: UnixTime(milliseconds: 4_000), profile: "chat")
+        let figures = FleetFigures(
+            devices: 2, seconds: 10, report: ledger.report(versions: [1: 500], hours: 1, apps: ["news": 1, "chat": 1]),
+            timeline: [], published: [.init(version: 1, publishedAt: 500)], announcements: [])
+        let json = String(decoding: try figures.json(), as: UTF8.self)
+        setup.gateway.services.attached.attach(.init(json: { json }, metrics: { "" }))
+
         let browser = try HeadlessChromium()
         defer { browser.close() }
         try await browser.open("http://127.0.0.1:\(setup.gateway.adminPort)/dashboard")
@@ -37,6 +52,11 @@ import Testing
         #expect(try await browser.evaluate("document.getElementById('connected').textContent") as? String == "1")
         let rate = try await browser.evaluate("document.getElementById('rate-total').textContent") as? String
         #expect(rate != nil && rate != "–")
+        try await eventually("the fleet's freshness table appeared") {
+            try await browser.evaluate("document.body.dataset.fleetOpens") as? String == "4"
+        }
+        let table = try await browser.evaluate("document.getElementById('fleet-table').textContent") as? String ?? ""
+        #expect(table.contains("news") && table.contains("100 %"), "\(table)")
 
         // The lookup box finds the device behind the token.
         _ = try await browser.evaluate(

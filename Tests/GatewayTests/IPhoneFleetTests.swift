@@ -1,4 +1,5 @@
 import AdminAPI
+import AsyncHTTPClient
 import ContentOrigin
 import DeviceAgent
 import DeviceRuntime
@@ -8,6 +9,7 @@ import LoadGenerator
 import Logging
 import NIOPosix
 import PushModel
+import Synchronization
 import Testing
 import Yams
 
@@ -58,6 +60,29 @@ import Yams
             to: clash, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: clash) }
         #expect(message("news,\(clash.path)").contains("com.example.news is announced as silent in 'news'"))
+    }
+
+    /// A content server other than the built-in one: its versions are learnt from its manifest, and only
+    /// those published after the watch began are announced.
+    @Test func theManifestWatchLearnsVersionsAndAnnouncesOnlyNewOnes() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let origin = OriginServer(settings: .init(), group: group, clock: UnixTime.now)
+        try await origin.start()
+        origin.publish()
+        let http = HTTPClient(eventLoopGroupProvider: .shared(group))
+        let watch = ManifestWatch(origin: "http://127.0.0.1:\(origin.boundPort!)", http: http)
+        let announced = Mutex<[Int]>([])
+        watch.start(every: .milliseconds(50), on: group.next()) { version, _ in
+            announced.withLock { $0.append(version) }
+        }
+        try await eventually("the first read") { watch.versions.keys.contains(1) }
+        let second = origin.publish()
+        try await eventually("the second version announced") { announced.withLock { $0 } == [2] }
+        #expect(watch.versions[2] == second.publishedAt)
+        watch.stop()
+        try await http.shutdown()
+        await origin.stop()
+        try await group.shutdownGracefully()
     }
 
     /// 300 iPhones of the four shipped kinds (their users opening about once a second, for a short run),
