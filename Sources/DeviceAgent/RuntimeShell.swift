@@ -93,7 +93,10 @@ public final class RuntimeShell: @unchecked Sendable {
         let now = clock()
         runtime = DeviceRuntime(profile: settings.profile, apps: settings.apps, seed: settings.seed, now: now)
         user = settings.users.map {
-            UserModel(profile: $0, apps: settings.apps.map(\.bundleID), seed: settings.seed, now: now)
+            UserModel(
+                profile: $0, apps: settings.apps.map(\.bundleID),
+                locationApps: settings.apps.filter(\.behaviour.monitorsLocation).map(\.bundleID), seed: settings.seed,
+                now: now)
         }
     }
 
@@ -138,6 +141,8 @@ public final class RuntimeShell: @unchecked Sendable {
     private func handleOnLoop(_ event: RuntimeEvent) {
         guard !stopped else { return }
         let now = clock()
+        // The user sees an alert, and may open its app for it.
+        if case .pushDelivered(let bundleID, _, false) = event { user?.alertShown(bundleID, at: now) }
         let actions = runtime.handle(event, at: now)
         for action in actions { perform(action, now: now) }
         armTimer()

@@ -30,6 +30,8 @@ public struct AppBehaviour: Sendable, Equatable {
     /// On leaving the foreground while a foreground download runs: protect it with a background task,
     /// and when the task expires move it to a background session (resume data for downloads).
     public var movesDownloadToBackgroundSession = true
+    /// The app monitors significant location changes: each of the user's wakes it (R8).
+    public var monitorsLocation = false
 
     public init() {}
 }

@@ -72,12 +72,15 @@ public struct AppProfile: Sendable, Equatable, Decodable {
     public var forgets_ending_task = 0.0
     public var forgets_session_handler = 0.0
     public var moves_download_to_background_session = true
+    /// The app monitors significant location changes (the users' `location_changes_per_day` wake it).
+    public var monitors_location = false
 
     public init(bundle_id: String) { self.bundle_id = bundle_id }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case bundle_id, announce, fetch, background_download, item_bytes, work_ms, did_enter_background_ms
         case forgets_completion, forgets_ending_task, forgets_session_handler, moves_download_to_background_session
+        case monitors_location
     }
 
     public init(from decoder: any Decoder) throws {
@@ -101,6 +104,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         try read(.forgets_ending_task, \.forgets_ending_task)
         try read(.forgets_session_handler, \.forgets_session_handler)
         try read(.moves_download_to_background_session, \.moves_download_to_background_session)
+        try read(.monitors_location, \.monitors_location)
         self = app
     }
 
@@ -143,6 +147,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         behaviour.forgetsEndingTask = forgets_ending_task
         behaviour.forgetsSessionHandler = forgets_session_handler
         behaviour.movesDownloadToBackgroundSession = moves_download_to_background_session
+        behaviour.monitorsLocation = monitors_location
         return behaviour
     }
 }

@@ -30,13 +30,18 @@ public struct UserModel: Sendable {
     private var phase = Phase.idle
     private var lowPowerAt: UnixTime?
     private var lowPowerUntil: UnixTime?
+    /// The apps that monitor significant location changes, and when the user's next one is.
+    private let locationApps: [String]
+    private var locationAt: UnixTime?
 
     static let day: Int64 = 86_400_000
     static let hour: Int64 = 3_600_000
 
-    public init(profile: UserProfile, apps: [String], seed: UInt64, now: UnixTime) {
+    /// `locationApps`: the apps that monitor significant location changes (each change wakes them, R8).
+    public init(profile: UserProfile, apps: [String], locationApps: [String] = [], seed: UInt64, now: UnixTime) {
         self.profile = profile
         self.apps = apps
+        self.locationApps = locationApps
         random = FastRandom(seed: seed ^ 0x5EED_0F05_E700)
         shift = Int64((Self.uniform(&random) * 2 - 1) * profile.habit_shift_hours * Double(Self.hour))
         refreshOff = Self.uniform(&random) < profile.refresh_off_share
@@ -44,11 +49,12 @@ public struct UserModel: Sendable {
             lowPowerAt = now.adding(milliseconds: Int64(Self.uniform(&random) * Double(Self.day)))
         }
         planOpen(after: now)
+        planLocationChange(after: now)
     }
 
     /// When the next event is due.
     public var nextAt: UnixTime? {
-        var times = [lowPowerAt, lowPowerUntil].compactMap { $0 }
+        var times = [lowPowerAt, lowPowerUntil, locationAt].compactMap { $0 }
         switch phase {
         case .away(let at, _): times.append(at)
         case .using(_, let at, _): times.append(at)
@@ -69,6 +75,10 @@ public struct UserModel: Sendable {
             events.append(.lowPowerMode(false))
             lowPowerUntil = nil
         }
+        if let at = locationAt, at <= now {
+            events += locationApps.map { .locationChanged(bundleID: $0) }
+            planLocationChange(after: now)
+        }
         switch phase {
         case .away(let at, let app) where at <= now:
             events += [.screen(on: true), .userOpened(bundleID: app)]
@@ -83,6 +93,28 @@ public struct UserModel: Sendable {
             break
         }
         return events
+    }
+
+    /// The user's next significant location change (exponential, `location_changes_per_day`), when an
+    /// app monitors them.
+    private mutating func planLocationChange(after now: UnixTime) {
+        guard !locationApps.isEmpty, profile.location_changes_per_day > 0 else { return }
+        locationAt = now.adding(
+            milliseconds: max(1, Int64(exponential(mean: Double(Self.day) / profile.location_changes_per_day))))
+    }
+
+    /// An alert of `bundleID` was shown: a user who is not using an app opens it, `alert_open_share` of
+    /// the time, after a reaction time (exponential, mean `alert_open_seconds`), unless an open was due
+    /// sooner. Returns whether it planned one.
+    @discardableResult
+    public mutating func alertShown(_ bundleID: String, at now: UnixTime) -> Bool {
+        guard case .away(let planned, _) = phase, apps.contains(bundleID),
+            Self.uniform(&random) < profile.alert_open_share
+        else { return false }
+        let at = now.adding(milliseconds: max(1000, Int64(exponential(mean: profile.alert_open_seconds * 1000))))
+        guard at < planned else { return false }
+        phase = .away(openAt: at, app: bundleID)
+        return true
     }
 
     /// The next open: the nearest habitual time (each moved by this user's shift and a jitter) or a
@@ -140,12 +172,20 @@ public struct UserProfile: Sendable, Equatable, Decodable {
     public var low_power_hours_per_day: Double = 0
     /// Share of devices with Background App Refresh off.
     public var refresh_off_share: Double = 0.05
+    /// Share of alerts, shown while the user is not using an app, that the user opens the app for.
+    public var alert_open_share: Double = 0.1
+    /// Mean time from an alert to that open, in seconds.
+    public var alert_open_seconds: Double = 120
+    /// Significant location changes per day (the user moving about); each wakes the apps that monitor
+    /// them (R8).
+    public var location_changes_per_day: Double = 0
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case habit_hours, habit_shift_hours, habit_jitter_minutes, extra_opens_per_day, session_seconds
-        case force_quit_share, low_power_hours_per_day, refresh_off_share
+        case force_quit_share, low_power_hours_per_day, refresh_off_share, alert_open_share, alert_open_seconds
+        case location_changes_per_day
     }
 
     public init(from decoder: any Decoder) throws {
@@ -167,18 +207,30 @@ public struct UserProfile: Sendable, Equatable, Decodable {
             ?? defaults.low_power_hours_per_day
         refresh_off_share =
             try values.decodeIfPresent(Double.self, forKey: .refresh_off_share) ?? defaults.refresh_off_share
+        alert_open_share =
+            try values.decodeIfPresent(Double.self, forKey: .alert_open_share) ?? defaults.alert_open_share
+        alert_open_seconds =
+            try values.decodeIfPresent(Double.self, forKey: .alert_open_seconds) ?? defaults.alert_open_seconds
+        location_changes_per_day =
+            try values.decodeIfPresent(Double.self, forKey: .location_changes_per_day)
+            ?? defaults.location_changes_per_day
     }
 
     /// What is wrong with it, naming the key; nil when valid.
     public func problem() -> String? {
         if habit_hours.contains(where: { !(0..<24).contains($0) }) { return "habit_hours: each must be from 0 to 24" }
-        for (key, value) in [("force_quit_share", force_quit_share), ("refresh_off_share", refresh_off_share)]
-        where !(0...1).contains(value) {
+        for (key, value) in [
+            ("force_quit_share", force_quit_share), ("refresh_off_share", refresh_off_share),
+            ("alert_open_share", alert_open_share),
+        ] where !(0...1).contains(value) {
             return "\(key): must be between 0 and 1, got \(value)"
         }
         if session_seconds <= 0 { return "session_seconds: must be positive" }
-        if extra_opens_per_day < 0 || habit_shift_hours < 0 || habit_jitter_minutes < 0 {
-            return "extra_opens_per_day, habit_shift_hours, habit_jitter_minutes: must not be negative"
+        if alert_open_seconds <= 0 { return "alert_open_seconds: must be positive" }
+        if extra_opens_per_day < 0 || habit_shift_hours < 0 || habit_jitter_minutes < 0 || location_changes_per_day < 0
+        {
+            return
+                "extra_opens_per_day, habit_shift_hours, habit_jitter_minutes, location_changes_per_day: must not be negative"
         }
         if !(0...24).contains(low_power_hours_per_day) { return "low_power_hours_per_day: must be from 0 to 24" }
         if habit_hours.isEmpty && extra_opens_per_day == 0 {

@@ -63,6 +63,59 @@ import Testing
         #expect(first != run(UserProfile(), days: 2, seed: 12).map { "\($0.0.milliseconds) \($0.1)" })
     }
 
+    /// An alert seen while the user is not in an app: opened for `alert_open_share` of alerts, after a
+    /// reaction time, unless an open was due sooner; not while the user is in an app.
+    @Test func aShareOfAlertsIsOpenedForAfterAReactionTime() {
+        var profile = UserProfile()
+        profile.habit_hours = [8]
+        profile.extra_opens_per_day = 0
+        profile.alert_open_seconds = 60
+        profile.alert_open_share = 1
+        let noon = start.adding(seconds: 12 * 3600)
+        var user = UserModel(profile: profile, apps: ["a", "b"], seed: 5, now: noon)
+        let planned = user.nextAt!
+        let reacted = user.alertShown("b", at: noon)
+        #expect(reacted)
+        let open = user.nextAt!
+        #expect(open < planned && open.milliseconds - noon.milliseconds >= 1000)
+        let events = user.fire(at: open)
+        #expect(events.contains(.userOpened(bundleID: "b")))
+        let inApp = user.alertShown("a", at: open)
+        #expect(!inApp, "in an app: the alert is not opened for")
+        let elsewhere = user.alertShown("c", at: open)
+        #expect(!elsewhere, "not an app of this device")
+
+        profile.alert_open_share = 0
+        var never = UserModel(profile: profile, apps: ["a"], seed: 5, now: noon)
+        let habit = never.nextAt
+        for second: Int64 in 1...100 { never.alertShown("a", at: noon.adding(seconds: second)) }
+        #expect(never.nextAt == habit)
+
+        profile.alert_open_share = 0.3
+        var some = 0
+        for seed: UInt64 in 1...400 {
+            var user = UserModel(profile: profile, apps: ["a"], seed: seed, now: noon)
+            if user.alertShown("a", at: noon) { some += 1 }
+        }
+        #expect((80...160).contains(some), "\(some) of 400 alerts opened for, 30 % asked")
+    }
+
+    /// The user's significant location changes wake the apps that monitor them, at the profile's rate.
+    @Test func locationChangesComeAtTheirRateToTheAppsThatMonitorThem() {
+        var profile = UserProfile()
+        profile.location_changes_per_day = 24
+        var user = UserModel(profile: profile, apps: ["a", "b"], locationApps: ["b"], seed: 9, now: start)
+        var changes: [RuntimeEvent] = []
+        let end = start.adding(seconds: 10 * 86_400)
+        while let at = user.nextAt, at <= end {
+            changes += user.fire(at: at).filter { if case .locationChanged = $0 { true } else { false } }
+        }
+        #expect((180...300).contains(changes.count), "\(changes.count) in 10 days at 24 a day")
+        #expect(changes.allSatisfy { $0 == .locationChanged(bundleID: "b") })
+        let none = run(profile, days: 3).filter { if case .locationChanged = $0.1 { true } else { false } }
+        #expect(none.isEmpty, "no app monitors them")
+    }
+
     @Test func profilesWithProblemsNameTheKey() {
         var profile = UserProfile()
         profile.habit_hours = [25]
@@ -74,6 +127,12 @@ import Testing
         profile.habit_hours = []
         profile.extra_opens_per_day = 0
         #expect(profile.problem() != nil)
+        profile = UserProfile()
+        profile.alert_open_share = -0.1
+        #expect(profile.problem()?.contains("alert_open_share") == true)
+        profile = UserProfile()
+        profile.alert_open_seconds = 0
+        #expect(profile.problem()?.contains("alert_open_seconds") == true)
         #expect(UserProfile().problem() == nil)
     }
 
