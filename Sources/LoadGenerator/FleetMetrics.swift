@@ -21,6 +21,11 @@ public final class FleetMetrics: Sendable {
         case transferBytes = "pushgate_fleet_transfer_bytes_total"
         case failedTransfers = "pushgate_fleet_failed_transfers_total"
 
+        /// The whole name as one component (the table above is the one place it is spelled).
+        var descriptor: MetricNameDescriptor {
+            MetricNameDescriptor(metricName: rawValue, unitName: "", helpText: help)
+        }
+
         var help: String {
             switch self {
             case .opens: "App opens by the simulated users"
@@ -51,14 +56,14 @@ public final class FleetMetrics: Sendable {
                 func count(_ name: Name, _ total: Int64, _ labels: [(String, String)] = []) {
                     let labels = [profile] + labels
                     let key = name.rawValue + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",")
-                    let counter = registry.makeCounter(name: name.rawValue, labels: labels, help: name.help)
+                    let counter = registry.makeCounter(descriptor: name.descriptor, labels: labels)
                     let before = seen[key] ?? 0
                     if total > before { counter.increment(by: total - before) }
                     seen[key] = max(before, total)
                 }
                 func gauge(_ name: Name, _ value: Double?, _ labels: [(String, String)] = []) {
                     guard let value else { return }
-                    registry.makeGauge(name: name.rawValue, labels: [profile] + labels, help: name.help).set(value)
+                    registry.makeGauge(descriptor: name.descriptor, labels: [profile] + labels).set(value)
                 }
                 count(.opens, Int64(row.opens))
                 count(.freshOpens, Int64(row.freshOpens))

@@ -59,6 +59,7 @@ public struct ProviderClient: Sendable {
             sslContext = try tlsContext(trustRoots: roots, alpn: alpn, clientCertificate: clientCertificate)
         }
         let context = sslContext
+        let configuration = connection
         // The pipeline is built before the connection is up, so no byte of the server's preface can
         // arrive ahead of the HTTP/2 handler.
         let channel = try await ClientBootstrap(group: group)
@@ -70,7 +71,7 @@ public struct ProviderClient: Sendable {
                         try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
                     }
                     _ = try sync.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: connection, streamConfiguration: .init()
+                        mode: .client, connectionConfiguration: configuration, streamConfiguration: .init()
                     ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
                 }
             }

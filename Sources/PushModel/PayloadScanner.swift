@@ -19,10 +19,9 @@ public struct PayloadScanner {
         var scanner = Scanner(bytes: bytes)
         do {
             return .success(try scanner.document())
-        } catch let failure as Failure {
-            return .failure(failure)
         } catch {
-            return .failure(.malformed(offset: scanner.position))
+            // `document()` throws only `Failure` (typed throws).
+            return .failure(error)
         }
     }
 

@@ -163,10 +163,11 @@ struct SimulateCommand: AsyncParsableCommand {
                     signer: signer)
             }, publishEvery: iphone.publishEvery ?? 300)
         try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
+        let counters = fleet.counters.snapshot.line
         await fleet.stop()
         await scenario.stop()
         await endpoint?.stop()
-        print(fleet.counters.snapshot.line)
+        print(counters)
         if let figures = scenario.figures(fleet) {
             print(figures.summary)
             try write(figures, json: json, html: html)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Freshness in real time: N simulated iPhones (default 2,000) of the shipped mix against a gateway, a
+# built-in content server on a 20 Mbit/s link publishing every P seconds (default 120), each version
+# announced through the provider API, users opening apps 12 more times an hour than their habits, for
+# S seconds (default 720: long enough for discretionary background downloads, 300 s late, to land).
+# Prints the simulator's freshness table; with OUT=file.json, every figure goes there too.
+# Usage: Benchmarks/freshness.sh [devices] [seconds] [publish every]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEVICES=${1:-2000}
+SECONDS_=${2:-720}
+EVERY=${3:-120}
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
+SETTINGS=(--set "data_dir=$WORK/data" --set devices.port=22899 --set devices.tls.enabled=false
+  --set provider.tls.enabled=false --set provider.h2c.port=22898 --set admin.port=22897 --set log.level=warning)
+(cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
+"$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
+sleep 2
+"$PG" simulate --port 22899 --devices "$DEVICES" --data-dir "$WORK/data" --tokens-file "$WORK/tokens.txt" \
+  --provider http://127.0.0.1:22898 --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567 \
+  --publish-every "$EVERY" --link-bytes-per-second 2500000 --opens-per-hour 12 --duration "$SECONDS_" \
+  ${OUT:+--json "$OUT"} > "$WORK/simulate.log" 2>&1
+echo "Freshness — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $DEVICES iPhones, ${SECONDS_} s, a version every ${EVERY} s"
+echo
+sed -n '/^connected/,$p' "$WORK/simulate.log" | grep -v "^figures written"
