@@ -50,7 +50,13 @@ final class ContentScenario: Sendable {
             let server = OriginServer(settings: settings, group: group, clock: UnixTime.now) { version in
                 published.handler.withLock { $0 }?(version.version)
             }
-            try await server.start()
+            do {
+                try await server.start()
+            } catch {
+                // An HTTPClient must be shut down before it goes.
+                try? await http.shutdown()
+                throw error
+            }
             originURL = "http://127.0.0.1:\(server.boundPort!)"
             origin = server
             watch = nil

@@ -115,8 +115,11 @@ struct DemoCommand: AsyncParsableCommand {
         let connecting = ContinuousClock.now
         while !fleet.allInstalled {
             guard ContinuousClock.now - connecting < .seconds(120) else {
-                throw ValidationError(
-                    "only \(fleet.counters.snapshot.connected) of \(devices) devices connected in 120 s")
+                let connected = fleet.counters.snapshot.connected
+                await fleet.stop()
+                await content?.stop()
+                try? await gateway.stop()
+                throw ValidationError("only \(connected) of \(devices) devices connected in 120 s")
             }
             try await Task.sleep(for: .milliseconds(200))
         }

@@ -137,12 +137,20 @@ struct SimulateCommand: AsyncParsableCommand {
         let metrics = FleetMetrics()
         var endpoint: FleetEndpoint?
         if let metricsPort {
-            endpoint = try await FleetEndpoint(host: "127.0.0.1", port: metricsPort, group: group) { path in
-                FleetEndpoint.answer(
-                    path: path,
-                    metrics: { scenario.figures(fleet).map { metrics.text($0.report) } ?? "" },
-                    json: { (try? scenario.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}" }
-                )
+            do {
+                endpoint = try await FleetEndpoint(host: "127.0.0.1", port: metricsPort, group: group) { path in
+                    FleetEndpoint.answer(
+                        path: path,
+                        metrics: { scenario.figures(fleet).map { metrics.text($0.report) } ?? "" },
+                        json: {
+                            (try? scenario.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+                        })
+                }
+            } catch {
+                await fleet.stop()
+                await scenario.stop()
+                throw ValidationError(
+                    "--metrics-port \(metricsPort): cannot listen on 127.0.0.1:\(metricsPort): \(error)")
             }
         }
         if let port = endpoint?.port { print("fleet figures: http://127.0.0.1:\(port)/metrics and /v1/fleet") }
