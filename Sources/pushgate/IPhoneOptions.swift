@@ -31,13 +31,13 @@ struct IPhoneOptions: ParsableArguments {
 
     @Option(
         help:
-            "Publish a new version every this many seconds (0: only at the start, and what the server publishes itself)."
+            "Publish a new version every this many seconds (0: only at the start, and what the server publishes itself). Default: 300 in simulate, 5 in demo."
     )
     var publishEvery: Double?
 
     @Option(
         help:
-            "Extra app opens per device per hour, added to every profile's users (so a short real-time run sees opens; the profiles' own habits are over a day)."
+            "Extra app opens per device per hour, added to every profile's users (so a short real-time run sees opens; the profiles' own habits are over a day). Default: 0 in simulate, 60 in demo."
     )
     var opensPerHour: Double?
 
