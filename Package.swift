@@ -55,6 +55,9 @@ let package = Package(
         // A simulated iPhone's background rules (app states, background tasks, fetch, silent and location
         // wakes, background URL sessions) as a pure state machine per device. No NIO, no clock.
         .target(name: "DeviceRuntime", dependencies: ["PushModel", "PushPolicy"]),
+        // A day of a fleet in virtual time: the simulated iPhones and the gateway's policy on one event
+        // queue, no sockets (`pushgate forecast`). No NIO, no clock.
+        .target(name: "Forecast", dependencies: ["PushModel", "PushPolicy", "DeviceRuntime"]),
         // The content server simulated apps fetch from: versioned manifest and items over HTTP/1.1, resumable,
         // paced, publishing on a schedule, logging who fetched what (`pushgate origin`, the demo's own).
         .target(
@@ -218,7 +221,7 @@ let package = Package(
                 "ContentOrigin", "PushIntake",
                 "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI",
                 "ProviderClient", "DeviceAgent",
-                "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator",
+                "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
@@ -251,6 +254,7 @@ let package = Package(
         .testTarget(
             name: "DeviceRuntimeTests",
             dependencies: ["DeviceRuntime", "PushModel", "PushPolicy", .product(name: "Yams", package: "Yams")]),
+        .testTarget(name: "ForecastTests", dependencies: ["Forecast", "DeviceRuntime", "PushModel", "PushPolicy"]),
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [

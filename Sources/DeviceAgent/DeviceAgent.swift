@@ -1,4 +1,5 @@
 import DeviceProtocol
+import DeviceRuntime
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -87,14 +88,19 @@ public final class DeviceAgent: Sendable {
         var attempts = 0
         var keepAliveSeconds = 60
         var sequence = 0
+        /// This connection's keep-alive times (seeded: a forecast of the device asks the same schedule).
+        var keepAlives: KeepAliveSchedule?
+        var keepAliveSeed: UInt64 = 0
     }
 
     public init(
         host: String, port: Int, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
         enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, runtime: RuntimeShell? = nil,
-        group: any EventLoopGroup, onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
+        seed: UInt64? = nil, group: any EventLoopGroup, onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
         self.runtime = runtime
+        let keepAliveSeed = seed ?? UInt64.random(in: .min ... .max)
+        state.withLock { $0.keepAliveSeed = keepAliveSeed }
         self.host = host
         self.port = port
         self.tls = tls
@@ -291,14 +297,24 @@ public final class DeviceAgent: Sendable {
         }
     }
 
-    /// Keep-alives at the interval the gateway gave, starting at a random phase within the first
-    /// interval and moved by jitter each time, so a fleet never fires in step.
+    /// Keep-alives at the interval the gateway gave, as `KeepAliveSchedule` says (a random phase, then
+    /// jitter each time, seeded by the device).
     private func scheduleKeepAlive(on channel: any Channel, first: Bool) {
-        let interval = Double(state.withLock { $0.keepAliveSeconds }) * 1000
-        let jitter = interval * behaviour.keepAliveJitter
-        let delay = first ? Double.random(in: 0..<interval) : interval + Double.random(in: -jitter...jitter)
+        // Only intervals matter here: the monotonic clock, in the schedule's milliseconds.
+        let now = UnixTime(milliseconds: Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000))
+        let next = state.withLock { state -> UnixTime in
+            if first || state.keepAlives == nil {
+                state.keepAlives = KeepAliveSchedule(
+                    connectedAt: now, intervalSeconds: state.keepAliveSeconds, jitter: behaviour.keepAliveJitter,
+                    seed: state.keepAliveSeed)
+            } else {
+                state.keepAlives!.advance()
+            }
+            return state.keepAlives!.next
+        }
+        let delay = max(1, next.milliseconds - now.milliseconds)
         let agent = self
-        channel.eventLoop.scheduleTask(deadline: TimerSlack.deadline(in: .milliseconds(Int64(max(1, delay))))) {
+        channel.eventLoop.scheduleTask(deadline: TimerSlack.deadline(in: .milliseconds(delay))) {
             guard channel.isActive, agent.state.withLock({ $0.channel === channel }) else { return }
             let sequence = agent.state.withLock { state -> Int in
                 state.sequence += 1

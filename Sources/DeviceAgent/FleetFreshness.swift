@@ -57,10 +57,5 @@ public final class FleetFreshness: Sendable {
     }
 
     /// What a kind's backends send on publishing, and its apps' fetch: `silent, fetch minimum`.
-    public static func strategy(_ profile: IPhoneProfile) -> String {
-        profile.apps.map { app in
-            (app.announce == .silent_and_alert ? "silent + alert" : app.announce.rawValue)
-                + (app.fetch == "never" ? "" : ", fetch \(app.fetch)")
-        }.joined(separator: "; ")
-    }
+    public static func strategy(_ profile: IPhoneProfile) -> String { profile.strategy }
 }

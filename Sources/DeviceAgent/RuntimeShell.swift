@@ -46,15 +46,10 @@ public final class RuntimeShell: @unchecked Sendable {
     /// Sent as `x-device-id` to the content server.
     var deviceLabel = ""
 
-    private var runtime: DeviceRuntime
-    private var user: UserModel?
+    private var iphone: SimulatedIPhone
     private var timer: Scheduled<Void>?
     private var transfers: [Int: Running] = [:]
-    /// Bytes a cancelled download had, by its id: resume data for `moveToBackgroundSession` (R11).
-    private var resumeData: [Int: Int64] = [:]
     private var stopped = false
-    /// Transfers paused while the device sleeps (R4), with the bytes they had: resumed from there.
-    private var paused: [Int: (request: TransferRequest, bytes: Int64)] = [:]
     /// Item sizes the apps ask for (`AppBehaviour.itemBytes`), by bundle id.
     private let itemBytes: [String: Int]
     let transferred: @Sendable (TransferFigures) -> Void
@@ -91,13 +86,8 @@ public final class RuntimeShell: @unchecked Sendable {
         self.clock = clock
         self.record = record
         let now = clock()
-        runtime = DeviceRuntime(profile: settings.profile, apps: settings.apps, seed: settings.seed, now: now)
-        user = settings.users.map {
-            UserModel(
-                profile: $0, apps: settings.apps.map(\.bundleID),
-                locationApps: settings.apps.filter(\.behaviour.monitorsLocation).map(\.bundleID), seed: settings.seed,
-                now: now)
-        }
+        iphone = SimulatedIPhone(
+            profile: settings.profile, apps: settings.apps, users: settings.users, seed: settings.seed, now: now)
     }
 
     /// Connects the shell to its agent: messages go out through `send`; deliveries come in through the
@@ -106,11 +96,11 @@ public final class RuntimeShell: @unchecked Sendable {
         loop.execute {
             self.deviceLabel = label
             self.send = send
-            if self.user?.refreshOff == true {
-                self.handleOnLoop(.backgroundAppRefresh(enabled: false))
-            } else {
-                self.armTimer()
-            }
+            guard !self.stopped else { return }
+            var link = HTTPLink(shell: self)
+            let now = self.clock()
+            for action in self.iphone.start(at: now, link: &link) { self.perform(action, now: now) }
+            self.armTimer()
         }
     }
 
@@ -125,7 +115,7 @@ public final class RuntimeShell: @unchecked Sendable {
 
     /// The app's state now, read on the device's loop.
     public func state(of bundleID: String) -> EventLoopFuture<AppRuntime?> {
-        loop.submit { self.runtime.apps[bundleID] }
+        loop.submit { self.iphone.runtime.apps[bundleID] }
     }
 
     public func stop() {
@@ -134,37 +124,35 @@ public final class RuntimeShell: @unchecked Sendable {
             self.timer?.cancel()
             for running in self.transfers.values { running.task.cancel() }
             self.transfers.removeAll()
-            self.paused.removeAll()
         }
     }
 
     private func handleOnLoop(_ event: RuntimeEvent) {
         guard !stopped else { return }
         let now = clock()
-        // The user sees an alert, and may open its app for it.
-        if case .pushDelivered(let bundleID, _, false) = event { user?.alertShown(bundleID, at: now) }
-        let actions = runtime.handle(event, at: now)
-        for action in actions { perform(action, now: now) }
+        var link = HTTPLink(shell: self)
+        for action in iphone.handle(event, at: now, link: &link) { perform(action, now: now) }
         armTimer()
     }
 
     private func armTimer() {
         timer?.cancel()
         timer = nil
-        guard !stopped, let deadline = [runtime.nextDeadline(), user?.nextAt].compactMap({ $0 }).min() else { return }
+        guard !stopped, let deadline = iphone.nextDeadline else { return }
         // At most an hour ahead (a foreground wake has no deadline): an early tick changes nothing.
         let wait = min(3_600_000, max(0, deadline.milliseconds &- clock().milliseconds))
         timer = loop.scheduleTask(deadline: TimerSlack.deadline(in: .milliseconds(wait))) { [self] in
             self.timer = nil
-            // The user's events due now, then the runtime's own deadlines.
-            if let at = self.user?.nextAt, at.milliseconds <= self.clock().milliseconds {
-                let events = self.user!.fire(at: self.clock())
-                for event in events { self.handleOnLoop(event) }
-            }
-            self.handleOnLoop(.tick)
+            guard !self.stopped else { return }
+            let now = self.clock()
+            var link = HTTPLink(shell: self)
+            for action in self.iphone.advance(to: now, link: &link) { self.perform(action, now: now) }
+            self.armTimer()
         }
     }
 
+    /// The protocol's messages to the gateway; every action to the figures. (Transfers were started
+    /// and cancelled on the link already.)
     private func perform(_ action: RuntimeAction, now: UnixTime) {
         record(action, now)
         switch action {
@@ -174,30 +162,28 @@ public final class RuntimeShell: @unchecked Sendable {
             send(.complete(apnsID: apnsID, bundleID: bundleID, result: result))
         case .conditions(let lowPowerMode, let refreshOff):
             send(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff))
-        case .startTransfer(let request):
-            start(request, resumeFrom: request.resumeFrom)
-        case .cancelTransfer(let id):
-            cancel(id)
-        case .pauseTransfer(let id):
-            guard let running = transfers.removeValue(forKey: id) else { break }
-            running.task.cancel()
-            paused[id] = (running.request, running.resumeFrom + running.delegate.bytes)
-        case .resumeTransfer(let id):
-            guard let was = paused.removeValue(forKey: id) else { break }
-            // A download goes on from its bytes; a manifest (small, read whole) is asked for again.
-            start(was.request, resumeFrom: was.request.content == .manifest ? 0 : was.bytes)
-        case .moveToBackgroundSession(let from, let to):
-            let had = transfers[from].map { $0.resumeFrom + $0.delegate.bytes } ?? paused[from]?.bytes ?? 0
-            cancel(from)
-            // A download resumes from its resume data (R11).
-            start(to, resumeFrom: had)
-        case .woken, .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused:
+        case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,
+            .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused:
             break
         }
     }
 
-    private func start(_ request: TransferRequest, resumeFrom: Int64) {
-        let from = max(0, resumeFrom == TransferRequest.resumeFromCancelled ? 0 : resumeFrom)
+    /// The iPhone's transfers as real HTTP requests to the content server (on the shell's loop).
+    private struct HTTPLink: TransferLink {
+        let shell: RuntimeShell
+
+        mutating func start(_ request: TransferRequest, from: Int64, at now: UnixTime) {
+            shell.start(request, resumeFrom: from)
+        }
+
+        mutating func cancel(_ id: Int, at now: UnixTime) -> Int64? {
+            guard let running = shell.transfers.removeValue(forKey: id) else { return nil }
+            running.task.cancel()
+            return running.resumeFrom + running.delegate.bytes
+        }
+    }
+
+    private func start(_ request: TransferRequest, resumeFrom from: Int64) {
         let path: String
         switch request.content {
         case .manifest: path = "/manifest"
@@ -208,8 +194,9 @@ public final class RuntimeShell: @unchecked Sendable {
             path = "/items/\(version)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         }
         let id = request.id
+        // Called while the iPhone handles an event: its end is fed back later, never from inside.
         guard var http = try? HTTPClient.Request(url: origin + path) else {
-            return handleOnLoop(.transferFinished(id: id, result: .failed(bytesSoFar: 0)))
+            return loop.execute { self.handleOnLoop(.transferFinished(id: id, result: .failed(bytesSoFar: 0))) }
         }
         http.headers.add(name: "x-device-id", value: deviceLabel)
         if from > 0 { http.headers.add(name: "range", value: "bytes=\(from)-") }
@@ -217,25 +204,31 @@ public final class RuntimeShell: @unchecked Sendable {
         let task = self.http.execute(request: http, delegate: delegate, eventLoop: .delegateAndChannel(on: loop))
         transfers[id] = Running(request: request, task: task, delegate: delegate, resumeFrom: from)
         let started = clock()
-        task.futureResult.hop(to: loop).whenComplete { [self] outcome in
-            // A cancelled transfer was removed first: its end means nothing to the runtime.
-            guard self.transfers.removeValue(forKey: id) != nil else { return }
-            let result = Self.result(of: outcome, request.content, from: from)
-            var succeeded = true
-            if case .failed = result { succeeded = false }
-            var background = false
-            if case .background = request.session { background = true }
-            self.transferred(
-                TransferFigures(
-                    bundleID: request.bundleID, background: background, bytes: delegate.bytes,
-                    milliseconds: self.clock().milliseconds - started.milliseconds, succeeded: succeeded))
-            self.handleOnLoop(.transferFinished(id: id, result: result))
+        // Always a later turn of the loop: a future already failed would otherwise call back from inside
+        // the iPhone's `handle`.
+        task.futureResult.whenComplete { [self] outcome in
+            self.loop.execute {
+                self.ended(id, request, outcome, from: from, delegate: delegate, started: started)
+            }
         }
     }
 
-    private func cancel(_ id: Int) {
-        paused.removeValue(forKey: id)
-        transfers.removeValue(forKey: id)?.task.cancel()
+    private func ended(
+        _ id: Int, _ request: TransferRequest, _ outcome: Result<TransferDelegate.Outcome, any Error>, from: Int64,
+        delegate: TransferDelegate, started: UnixTime
+    ) {
+        // A cancelled transfer was removed first: its end means nothing to the runtime.
+        guard transfers.removeValue(forKey: id) != nil else { return }
+        let result = Self.result(of: outcome, request.content, from: from)
+        var succeeded = true
+        if case .failed = result { succeeded = false }
+        var background = false
+        if case .background = request.session { background = true }
+        transferred(
+            TransferFigures(
+                bundleID: request.bundleID, background: background, bytes: delegate.bytes,
+                milliseconds: clock().milliseconds - started.milliseconds, succeeded: succeeded))
+        handleOnLoop(.transferFinished(id: id, result: result))
     }
 
     static func result(

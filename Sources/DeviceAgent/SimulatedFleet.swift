@@ -70,7 +70,7 @@ public final class SimulatedFleet: Sendable {
                 agents.append(
                     DeviceAgent(
                         host: host, port: port, apps: apps.map(\.bundleID), enrolment: enrolment, runtime: shell,
-                        group: group, onEvent: { counters.record($0) }))
+                        seed: seed &+ index, group: group, onEvent: { counters.record($0) }))
                 index += 1
             }
         }

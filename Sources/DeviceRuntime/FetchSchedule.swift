@@ -6,6 +6,14 @@ import PushModel
 public struct FetchSchedule: Sendable, Equatable {
     public internal(set) var lastFetchAt: UnixTime?
     public internal(set) var nextFetchAt: UnixTime?
+    /// What set `nextFetchAt`: the interval (with the back-off of the recent results), or the user's
+    /// launch habit (a fetch just before a habitual open).
+    public internal(set) var plannedBy = Planner.interval
+
+    public enum Planner: String, Sendable, Equatable {
+        case interval
+        case launchHabit = "launch_habit"
+    }
     /// The last results, newest last (at most 3).
     var results: [String] = []
     /// Milliseconds into the day of the user's recent opens (at most 20).
@@ -53,6 +61,7 @@ public struct FetchSchedule: Sendable, Equatable {
         let spacing = Int64(Double(base) * backoff)
         let candidate = max(now, lastFetchAt ?? now).adding(milliseconds: spacing)
         nextFetchAt = candidate
+        plannedBy = .interval
         // With a launch habit (three opens or more), land a fetch just before the next habitual open
         // when that is no later than one more spacing away.
         guard launchTimesOfDay.count >= 3 else { return }
@@ -62,6 +71,9 @@ public struct FetchSchedule: Sendable, Equatable {
             let fetchTime = time - Self.leadMilliseconds
             return fetchTime >= candidateOfDay ? dayStart + fetchTime : dayStart + Self.day + fetchTime
         }.min()!
-        if upcoming <= candidate.milliseconds + spacing { nextFetchAt = UnixTime(milliseconds: upcoming) }
+        if upcoming <= candidate.milliseconds + spacing {
+            nextFetchAt = UnixTime(milliseconds: upcoming)
+            plannedBy = .launchHabit
+        }
     }
 }

@@ -4,45 +4,78 @@ import PushModel
 /// opened their apps. Fed every runtime action with its time and the device's profile name; the report
 /// is made against the content server's publish times.
 public struct FreshnessLedger: Sendable {
+    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them.
     struct Open: Sendable {
         var at: Int64
-        var held: Int?
-        var profile: String
+        /// The version held (-1: none).
+        var held: Int32
+        var profile: UInt16
     }
 
-    private var opens: [Open] = []
-    /// Counts by profile: wakes by kind, terminations by cause, and the rest.
-    private var counts: [String: [String: Int]] = [:]
-    /// Ended transfers by profile.
-    private var transfers: [String: Transfers] = [:]
-
-    struct Transfers: Sendable {
+    /// What one profile's devices did, by kind: counted in place (a forecast records tens of millions).
+    struct Tally: Sendable {
+        var wakes = [Int](repeating: 0, count: WakeKind.names.count)
+        var terminations = [Int](repeating: 0, count: TerminationCause.allCases.count)
+        /// Content updates by what brought them: a wake kind, or the foreground (the last).
+        var content = [Int](repeating: 0, count: WakeKind.names.count + 1)
+        var relaunched = 0
+        var wakeRefused = 0
+        var backgroundTransfers = 0
+        var foregroundTransfers = 0
         var foregroundBytes: Int64 = 0
         var backgroundBytes: Int64 = 0
-        var failed = 0
-        var milliseconds: [Int64] = []
+        var failedTransfers = 0
+        var durations = DurationHistogram()
 
-        mutating func add(_ other: Transfers) {
+        mutating func add(_ other: Tally) {
+            for index in wakes.indices { wakes[index] += other.wakes[index] }
+            for index in terminations.indices { terminations[index] += other.terminations[index] }
+            for index in content.indices { content[index] += other.content[index] }
+            relaunched += other.relaunched
+            wakeRefused += other.wakeRefused
+            backgroundTransfers += other.backgroundTransfers
+            foregroundTransfers += other.foregroundTransfers
             foregroundBytes += other.foregroundBytes
             backgroundBytes += other.backgroundBytes
-            failed += other.failed
-            milliseconds += other.milliseconds
+            failedTransfers += other.failedTransfers
+            durations.add(other.durations)
         }
     }
 
+    private var opens: [Open] = []
+    /// Profile names, by the index their opens and tallies use.
+    public private(set) var profiles: [String] = []
+    private var tallies: [Tally] = []
+
     public init() {}
 
+    /// The index `record(_:at:profileIndex:)` takes for `name` (added when new).
+    public mutating func profileIndex(_ name: String) -> Int {
+        if let index = profiles.firstIndex(of: name) { return index }
+        profiles.append(name)
+        tallies.append(Tally())
+        return profiles.count - 1
+    }
+
     public mutating func record(_ action: RuntimeAction, at now: UnixTime, profile: String) {
-        func count(_ key: String) { counts[profile, default: [:]][key, default: 0] += 1 }
+        record(action, at: now, profileIndex: profileIndex(profile))
+    }
+
+    public mutating func record(_ action: RuntimeAction, at now: UnixTime, profileIndex profile: Int) {
         switch action {
-        case .opened(_, let version): opens.append(Open(at: now.milliseconds, held: version, profile: profile))
-        case .woken(_, let kind): count("wake." + kind.name)
-        case .terminated(_, let cause): count("terminated." + cause.rawValue)
-        case .relaunched: count("relaunched")
-        case .wakeRefused: count("wake_refused")
-        case .contentUpdated(_, _, let by): count("content." + (by?.name ?? "foreground"))
+        case .opened(_, let version):
+            opens.append(Open(at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile)))
+        case .woken(_, let kind): tallies[profile].wakes[kind.index] += 1
+        case .terminated(_, let cause): tallies[profile].terminations[cause.index] += 1
+        case .relaunched: tallies[profile].relaunched += 1
+        case .wakeRefused: tallies[profile].wakeRefused += 1
+        case .contentUpdated(_, _, let by): tallies[profile].content[by?.index ?? WakeKind.names.count] += 1
         case .startTransfer(let request):
-            if case .background = request.session { count("transfer.background") } else { count("transfer.foreground") }
+            if case .background = request.session {
+                tallies[profile].backgroundTransfers += 1
+            } else {
+                tallies[profile].foregroundTransfers += 1
+            }
         case .appState, .complete, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession,
             .conditions:
             break
@@ -53,11 +86,31 @@ public struct FreshnessLedger: Sendable {
     public mutating func recordTransfer(
         background: Bool, bytes: Int64, milliseconds: Int64, succeeded: Bool, profile: String
     ) {
-        var entry = transfers[profile, default: Transfers()]
-        if background { entry.backgroundBytes += bytes } else { entry.foregroundBytes += bytes }
-        if !succeeded { entry.failed += 1 }
-        entry.milliseconds.append(milliseconds)
-        transfers[profile] = entry
+        recordTransfer(
+            background: background, bytes: bytes, milliseconds: milliseconds, succeeded: succeeded,
+            profileIndex: profileIndex(profile))
+    }
+
+    public mutating func recordTransfer(
+        background: Bool, bytes: Int64, milliseconds: Int64, succeeded: Bool, profileIndex profile: Int
+    ) {
+        if background { tallies[profile].backgroundBytes += bytes } else { tallies[profile].foregroundBytes += bytes }
+        if !succeeded { tallies[profile].failedTransfers += 1 }
+        tallies[profile].durations.record(milliseconds)
+    }
+
+    /// Adds what another ledger recorded (a forecast's shards, each its own ledger).
+    public mutating func merge(_ other: FreshnessLedger) {
+        var map: [UInt16] = []
+        for (index, name) in other.profiles.enumerated() {
+            let mine = profileIndex(name)
+            map.append(UInt16(mine))
+            tallies[mine].add(other.tallies[index])
+        }
+        opens.reserveCapacity(opens.count + other.opens.count)
+        for open in other.opens {
+            opens.append(Open(at: open.at, held: open.held, profile: map[Int(open.profile)]))
+        }
     }
 
     /// Opens recorded so far (every one is in exactly one profile's row).
@@ -67,75 +120,137 @@ public struct FreshnessLedger: Sendable {
     /// `apps`: app installs per profile (devices × apps), for wakes per app-hour.
     public func report(versions: [Int: Int64], hours: Double, apps: [String: Int]) -> FreshnessReport {
         let published = versions.sorted { $0.key < $1.key }
-        var byProfile: [String: [Open]] = [:]
-        for open in opens { byProfile[open.profile, default: []].append(open) }
-        let names = Set(byProfile.keys).union(counts.keys).union(transfers.keys).sorted()
-        var rows = names.map { name in
+        var byProfile = [[Open]](repeating: [], count: profiles.count)
+        for open in opens { byProfile[Int(open.profile)].append(open) }
+        let order = profiles.indices.sorted { profiles[$0] < profiles[$1] }
+        var rows = order.map { index in
             row(
-                name, byProfile[name] ?? [], published, counts[name] ?? [:], transfers[name] ?? Transfers(),
-                hours: hours, apps: apps[name] ?? 1)
+                profiles[index], byProfile[index], published, tallies[index], hours: hours,
+                apps: apps[profiles[index]] ?? 1)
         }
-        if names.count > 1 {
-            var total: [String: Int] = [:]
-            for table in counts.values { for (key, value) in table { total[key, default: 0] += value } }
-            var moved = Transfers()
-            for entry in transfers.values { moved.add(entry) }
-            rows.append(
-                row("all", opens, published, total, moved, hours: hours, apps: apps.values.reduce(0, +)))
+        if profiles.count > 1 {
+            var total = Tally()
+            for tally in tallies { total.add(tally) }
+            rows.append(row("all", opens, published, total, hours: hours, apps: apps.values.reduce(0, +)))
         }
         return FreshnessReport(rows: rows)
     }
 
+    /// Fresh at open hour by hour from `start` (ms), for `hours` hours: per hour, the opens in it and the
+    /// share of them fresh, for all profiles together.
+    public func hourly(versions: [Int: Int64], start: Int64, hours: Int) -> [FreshnessReport.Hour] {
+        let published = versions.sorted { $0.key < $1.key }
+        var opens = [Int](repeating: 0, count: max(0, hours))
+        var fresh = [Int](repeating: 0, count: max(0, hours))
+        for open in self.opens {
+            let hour = Int((open.at - start) / 3_600_000)
+            guard open.at >= start, hour < hours else { continue }
+            opens[hour] += 1
+            if Self.isFresh(open, published) { fresh[hour] += 1 }
+        }
+        return opens.indices.map {
+            FreshnessReport.Hour(
+                hour: $0, opens: opens[$0], freshAtOpen: opens[$0] == 0 ? nil : Double(fresh[$0]) / Double(opens[$0]))
+        }
+    }
+
+    /// Whether the app held the newest version published by the open (nothing published: fresh).
+    private static func isFresh(_ open: Open, _ published: [(key: Int, value: Int64)]) -> Bool {
+        guard let newest = Self.newest(at: open.at, published) else { return true }
+        return open.held >= 0 && Int(open.held) >= newest.key
+    }
+
+    /// The newest version published at or before `at` (`published` is in version order, which is
+    /// publish order).
+    private static func newest(at: Int64, _ published: [(key: Int, value: Int64)]) -> (key: Int, value: Int64)? {
+        var low = 0
+        var high = published.count
+        while low < high {
+            let middle = (low + high) / 2
+            if published[middle].value <= at { low = middle + 1 } else { high = middle }
+        }
+        return low == 0 ? nil : published[low - 1]
+    }
+
     private func row(
-        _ name: String, _ opens: [Open], _ published: [(key: Int, value: Int64)], _ counts: [String: Int],
-        _ moved: Transfers, hours: Double, apps: Int
+        _ name: String, _ opens: [Open], _ published: [(key: Int, value: Int64)], _ tally: Tally, hours: Double,
+        apps: Int
     ) -> FreshnessReport.Row {
         var ages: [Int64] = []
         var fresh = 0
         var withoutContent = 0
+        var publishedAt: [Int: Int64] = [:]
+        for (version, at) in published { publishedAt[version] = at }
         for open in opens {
             // The newest version published by then; nothing published: fresh by definition.
-            guard let newest = published.last(where: { $0.value <= open.at }) else {
+            guard Self.newest(at: open.at, published) != nil else {
                 fresh += 1
                 continue
             }
-            if let held = open.held, held >= newest.key { fresh += 1 }
-            if let held = open.held, let at = published.first(where: { $0.key == held })?.value {
+            if Self.isFresh(open, published) { fresh += 1 }
+            if open.held >= 0, let at = publishedAt[Int(open.held)] {
                 ages.append(open.at - at)
             } else {
                 withoutContent += 1
             }
         }
         ages.sort()
-        let durations = moved.milliseconds.sorted()
         func percentile(_ values: [Int64], _ p: Double) -> Double? {
             guard !values.isEmpty else { return nil }
             return Double(values[min(values.count - 1, Int(Double(values.count) * p))]) / 1000
         }
         let perAppHour = hours > 0 && apps > 0 ? 1 / (hours * Double(apps)) : 0
-        let silent = counts["wake.silent_push", default: 0]
+        var wakes: [String: Int] = [:]
+        var wakesPerAppHour: [String: Double] = [:]
+        for (index, name) in WakeKind.names.enumerated() where tally.wakes[index] > 0 {
+            wakes[name] = tally.wakes[index]
+            wakesPerAppHour[name] = Double(tally.wakes[index]) * perAppHour
+        }
+        var terminations: [String: Int] = [:]
+        for (index, cause) in TerminationCause.allCases.enumerated() where tally.terminations[index] > 0 {
+            terminations[cause.rawValue] = tally.terminations[index]
+        }
+        let silent = WakeKind.silentPush(apnsID: "").index
         return FreshnessReport.Row(
             profile: name, opens: opens.count, freshOpens: fresh,
             freshAtOpen: opens.isEmpty ? nil : Double(fresh) / Double(opens.count),
             ageP50Seconds: percentile(ages, 0.5), ageP90Seconds: percentile(ages, 0.9),
             ageP99Seconds: percentile(ages, 0.99),
             opensWithoutContent: withoutContent,
-            wakes: counts.filter { $0.key.hasPrefix("wake.") }.reduce(into: [:]) {
-                $0[String($1.key.dropFirst("wake.".count))] = $1.value
-            },
-            wakesPerAppHour: counts.filter { $0.key.hasPrefix("wake.") }.reduce(into: [:]) {
-                $0[String($1.key.dropFirst("wake.".count))] = Double($1.value) * perAppHour
-            },
-            terminations: counts.filter { $0.key.hasPrefix("terminated.") }.reduce(into: [:]) {
-                $0[String($1.key.dropFirst("terminated.".count))] = $1.value
-            },
-            relaunches: counts["relaunched", default: 0], wakesRefused: counts["wake_refused", default: 0],
-            silentWakes: silent, silentWakesWithNewContent: counts["content.silent_push", default: 0],
-            backgroundTransfers: counts["transfer.background", default: 0],
-            foregroundTransfers: counts["transfer.foreground", default: 0],
-            foregroundBytes: moved.foregroundBytes, backgroundBytes: moved.backgroundBytes,
-            failedTransfers: moved.failed, transferP50Seconds: percentile(durations, 0.5),
-            transferP90Seconds: percentile(durations, 0.9))
+            wakes: wakes, wakesPerAppHour: wakesPerAppHour, terminations: terminations,
+            relaunches: tally.relaunched, wakesRefused: tally.wakeRefused,
+            silentWakes: tally.wakes[silent], silentWakesWithNewContent: tally.content[silent],
+            backgroundTransfers: tally.backgroundTransfers,
+            foregroundTransfers: tally.foregroundTransfers,
+            foregroundBytes: tally.foregroundBytes, backgroundBytes: tally.backgroundBytes,
+            failedTransfers: tally.failedTransfers, transferP50Seconds: tally.durations.percentile(0.5),
+            transferP90Seconds: tally.durations.percentile(0.9))
+    }
+}
+
+extension WakeKind {
+    /// Every kind's name, in the order of `index`.
+    static let names = [WakeKind.silentPush(apnsID: ""), .fetch, .location, .sessionEvents].map(\.name)
+
+    var index: Int {
+        switch self {
+        case .silentPush: 0
+        case .fetch: 1
+        case .location: 2
+        case .sessionEvents: 3
+        }
+    }
+}
+
+extension TerminationCause {
+    var index: Int {
+        switch self {
+        case .wakeOverrun: 0
+        case .unendedTask: 1
+        case .watchdog: 2
+        case .sessionHandlerNotCalled: 3
+        case .memoryPressure: 4
+        }
     }
 }
 
@@ -174,6 +289,13 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
         public var transferP90Seconds: Double?
         /// What the profile's backend sends when it publishes, and its apps' fetch (the fleet fills it in).
         public var strategy: String?
+    }
+
+    /// One hour of the curve of fresh-at-open.
+    public struct Hour: Sendable, Equatable, Codable {
+        public var hour: Int
+        public var opens: Int
+        public var freshAtOpen: Double?
     }
 
     public var rows: [Row]

@@ -27,6 +27,15 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
 
     public var iosProfile: IOSProfile { IOSProfile.version(ios) }
 
+    /// What its apps' backends send on publishing, and how the apps fetch: `silent, fetch minimum`.
+    public var strategy: String {
+        apps.map { app in
+            (app.announce == .silent_and_alert ? "silent + alert" : app.announce.rawValue)
+                + (app.fetch == "never" ? "" : ", fetch \(app.fetch)")
+                + (app.background_download ? "" : ", foreground download")
+        }.joined(separator: "; ")
+    }
+
     /// What is wrong with it, naming the key; nil when valid.
     public func problem() -> String? {
         if !(2...99).contains(ios) { return "ios: expected an iOS major version such as 6, 7, 13 or 17, got \(ios)" }

@@ -108,7 +108,7 @@ public enum BenchReport {
     }
 
     /// A line chart as inline SVG.
-    static func chart(
+    public static func chart(
         title: String, unit: String, series: [(String, String, [(Double, Double)])], xLabel: String,
         xTicks: [(Double, String)]? = nil
     ) -> String {

@@ -1,3 +1,4 @@
+import DeviceRuntime
 import NIOCore
 import ProviderAuth
 import ProviderClient
@@ -45,24 +46,10 @@ public enum ContentAnnouncer {
         var pushes: [Push] = []
         for target in targets {
             guard let strategy = strategies[target.topic] else { continue }
-            if strategy.silent {
-                pushes.append(
-                    Push(
-                        target: target, silent: true,
-                        headers: [
-                            ("apns-topic", target.topic), ("apns-push-type", "background"), ("apns-priority", "5"),
-                            ("apns-collapse-id", "content"),
-                        ],
-                        body: Array(#"{"aps":{"content-available":1},"version":\#(version)}"#.utf8)))
-            }
-            if strategy.alert {
-                pushes.append(
-                    Push(
-                        target: target, silent: false,
-                        headers: [("apns-topic", target.topic), ("apns-push-type", "alert"), ("apns-priority", "10")],
-                        body: Array(
-                            #"{"aps":{"alert":{"title":"New content","body":"Version \#(version) is out"}},"version":\#(version)}"#
-                                .utf8)))
+            let announce: AppProfile.Announcement =
+                strategy.silent ? (strategy.alert ? .silent_and_alert : .silent) : (strategy.alert ? .alert : .none)
+            for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) {
+                pushes.append(Push(target: target, silent: request.silent, headers: request.headers, body: request.body))
             }
         }
         return pushes

@@ -120,8 +120,9 @@ public struct ThrottleEngine: Sendable {
         update(AppKey(device: device, app: app), now: now, actions: &actions) { app, settings, actions in
             app.received(push, conditions: conditions, settings: settings, now: now, into: &actions)
         }
-        // An alert delivered to one app is a delivery window for the device's other apps too.
-        if settings.alertPiggybackScope == .allApps, Int(device) < slots.count, slots[Int(device)].apps.count > 1,
+        // An alert delivered to one app is a delivery window for the device's other apps too. (The
+        // alerting app's own state may have been dropped as idle just now: any app with state is another.)
+        if settings.alertPiggybackScope == .allApps, Int(device) < slots.count, !slots[Int(device)].apps.isEmpty,
             actions[start...].contains(where: { $0.isAlertDelivery(of: push.id) })
         {
             for other in slots[Int(device)].apps.ids where other != app {
@@ -283,6 +284,15 @@ public struct ThrottleEngine: Sendable {
     public func snapshot(device: DeviceID, bundleID: String, now: UnixTime) -> AppThrottleSnapshot? {
         guard let app = appIDs[bundleID], let state = state(AppKey(device: device, app: app)) else { return nil }
         return state.snapshot(settings: settings, now: now)
+    }
+
+    /// Whether any app of `device` holds pushes (a keep-alive would carry those that may go).
+    public func holdsPushes(device: DeviceID) -> Bool {
+        guard Int(device) < slots.count else { return false }
+        let apps = slots[Int(device)].apps
+        guard !apps.isEmpty else { return false }
+        for index in 0..<apps.count where apps.state(at: index).hasHeld { return true }
+        return false
     }
 
     public func conditions(of device: DeviceID) -> DeviceConditions {

@@ -6,7 +6,8 @@ struct Pushgate: AsyncParsableCommand {
         commandName: "pushgate",
         abstract: "An APNs-compatible push gateway that models how iOS throttles silent pushes.",
         subcommands: [
-            ServeCommand.self, DemoCommand.self, BenchCommand.self, SimulateCommand.self, OriginCommand.self,
+            ServeCommand.self, DemoCommand.self, BenchCommand.self, SimulateCommand.self, ForecastCommand.self,
+            OriginCommand.self,
             SendCommand.self,
             KeysCommand.self, TokensCommand.self,
             CertsCommand.self,

@@ -19,6 +19,17 @@ import Testing
         }
     }
 
+    /// Found by a forecast: an alert to an app that has no throttle state of its own (a full budget,
+    /// nothing held: its state is dropped as idle) must still carry the device's other apps' held pushes.
+    @Test mutating func anAlertToAnAppWithoutStateCarriesTheOtherAppsHeldPushes() {
+        var engine = ThrottleEngine()
+        for _ in 0..<4 { _ = engine.received(pushes.make(.silent, bundle: "com.news"), device: 1, now: t0) }
+        #expect(engine.counters.heldNow == 1)
+        let actions = engine.received(pushes.make(.alerting, bundle: "com.chat"), device: 1, now: t0.plus(minutes: 1))
+        #expect(actions.delivered.map(\.1) == [.alerting, .piggybackAlert])
+        #expect(engine.counters.heldNow == 0)
+    }
+
     @Test mutating func aReleasedDeviceHandsOverItsHeldPushesAndStartsAfresh() {
         var engine = ThrottleEngine()
         let silent = (0..<5).map { _ in pushes.make(.silent) }

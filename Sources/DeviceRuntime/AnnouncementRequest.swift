@@ -1,0 +1,39 @@
+/// What an app's backend POSTs to the provider API to announce a version of its content: the headers
+/// and body of its silent push and of its alert. `ContentAnnouncer` sends them over HTTP/2; a forecast
+/// puts them through the provider API's own parsing (`RequestHead`, `ParsedHead.notification`) and the
+/// policy. One definition, so both announce the same pushes.
+public struct AnnouncementRequest: Sendable {
+    public var silent: Bool
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    /// A silent push (`content-available: 1`, background, priority 5). It carries
+    /// `apns-collapse-id: content`, so a newer announcement replaces one still held.
+    public static func silent(topic: String, version: Int) -> AnnouncementRequest {
+        AnnouncementRequest(
+            silent: true,
+            headers: [
+                ("apns-topic", topic), ("apns-push-type", "background"), ("apns-priority", "5"),
+                ("apns-collapse-id", "content"),
+            ],
+            body: Array(#"{"aps":{"content-available":1},"version":\#(version)}"#.utf8))
+    }
+
+    /// An alert (priority 10) telling the user the version is out.
+    public static func alert(topic: String, version: Int) -> AnnouncementRequest {
+        AnnouncementRequest(
+            silent: false,
+            headers: [("apns-topic", topic), ("apns-push-type", "alert"), ("apns-priority", "10")],
+            body: Array(
+                #"{"aps":{"alert":{"title":"New content","body":"Version \#(version) is out"}},"version":\#(version)}"#
+                    .utf8))
+    }
+
+    /// What `announce` sends for one version: the silent push first, then the alert.
+    public static func requests(_ announce: AppProfile.Announcement, topic: String, version: Int)
+        -> [AnnouncementRequest]
+    {
+        (announce.sendsSilent ? [silent(topic: topic, version: version)] : [])
+            + (announce.sendsAlert ? [alert(topic: topic, version: version)] : [])
+    }
+}

@@ -1,0 +1,122 @@
+import PushModel
+
+/// Where a simulated iPhone's transfers run: real HTTP to a content server in `pushgate simulate`
+/// (`RuntimeShell`), a computed end time in a forecast. The iPhone says what to start and cancel; the
+/// link reports each end as a `.transferFinished` event, later.
+public protocol TransferLink {
+    /// Starts `request`, asking for the bytes from `from` on (a resumed download).
+    mutating func start(_ request: TransferRequest, from: Int64, at now: UnixTime)
+    /// Stops transfer `id` without reporting its end; returns the bytes it had, counted from the start
+    /// of the item (what a resumed transfer asks from), or nil when it was not running.
+    mutating func cancel(_ id: Int, at now: UnixTime) -> Int64?
+}
+
+/// One simulated iPhone, whatever the clock: its background rules (`DeviceRuntime`), its users
+/// (`UserModel`) and their joint deadline, and what becomes of the runtime's transfers (paused with
+/// the bytes they had, resumed, moved to a background session) on a `TransferLink`. Pure: the real
+/// shell feeds it wall-clock time and runs its transfers over HTTP; a forecast feeds it virtual time
+/// and computes them. So a forecast is the real simulator on another clock, not a second model of it.
+public struct SimulatedIPhone: Sendable {
+    public private(set) var runtime: DeviceRuntime
+    public private(set) var user: UserModel?
+    /// Transfers paused while the device sleeps (R4), with the bytes they had: resumed from there.
+    private var paused: [Int: (request: TransferRequest, bytes: Int64)] = [:]
+    /// Apps in the background state since (ms), for the awake time (a battery proxy).
+    private var backgroundSince: [String: Int64] = [:]
+    /// Milliseconds apps spent running in the background (woken, finishing a task, fetching).
+    public private(set) var awakeMilliseconds: Int64 = 0
+
+    /// `users` nil: only the events fed from outside.
+    public init(
+        profile: IOSProfile, apps: [(bundleID: String, behaviour: AppBehaviour)], users: UserProfile?, seed: UInt64,
+        now: UnixTime
+    ) {
+        runtime = DeviceRuntime(profile: profile, apps: apps, seed: seed, now: now)
+        user = users.map {
+            UserModel(
+                profile: $0, apps: apps.map(\.bundleID),
+                locationApps: apps.filter(\.behaviour.monitorsLocation).map(\.bundleID), seed: seed, now: now)
+        }
+    }
+
+    /// What the device does when it first connects: a user without Background App Refresh turns it off.
+    public mutating func start<Link: TransferLink>(at now: UnixTime, link: inout Link) -> [RuntimeAction] {
+        guard user?.refreshOff == true else { return [] }
+        return handle(.backgroundAppRefresh(enabled: false), at: now, link: &link)
+    }
+
+    /// When the device next has something to do without an event: the runtime's deadline or the user's
+    /// next event, whichever is first.
+    public var nextDeadline: UnixTime? {
+        let runtime = self.runtime.nextDeadline()
+        guard let user = user?.nextAt else { return runtime }
+        guard let runtime else { return user }
+        return min(runtime, user)
+    }
+
+    /// Applies `event` at `now` and carries out the transfer actions on `link`; returns every action
+    /// (the device-protocol ones for the shell to send, all of them for the figures).
+    public mutating func handle<Link: TransferLink>(_ event: RuntimeEvent, at now: UnixTime, link: inout Link)
+        -> [RuntimeAction]
+    {
+        // The user sees an alert, and may open its app for it.
+        if case .pushDelivered(let bundleID, _, false) = event { user?.alertShown(bundleID, at: now) }
+        let actions = runtime.handle(event, at: now)
+        for action in actions { perform(action, at: now, link: &link) }
+        return actions
+    }
+
+    /// Whatever is due by `now`: the user's events, then the runtime's own deadlines (a call before the
+    /// deadline changes nothing).
+    public mutating func advance<Link: TransferLink>(to now: UnixTime, link: inout Link) -> [RuntimeAction] {
+        var actions: [RuntimeAction] = []
+        if let at = user?.nextAt, at <= now {
+            for event in user!.fire(at: now) { actions += handle(event, at: now, link: &link) }
+        }
+        actions += handle(.tick, at: now, link: &link)
+        return actions
+    }
+
+    /// Ends the run: the awake time of apps still in the background is counted up to `now`.
+    public mutating func finish(at now: UnixTime) {
+        for (bundleID, since) in backgroundSince {
+            awakeMilliseconds += max(0, now.milliseconds - since)
+            backgroundSince[bundleID] = now.milliseconds
+        }
+    }
+
+    private mutating func perform<Link: TransferLink>(_ action: RuntimeAction, at now: UnixTime, link: inout Link) {
+        switch action {
+        case .appState(let bundleID, let state):
+            if let since = backgroundSince.removeValue(forKey: bundleID) {
+                awakeMilliseconds += max(0, now.milliseconds - since)
+            }
+            if state == .background { backgroundSince[bundleID] = now.milliseconds }
+        case .startTransfer(let request):
+            link.start(request, from: max(0, request.resumeFrom), at: now)
+        case .cancelTransfer(let id):
+            paused.removeValue(forKey: id)
+            _ = link.cancel(id, at: now)
+        case .pauseTransfer(let id):
+            guard let bytes = link.cancel(id, at: now), let request = runningRequest(id) else { break }
+            paused[id] = (request, bytes)
+        case .resumeTransfer(let id):
+            guard let was = paused.removeValue(forKey: id) else { break }
+            // A download goes on from its bytes; a manifest (small, read whole) is asked for again.
+            link.start(was.request, from: was.request.content == .manifest ? 0 : was.bytes, at: now)
+        case .moveToBackgroundSession(let from, let to):
+            let had = link.cancel(from, at: now) ?? paused.removeValue(forKey: from)?.bytes ?? 0
+            paused.removeValue(forKey: from)
+            // A download resumes from its resume data (R11).
+            link.start(to, from: had, at: now)
+        case .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused:
+            break
+        }
+    }
+
+    /// The request of a transfer the runtime still has (a paused one is resumed with it).
+    private func runningRequest(_ id: Int) -> TransferRequest? {
+        for app in runtime.apps.values { if let transfer = app.transfers[id] { return transfer.request } }
+        return nil
+    }
+}

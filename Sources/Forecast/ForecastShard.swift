@@ -1,0 +1,522 @@
+import DeviceRuntime
+import PushModel
+import PushPolicy
+
+/// A slice of a forecast's fleet on one virtual clock: the devices' `SimulatedIPhone`s, the gateway's
+/// `ThrottleEngine` for them, their keep-alives, their transfers as computed end times, and the content's
+/// publications announced with each app's pushes. Every event comes off one `EventQueue` in (time,
+/// sequence) order. Devices do not affect each other, so a fleet splits into shards that run on any
+/// number of threads and add up to the same figures.
+///
+/// What the real run has that this does not: the network's and the event loops' delays between a
+/// decision and its delivery, acknowledgement or completion (here they happen in the same millisecond),
+/// and the announcements' spread over the seconds their POSTs take.
+final class ForecastShard {
+    let scenario: ForecastScenario
+    /// The fleet-wide index of this shard's device 0.
+    let firstDevice: Int
+    private let publishTimes: [Int64]
+    private let end: Int64
+
+    private var iphones: [SimulatedIPhone] = []
+    private var kindOf: [UInt8] = []
+    private var keepAlives: [KeepAliveSchedule] = []
+    /// The time of each device's standing deadline entry (Int64.max: none).
+    private var deadlineAt: [Int64] = []
+    /// The time of each device's standing keep-alive entry (Int64.max: none: it holds nothing).
+    private var keepAliveAt: [Int64] = []
+    private var engine: ThrottleEngine
+    private var queue = EventQueue()
+    private var policyTimerAt = Int64.max
+    private var transfers: [UInt64: Running] = [:]
+    /// Per kind: the apps, their item sizes and strategies.
+    private let apps: [[(bundleID: String, behaviour: AppBehaviour, announce: AppProfile.Announcement)]]
+    private var now: Int64
+    private var pushCounter: UInt64 = 0
+    /// Announcement pushes of the current version, by bundle id (parsed once, copied per device).
+    private var templates: [String: [PushNotification]] = [:]
+
+    private(set) var ledger = FreshnessLedger()
+    private var ledgerIndex: [Int] = []
+    private(set) var costs: [KindCosts]
+    private(set) var events = 0
+    private(set) var trace: [TraceLine] = []
+    /// Per hour of the run: pushes sent and background wakes (the cost over the day).
+    private(set) var hourlyPushes: [Int]
+    private(set) var hourlyWakes: [Int]
+
+    struct Running {
+        var request: TransferRequest
+        var from: Int64
+        var size: Int64
+        var startedAt: Int64
+        var endsAt: Int64
+    }
+
+    /// What one kind of iPhone cost, besides the freshness ledger's figures.
+    struct KindCosts: Sendable {
+        var pushesSent = 0
+        var silentSent = 0
+        var alertsSent = 0
+        /// Policy decisions by rule (`Rule.allCases` order), and deadline misses.
+        var rules = [Int](repeating: 0, count: Rule.allCases.count)
+        var deadlineMisses = 0
+        var awakeMilliseconds: Int64 = 0
+
+        mutating func add(_ other: KindCosts) {
+            pushesSent += other.pushesSent
+            silentSent += other.silentSent
+            alertsSent += other.alertsSent
+            for index in rules.indices { rules[index] += other.rules[index] }
+            deadlineMisses += other.deadlineMisses
+            awakeMilliseconds += other.awakeMilliseconds
+        }
+    }
+
+    struct TraceLine: Sendable {
+        var time: Int64
+        var device: Int
+        var order: Int
+        var json: String
+    }
+
+    /// Devices `range` (fleet-wide indexes) of the scenario's fleet.
+    init(scenario: ForecastScenario, range: Range<Int>) {
+        self.scenario = scenario
+        firstDevice = range.lowerBound
+        end = scenario.end.milliseconds
+        publishTimes = scenario.publications.times(from: scenario.start, until: scenario.end)
+        now = scenario.start.milliseconds
+        engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
+        apps = scenario.kinds.map { kind in
+            kind.profile.apps.map { (bundleID: $0.bundle_id, behaviour: $0.behaviour, announce: $0.announce) }
+        }
+        costs = Array(repeating: KindCosts(), count: scenario.kinds.count)
+        hourlyPushes = Array(repeating: 0, count: max(1, Int(scenario.hours.rounded(.up))))
+        hourlyWakes = hourlyPushes
+        for kind in scenario.kinds { ledgerIndex.append(ledger.profileIndex(kind.name)) }
+
+        let start = scenario.start
+        var index = 0
+        iphones.reserveCapacity(range.count)
+        for (kindIndex, kind) in scenario.kinds.enumerated() {
+            let kindApps = apps[kindIndex].map { (bundleID: $0.bundleID, behaviour: $0.behaviour) }
+            let ios = kind.profile.iosProfile
+            for _ in 0..<kind.devices {
+                defer { index += 1 }
+                guard range.contains(index) else { continue }
+                let seed = scenario.seed &+ UInt64(index)
+                iphones.append(
+                    SimulatedIPhone(profile: ios, apps: kindApps, users: kind.profile.users, seed: seed, now: start))
+                kindOf.append(UInt8(kindIndex))
+                keepAlives.append(
+                    KeepAliveSchedule(
+                        connectedAt: start, intervalSeconds: scenario.keepAliveSeconds, jitter: scenario.keepAliveJitter,
+                        seed: seed))
+            }
+        }
+        deadlineAt = Array(repeating: .max, count: iphones.count)
+        keepAliveAt = Array(repeating: .max, count: iphones.count)
+        for (index, at) in publishTimes.enumerated() {
+            queue.schedule(at: at, .publish, target: 0, argument: Int32(index))
+        }
+    }
+
+    var deviceCount: Int { iphones.count }
+
+    /// Runs to the scenario's end; `progress` hears the virtual time now and then.
+    func run(progress: (Int64) -> Void = { _ in }) {
+        // Every device connects at the start (the gateway delivers what it stored; nothing yet).
+        for device in iphones.indices {
+            var actions: [PolicyAction] = []
+            engine.connected(device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+            apply(actions)
+            var link = ShardLink(shard: self, device: device)
+            let started = iphones[device].start(at: UnixTime(milliseconds: now), link: &link)
+            after(device, started)
+        }
+        var sinceProgress = 0
+        while let entry = queue.pop() {
+            guard entry.time < end else { break }
+            now = entry.time
+            events += 1
+            sinceProgress += 1
+            if sinceProgress == 65_536 {
+                sinceProgress = 0
+                progress(now)
+            }
+            let device = Int(entry.target)
+            switch entry.kind {
+            case .deadline:
+                guard deadlineAt[device] == entry.time else { continue }
+                deadlineAt[device] = .max
+                var link = ShardLink(shard: self, device: device)
+                let actions = iphones[device].advance(to: UnixTime(milliseconds: now), link: &link)
+                after(device, actions)
+            case .keepAlive:
+                guard keepAliveAt[device] == entry.time else { continue }
+                keepAliveAt[device] = .max
+                keepAlives[device].advance()
+                if isTraced(device) { record(device, #""event":"keep_alive""#) }
+                var actions: [PolicyAction] = []
+                engine.keepAlive(device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+                apply(actions)
+                armKeepAlive(device)
+            case .transferEnd:
+                transferEnded(device, id: Int(entry.argument), at: entry.time)
+            case .publish:
+                publish(Int(entry.argument))
+            case .policyTimer:
+                guard policyTimerAt == entry.time else { continue }
+                policyTimerAt = .max
+                var actions: [PolicyAction] = []
+                engine.advance(to: UnixTime(milliseconds: now), into: &actions)
+                apply(actions)
+                armPolicyTimer()
+            }
+        }
+        now = end
+        for device in iphones.indices {
+            iphones[device].finish(at: UnixTime(milliseconds: end))
+            costs[Int(kindOf[device])].awakeMilliseconds += iphones[device].awakeMilliseconds
+        }
+        progress(end)
+    }
+
+    // MARK: Publications
+
+    /// Version `index + 1` is out: every device's announcing apps get their backend's pushes (the first
+    /// version, published before devices have tokens, is not announced, as in a real run).
+    private func publish(_ index: Int) {
+        guard index > 0 else { return }
+        let version = index + 1
+        let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
+        templates = [:]
+        for kind in apps {
+            for app in kind where templates[app.bundleID] == nil {
+                templates[app.bundleID] = AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
+                    .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+            }
+        }
+        for device in iphones.indices {
+            let kind = Int(kindOf[device])
+            for app in apps[kind] {
+                for template in templates[app.bundleID] ?? [] {
+                    costs[kind].pushesSent += 1
+                    hourlyPushes[hour] += 1
+                    if template.pushType == .background { costs[kind].silentSent += 1 } else { costs[kind].alertsSent += 1 }
+                    pushCounter += 1
+                    let push = PushNotification(
+                        id: APNsID(high: UInt64(firstDevice + device), low: pushCounter),
+                        deviceToken: template.deviceToken, topic: template.topic, bundleID: template.bundleID,
+                        pushType: template.pushType, priority: template.priority, expiration: template.expiration,
+                        collapseID: template.collapseID, notificationClass: template.notificationClass,
+                        mismatch: template.mismatch, payload: template.payload, teamID: nil,
+                        receivedAt: UnixTime(milliseconds: now))
+                    if isTraced(device) {
+                        record(
+                            device,
+                            #""event":"push","app":"\#(app.bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
+                        )
+                    }
+                    var actions: [PolicyAction] = []
+                    engine.received(push, device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+                    apply(actions)
+                }
+            }
+        }
+    }
+
+    /// An announcement as the provider API makes it from the request (its own parsing and
+    /// classification), addressed to a placeholder token (a forecast routes by device, not token).
+    static func notification(_ request: AnnouncementRequest, bundleID: String, at now: Int64) -> PushNotification? {
+        var head = RequestHead()
+        head.method = "POST"
+        head.path = RequestHead.devicePathPrefix + String(repeating: "0", count: 64)
+        for (name, value) in request.headers {
+            if let header = HeaderName(wireName: name) { head.set(header, value) }
+        }
+        guard case .success(let parsed) = head.parse(), let topic = parsed.topic else { return nil }
+        guard
+            case .success(let push) = parsed.notification(
+                topic: topic, bundleID: bundleID, body: request.body, teamID: nil, now: UnixTime(milliseconds: now),
+                id: APNsID(high: 0, low: 0))
+        else { return nil }
+        return push
+    }
+
+    // MARK: The gateway's decisions
+
+    /// Carries out the policy's actions: deliveries reach their device (which acknowledges at once), and
+    /// every decision is counted for its device's kind.
+    private func apply(_ actions: [PolicyAction]) {
+        for action in actions {
+            switch action {
+            case .deliver(let push, let rule, let wake):
+                let device = self.device(of: push.id)
+                count(rule, device)
+                if isTraced(device) {
+                    record(device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#)
+                }
+                let time = UnixTime(milliseconds: now)
+                engine.acknowledged(push.id, device: DeviceID(device), bundleID: push.bundleID, wake: wake, now: time)
+                deviceEvent(
+                    device, .pushDelivered(bundleID: push.bundleID, apnsID: push.id.description, silent: wake))
+            case .hold(let id, let rule):
+                let device = self.device(of: id)
+                count(rule, device)
+                if isTraced(device) { record(device, #""event":"hold","apns_id":"\#(id)","rule":"\#(rule.rawValue)""#) }
+                armKeepAlive(device)
+            case .discard(let id, let rule):
+                let device = self.device(of: id)
+                count(rule, device)
+                if isTraced(device) {
+                    record(device, #""event":"discard","apns_id":"\#(id)","rule":"\#(rule.rawValue)""#)
+                }
+            case .deadlineMissed(let id):
+                let device = self.device(of: id)
+                costs[Int(kindOf[device])].deadlineMisses += 1
+                if isTraced(device) { record(device, #""event":"deadline_missed","apns_id":"\#(id)""#) }
+            case .completed, .completedLate:
+                break
+            }
+        }
+        armPolicyTimer()
+    }
+
+    private func count(_ rule: Rule, _ device: Int) {
+        costs[Int(kindOf[device])].rules[Self.ruleIndex[rule]!] += 1
+    }
+
+    private static let ruleIndex: [Rule: Int] = Dictionary(
+        uniqueKeysWithValues: Rule.allCases.enumerated().map { ($1, $0) })
+
+    /// Push ids carry their device's fleet-wide index in their high half.
+    private func device(of id: APNsID) -> Int { Int(id.high) - firstDevice }
+
+    /// A device whose apps hold pushes sends its next keep-alive into the policy; one that holds
+    /// nothing sends keep-alives that change nothing, and they are not simulated.
+    private func armKeepAlive(_ device: Int) {
+        guard keepAliveAt[device] == .max, engine.holdsPushes(device: DeviceID(device)) else { return }
+        let at = keepAlives[device].first(atOrAfter: UnixTime(milliseconds: now)).milliseconds
+        keepAliveAt[device] = at
+        queue.schedule(at: at, .keepAlive, target: UInt32(device))
+    }
+
+    /// The policy's timers run on the hub's tick (every 200 ms), as in the gateway.
+    private func armPolicyTimer() {
+        guard let next = engine.nextTimer?.milliseconds else { return }
+        let tick: Int64 = 200
+        let start = scenario.start.milliseconds
+        var at = max(next, now + 1)
+        at = start + ((at - start + tick - 1) / tick) * tick
+        guard at < policyTimerAt else { return }
+        policyTimerAt = at
+        queue.schedule(at: at, .policyTimer, target: 0)
+    }
+
+    // MARK: The devices
+
+    private func deviceEvent(_ device: Int, _ event: RuntimeEvent) {
+        if isTraced(device) { traceEvent(device, event) }
+        var link = ShardLink(shard: self, device: device)
+        let actions = iphones[device].handle(event, at: UnixTime(milliseconds: now), link: &link)
+        after(device, actions)
+    }
+
+    /// What the device's runtime did: its messages go to the gateway, every action to the ledger; its
+    /// deadline is filed again.
+    private func after(_ device: Int, _ actions: [RuntimeAction]) {
+        let kind = Int(kindOf[device])
+        let time = UnixTime(milliseconds: now)
+        for action in actions {
+            ledger.record(action, at: time, profileIndex: ledgerIndex[kind])
+            if isTraced(device) { traceAction(device, action) }
+            var decided: [PolicyAction] = []
+            switch action {
+            case .woken:
+                hourlyWakes[min(hourlyWakes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))] += 1
+                continue
+            case .appState(let bundleID, let state):
+                engine.appStateChanged(device: DeviceID(device), bundleID: bundleID, to: state, now: time, into: &decided)
+            case .complete(let apnsID, let bundleID, let result):
+                guard let id = APNsID(header: apnsID), let result = CompletionResult(rawValue: result) else { continue }
+                engine.completed(device: DeviceID(device), bundleID: bundleID, id: id, result: result, now: time, into: &decided)
+            case .conditions(let lowPowerMode, let refreshOff):
+                engine.conditionsChanged(
+                    device: DeviceID(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff, now: time,
+                    into: &decided)
+            default:
+                continue
+            }
+            apply(decided)
+        }
+        fileDeadline(device)
+    }
+
+    private func fileDeadline(_ device: Int) {
+        let next = iphones[device].nextDeadline?.milliseconds ?? .max
+        guard next != deadlineAt[device] else { return }
+        deadlineAt[device] = next
+        if next != .max { queue.schedule(at: max(next, now), .deadline, target: UInt32(device)) }
+    }
+
+    // MARK: Transfers
+
+    fileprivate func startTransfer(_ device: Int, _ request: TransferRequest, from: Int64) {
+        let size: Int64
+        switch request.content {
+        case .manifest: size = Int64(scenario.link.manifestBytes)
+        case .item:
+            let app = apps[Int(kindOf[device])].first { $0.bundleID == request.bundleID }
+            size = Int64(app?.behaviour.itemBytes ?? scenario.itemBytes)
+        }
+        let from = min(from, size)
+        let endsAt = now + scenario.link.milliseconds(bytes: size - from, slowdown: request.slowdown)
+        transfers[Self.key(device, request.id)] = Running(
+            request: request, from: from, size: size, startedAt: now, endsAt: endsAt)
+        queue.schedule(at: endsAt, .transferEnd, target: UInt32(device), argument: Int32(truncatingIfNeeded: request.id))
+    }
+
+    fileprivate func cancelTransfer(_ device: Int, _ id: Int) -> Int64? {
+        guard let running = transfers.removeValue(forKey: Self.key(device, id)) else { return nil }
+        return running.from
+            + scenario.link.bytes(
+                after: now - running.startedAt, of: running.size - running.from, slowdown: running.request.slowdown)
+    }
+
+    private func transferEnded(_ device: Int, id: Int, at time: Int64) {
+        let key = Self.key(device, id)
+        guard let running = transfers[key], running.endsAt == time else { return }
+        transfers.removeValue(forKey: key)
+        let result: TransferResult
+        switch running.request.content {
+        case .manifest:
+            // The server answers with what is newest when the request reaches it.
+            let asked = running.startedAt + scenario.link.latencyMilliseconds / 2
+            result = .manifest(version: newestVersion(at: asked) ?? 0)
+        case .item(let version):
+            result = .item(version: version, bytes: running.size)
+        }
+        var background = false
+        if case .background = running.request.session { background = true }
+        ledger.recordTransfer(
+            background: background, bytes: running.size - running.from, milliseconds: time - running.startedAt,
+            succeeded: true, profileIndex: ledgerIndex[Int(kindOf[device])])
+        deviceEvent(device, .transferFinished(id: id, result: result))
+    }
+
+    /// The newest version published at or before `at` (versions are numbered from 1 in publish order).
+    func newestVersion(at: Int64) -> Int? {
+        var low = 0
+        var high = publishTimes.count
+        while low < high {
+            let middle = (low + high) / 2
+            if publishTimes[middle] <= at { low = middle + 1 } else { high = middle }
+        }
+        return low == 0 ? nil : low
+    }
+
+    private static func key(_ device: Int, _ id: Int) -> UInt64 { UInt64(device) << 32 | UInt64(UInt32(truncatingIfNeeded: id)) }
+
+    // MARK: Trace
+
+    private func isTraced(_ device: Int) -> Bool {
+        !scenario.traced.isEmpty && scenario.traced.contains(firstDevice + device)
+    }
+
+    private func record(_ device: Int, _ fields: String) {
+        let seconds = Double(now - scenario.start.milliseconds) / 1000
+        let kind = scenario.kinds[Int(kindOf[device])].name
+        trace.append(
+            TraceLine(
+                time: now, device: firstDevice + device, order: trace.count,
+                json: #"{"t":\#(seconds),"device":\#(firstDevice + device),"profile":"\#(kind)",\#(fields)}"#))
+    }
+
+    private func traceEvent(_ device: Int, _ event: RuntimeEvent) {
+        switch event {
+        case .userOpened(let app): record(device, #""event":"user_opened","app":"\#(app)""#)
+        case .userLeft(let app): record(device, #""event":"user_left","app":"\#(app)""#)
+        case .userForceQuit(let app): record(device, #""event":"user_force_quit","app":"\#(app)""#)
+        case .screen(let on): record(device, #""event":"screen","on":\#(on)"#)
+        case .lowPowerMode(let on): record(device, #""event":"low_power_mode","on":\#(on)"#)
+        case .backgroundAppRefresh(let on): record(device, #""event":"background_app_refresh","on":\#(on)"#)
+        case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(app)""#)
+        case .pushDelivered(let app, let id, let silent):
+            record(device, #""event":"push_delivered","app":"\#(app)","apns_id":"\#(id)","silent":\#(silent)"#)
+        case .locationChanged(let app): record(device, #""event":"location_changed","app":"\#(app)""#)
+        case .transferFinished(let id, let result):
+            let what: String
+            switch result {
+            case .manifest(let version): what = #""manifest_version":\#(version)"#
+            case .item(let version, let bytes): what = #""item_version":\#(version),"bytes":\#(bytes)"#
+            case .failed(let bytes): what = #""failed":true,"bytes":\#(bytes)"#
+            }
+            record(device, #""event":"transfer_finished","transfer":\#(id),\#(what)"#)
+        case .tick: break
+        }
+    }
+
+    private func traceAction(_ device: Int, _ action: RuntimeAction) {
+        switch action {
+        case .appState(let app, let state): record(device, #""event":"app_state","app":"\#(app)","state":"\#(state.rawValue)""#)
+        case .complete(let id, let app, let result):
+            record(device, #""event":"complete","app":"\#(app)","apns_id":"\#(id)","result":"\#(result)""#)
+        case .startTransfer(let request):
+            var session = "foreground"
+            if case .background(let discretionary) = request.session {
+                session = discretionary ? "background_discretionary" : "background"
+            }
+            let content: String
+            switch request.content {
+            case .manifest: content = "manifest"
+            case .item(let version): content = "item \(version)"
+            }
+            record(
+                device,
+                #""event":"transfer_started","app":"\#(request.bundleID)","transfer":\#(request.id),"content":"\#(content)","session":"\#(session)","from":\#(max(0, request.resumeFrom))"#
+            )
+        case .cancelTransfer(let id): record(device, #""event":"transfer_cancelled","transfer":\#(id)"#)
+        case .pauseTransfer(let id): record(device, #""event":"transfer_paused","transfer":\#(id)"#)
+        case .resumeTransfer(let id): record(device, #""event":"transfer_resumed","transfer":\#(id)"#)
+        case .moveToBackgroundSession(let from, let to):
+            record(device, #""event":"moved_to_background_session","transfer":\#(from),"to":\#(to.id)"#)
+        case .woken(let app, let kind):
+            var why = ""
+            if kind == .fetch, let schedule = iphones[device].runtime.apps[app]?.fetch {
+                why = #","fetch_planned_by":"\#(schedule.plannedBy.rawValue)""#
+            }
+            record(device, #""event":"woken","app":"\#(app)","kind":"\#(kind.name)"\#(why)"#)
+        case .terminated(let app, let cause):
+            record(device, #""event":"terminated","app":"\#(app)","cause":"\#(cause.rawValue)""#)
+        case .relaunched(let app): record(device, #""event":"relaunched","app":"\#(app)""#)
+        case .opened(let app, let held):
+            let newest = newestVersion(at: now)
+            let fresh = newest.map { newest in held.map { $0 >= newest } ?? false } ?? true
+            record(
+                device,
+                #""event":"opened","app":"\#(app)","version_held":\#(held.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+            )
+        case .contentUpdated(let app, let version, let by):
+            record(device, #""event":"content_updated","app":"\#(app)","version":\#(version),"by":"\#(by?.name ?? "foreground")""#)
+        case .conditions(let lowPower, let refreshOff):
+            record(device, #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
+        case .wakeRefused(let app, let id): record(device, #""event":"wake_refused","app":"\#(app)","apns_id":"\#(id)""#)
+        }
+    }
+}
+
+/// A device's transfers in a forecast: computed from the link model, ended by an event at their end time.
+private struct ShardLink: TransferLink {
+    let shard: ForecastShard
+    let device: Int
+
+    mutating func start(_ request: TransferRequest, from: Int64, at now: UnixTime) {
+        shard.startTransfer(device, request, from: from)
+    }
+
+    mutating func cancel(_ id: Int, at now: UnixTime) -> Int64? {
+        shard.cancelTransfer(device, id)
+    }
+}

@@ -1,0 +1,279 @@
+import ArgumentParser
+import DeviceRuntime
+import Forecast
+import Foundation
+import Gateway
+import LoadGenerator
+import PushModel
+import Synchronization
+
+struct ForecastCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "forecast",
+        abstract:
+            "Forecast a day (or any span) of a fleet of iPhones in virtual time: how fresh content is at every open, and what it costs.",
+        discussion: """
+            The same simulated iPhones as `pushgate simulate` (Config/iphone, --iphones) and the gateway's own \
+            policy (policy.* from --config and --set, as `pushgate serve` reads them) run on one virtual clock, \
+            without sockets: a day of 100,000 iPhones in seconds. Versions are published every --publish-every \
+            seconds and announced with each app's pushes. --compare runs what-ifs side by side on the same fleet \
+            and seed; --search runs every combination of the values given and prints the Pareto front of \
+            freshness against cost. The same seed gives the same result, on one thread or several. \
+            docs/forecast.md says what it models and how it was checked against a real run.
+            """)
+
+    @Option(help: "How many iPhones.")
+    var devices = 1000
+
+    @Option(
+        help: ArgumentHelp(
+            "Kinds of iPhone and their weights: names in Config/iphone (news, chat, podcast, misbehaving) or YAML files.",
+            valueName: "name=weight,…"))
+    var iphones = IPhoneMix.defaultFlag
+
+    @Option(help: "Hours of virtual time.")
+    var hours: Double = 24
+
+    @Option(help: "Hour of the day (UTC) the forecast starts at (users' habits are times of day).")
+    var startHour: Double = 0
+
+    @Option(help: "Publish a new version every this many seconds (each announced as its apps' backends do); 0: one at the start.")
+    var publishEvery: Double = 600
+
+    @Option(
+        help: ArgumentHelp(
+            "Publish only between these hours of the day, UTC (e.g. 6-23; 22-6 wraps past midnight); default: round the clock.",
+            valueName: "from-to"))
+    var publishHours: String?
+
+    @Option(help: "Extra app opens per device per hour, added to every profile's users.")
+    var opensPerHour: Double = 0
+
+    @Option(help: "An item's size in bytes, when the app names none.")
+    var itemBytes = 200_000
+
+    @Option(help: "Bytes per second a device's transfer gets (background sessions get less); 0: latency only.")
+    var linkBytesPerSecond = 1_000_000
+
+    @Option(help: "Milliseconds from a request to its first byte.")
+    var latencyMs: Int64 = 100
+
+    @Option(help: "Seed of the devices' runtimes, users and keep-alives (device i gets seed + i).")
+    var seed: UInt64 = 1
+
+    @Option(help: "Threads to run on (default: one per core).")
+    var threads = ProcessInfo.processInfo.activeProcessorCount
+
+    @OptionGroup var config: ConfigOptions
+
+    @Option(
+        name: .customLong("compare"),
+        help: ArgumentHelp(
+            "A what-if to run beside the configured fleet: 'name: key=value, …' with policy.* keys, app.<bundle id>.announce|fetch|background_download|item_bytes, publish_every; repeatable.",
+            valueName: "variant"))
+    var variants: [String] = []
+
+    @Option(
+        name: .customLong("search"),
+        help: ArgumentHelp(
+            "A dimension to search: key=value1,value2,… (keys as for --compare); repeatable. Every combination runs (or --sample of them) and the Pareto front of freshness against cost is printed.",
+            valueName: "key=values"))
+    var dimensions: [String] = []
+
+    @Option(help: "With --search: run this many combinations, chosen by the seed, instead of all.")
+    var sample: Int?
+
+    @Option(help: "Write every event of this many devices (chosen by the seed) as JSON lines to --trace-file.")
+    var trace = 0
+
+    @Option(name: .customLong("trace-device"), help: "Trace this device (its index in the fleet); repeatable.")
+    var traceDevices: [Int] = []
+
+    @Option(help: "Where --trace writes.")
+    var traceFile = "forecast-trace.jsonl"
+
+    @Option(help: "Write the figures as JSON here.")
+    var json: String?
+
+    @Option(help: "Write an HTML report here: freshness and cost over the simulated day.")
+    var html: String?
+
+    /// The day a forecast starts on: a fixed Monday, so a report's times mean the same on any day.
+    static let epochDay: Int64 = 1_767_571_200_000  // 2026-01-05T00:00:00Z
+
+    func validate() throws {
+        guard devices > 0 else { throw ValidationError("--devices: at least 1") }
+        guard hours > 0, hours <= 24 * 31 else { throw ValidationError("--hours: from more than 0 to 744, got \(hours)") }
+        guard (0..<24).contains(startHour) else { throw ValidationError("--start-hour: from 0 to 24, got \(startHour)") }
+        guard publishEvery >= 0 else { throw ValidationError("--publish-every: must not be negative") }
+        guard opensPerHour >= 0 else { throw ValidationError("--opens-per-hour: must not be negative") }
+        guard itemBytes >= 1 else { throw ValidationError("--item-bytes: at least 1") }
+        guard linkBytesPerSecond >= 0 else { throw ValidationError("--link-bytes-per-second: must not be negative") }
+        guard latencyMs >= 0 else { throw ValidationError("--latency-ms: must not be negative") }
+        guard threads >= 1 else { throw ValidationError("--threads: at least 1") }
+        guard trace >= 0 else { throw ValidationError("--trace: must not be negative") }
+        if let bad = traceDevices.first(where: { !(0..<devices).contains($0) }) {
+            throw ValidationError("--trace-device \(bad): devices are numbered 0 to \(devices - 1)")
+        }
+        if let sample, sample < 1 { throw ValidationError("--sample: at least 1") }
+        if sample != nil, dimensions.isEmpty { throw ValidationError("--sample goes with --search") }
+        _ = try publicationHours()
+    }
+
+    func publicationHours() throws -> (start: Double, end: Double)? {
+        guard let publishHours else { return nil }
+        let parts = publishHours.split(separator: "-").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let from = parts[0], let to = parts[1], (0...24).contains(from), (0...24).contains(to),
+            from != to
+        else {
+            throw ValidationError("--publish-hours: expected from-to in hours of the day (e.g. 6-23), got '\(publishHours)'")
+        }
+        return (from, to)
+    }
+
+    /// The configured scenario (before any variant).
+    func scenario() throws -> ForecastScenario {
+        let mix = try IPhoneMix(flag: iphones)
+        var counts = mix.counts(devices: devices)
+        for index in counts.indices { counts[index].profile.users.extra_opens_per_day += opensPerHour * 24 }
+        for kind in counts {
+            if let problem = kind.profile.users.problem() { throw ValidationError("--iphones \(kind.name): users.\(problem)") }
+        }
+        let configuration = try failing { try config.load() }
+        var publications = PublicationSchedule(everySeconds: publishEvery, hours: try publicationHours())
+        publications.times = nil
+        var scenario = ForecastScenario(
+            kinds: counts.map { ForecastScenario.Kind(name: $0.name, profile: $0.profile, devices: $0.devices) },
+            start: UnixTime(milliseconds: Self.epochDay + Int64(startHour * 3_600_000)), hours: hours,
+            publications: publications, policy: configuration.policy,
+            keepAliveSeconds: configuration.hub.keepAliveSeconds,
+            link: LinkModel(bytesPerSecond: linkBytesPerSecond, latencyMilliseconds: latencyMs), itemBytes: itemBytes,
+            seed: seed)
+        scenario.traced = tracedDevices()
+        return scenario
+    }
+
+    /// `--trace-device`s, and `--trace` devices chosen by the seed.
+    func tracedDevices() -> Set<Int> {
+        var chosen = Set(traceDevices)
+        var random = FastRandom(seed: seed ^ 0x7472_6163_65)
+        while chosen.count < min(devices, traceDevices.count + trace) {
+            chosen.insert(Int(random.next() % UInt64(devices)))
+        }
+        return chosen
+    }
+
+    func run() async throws {
+        let base = try scenario()
+        var variants = [ForecastVariant(name: "as configured", overrides: [])]
+        variants += try self.variants.map { try ForecastVariant(flag: $0, option: "--compare") }
+        if !dimensions.isEmpty { variants += try ForecastVariant.search(dimensions, sample: sample, seed: seed) }
+        let scenarios = try variants.map { try $0.apply(to: base, config: config, option: "--compare") }
+        var results: [ForecastResult] = []
+        for (index, scenario) in scenarios.enumerated() {
+            let label = scenarios.count > 1 ? "\(variants[index].name) (\(index + 1) of \(scenarios.count))" : nil
+            results.append(await Self.run(scenario, threads: threads, label: label))
+        }
+        print(results[0].summary)
+        if !base.traced.isEmpty {
+            try (results[0].trace.joined(separator: "\n") + "\n").write(toFile: traceFile, atomically: true, encoding: .utf8)
+            print("trace of \(base.traced.count) device\(base.traced.count == 1 ? "" : "s") (\(base.traced.sorted().map(String.init).joined(separator: ", "))) written to \(traceFile)")
+        }
+        var front: [Int] = []
+        if results.count > 1 {
+            front = ParetoFront.indices(results.map { (Self.fresh($0), Self.cost($0)) })
+            print()
+            print(Self.comparison(variants.map(\.name), results, front: dimensions.isEmpty ? nil : front))
+        }
+        if let json {
+            let document = ForecastDocument(
+                runs: zip(variants, results).map { variant, result in
+                    var result = result
+                    result.trace = []
+                    return .init(name: variant.name, overrides: variant.overrides.map { "\($0.key)=\($0.value)" }, result: result)
+                },
+                paretoFront: dimensions.isEmpty ? nil : front.map { variants[$0].name })
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(document).write(to: URL(fileURLWithPath: json))
+            print("figures written to \(json)")
+        }
+        if let html {
+            try ForecastPage.html(names: variants.map(\.name), results: results, front: dimensions.isEmpty ? nil : front)
+                .write(toFile: html, atomically: true, encoding: .utf8)
+            print("report written to \(html)")
+        }
+    }
+
+    /// One forecast, with a progress line on a terminal.
+    static func run(_ scenario: ForecastScenario, threads: Int, label: String?) async -> ForecastResult {
+        let interactive = isatty(STDOUT_FILENO) != 0
+        let shown = Mutex(-1)
+        let result = await Forecast.run(scenario, threads: threads) { share in
+            guard interactive else { return }
+            let percent = Int(share * 100)
+            let changed = shown.withLock { last -> Bool in
+                guard percent != last else { return false }
+                last = percent
+                return true
+            }
+            if changed {
+                print("\u{1B}[2K\rforecast\(label.map { " " + $0 } ?? ""): \(percent) %", terminator: "")
+                fflush(nil)
+            }
+        }
+        if interactive { print("\u{1B}[2K\r", terminator: "") }
+        if let label, !interactive {
+            print("ran \(label): \(Self.percent(Self.fresh(result))) fresh at open, \(ForecastResult.decimal(result.seconds)) s")
+        }
+        return result
+    }
+
+    static func fresh(_ result: ForecastResult) -> Double { result.report.rows.last?.freshAtOpen ?? 0 }
+    /// The cost a search weighs freshness against: seconds apps ran in the background per device-day.
+    static func cost(_ result: ForecastResult) -> Double { result.costs.last?.awakeSecondsPerDeviceDay ?? 0 }
+
+    static func percent(_ share: Double) -> String { "\(Int((share * 100).rounded())) %" }
+
+    /// The variants side by side: freshness next to what it cost.
+    static func comparison(_ names: [String], _ results: [ForecastResult], front: [Int]?) -> String {
+        var lines = [
+            "| variant | fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(front == nil ? "" : " Pareto front |")",
+            "|---|---|---|---|---|---|---|---|---|\(front == nil ? "" : "---|")",
+        ]
+        for (index, result) in results.enumerated() {
+            let all = result.report.rows.last
+            let cost = result.costs.last
+            let age = all?.ageP50Seconds.map { "\(Int($0.rounded())) s" } ?? "–"
+            var line =
+                "| \(names[index])\(index == 0 ? " (today)" : "") | \(percent(fresh(result))) | \(age) | \(all?.opensWithoutContent ?? 0) | \(ForecastResult.decimal(cost?.pushesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.wakesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.awakeSecondsPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.megabytesPerDeviceDay ?? 0)) | \(cost?.terminations ?? 0) |"
+            if let front { line += front.contains(index) ? " ★ |" : " |" }
+            lines.append(line)
+        }
+        var text = lines.joined(separator: "\n")
+        if let front {
+            let best = front.max { fresh(results[$0]) < fresh(results[$1]) }
+            text += "\n\nPareto front (no other variant is as fresh for less awake time): "
+                + front.map { names[$0] + (results[$0].report.rows.last == nil ? "" : " (\(percent(fresh(results[$0]))), \(ForecastResult.decimal(cost(results[$0]))) s)") }
+                .joined(separator: "; ")
+            if let best {
+                text +=
+                    front.contains(0)
+                    ? "\nWhat runs today is on the front."
+                    : "\nWhat runs today is not on the front: \(names[best]) is fresher (\(percent(fresh(results[best]))) against \(percent(fresh(results[0])))) at \(ForecastResult.decimal(cost(results[best]))) awake s per device-day against \(ForecastResult.decimal(cost(results[0])))."
+            }
+        }
+        return text
+    }
+}
+
+/// What `--json` writes: every run with its overrides, and the Pareto front of a search.
+struct ForecastDocument: Codable {
+    struct Run: Codable {
+        var name: String
+        var overrides: [String]
+        var result: ForecastResult
+    }
+    var runs: [Run]
+    var paretoFront: [String]?
+}

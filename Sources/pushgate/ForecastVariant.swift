@@ -1,0 +1,151 @@
+import ArgumentParser
+import DeviceRuntime
+import Forecast
+import Gateway
+import PushModel
+
+/// One what-if of `pushgate forecast --variant` or `--search`: a name and the overrides it makes to the
+/// scenario — configuration keys (`policy.*`, `devices.keep_alive_seconds`, through the same table as
+/// `--set`), an app's strategy (`app.<bundle id>.announce | fetch | background_download | item_bytes`)
+/// and the publication cadence (`publish_every`).
+struct ForecastVariant {
+    var name: String
+    var overrides: [(key: String, value: String)]
+
+    static let appKeys = ["announce", "fetch", "background_download", "item_bytes"]
+
+    /// `name: key=value, key=value` (the name may be left out: the overrides name it).
+    init(flag: String, option: String = "--variant") throws {
+        var text = Substring(flag)
+        var name: String?
+        if let colon = flag.firstIndex(of: ":"), !flag[..<colon].contains("=") {
+            name = flag[..<colon].trimmingCharacters(in: .whitespaces)
+            text = flag[flag.index(after: colon)...]
+        }
+        overrides = try text.split(separator: ",").map { part in
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, !pair[0].isEmpty else {
+                throw ValidationError("\(option) '\(flag)': expected key=value, got '\(part)'")
+            }
+            return (pair[0], pair[1])
+        }
+        self.name = name ?? overrides.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+        if self.name.isEmpty { self.name = "as configured" }
+    }
+
+    init(name: String, overrides: [(key: String, value: String)]) {
+        self.name = name
+        self.overrides = overrides
+    }
+
+    /// The scenario with the overrides made; errors name the option and the key.
+    func apply(to base: ForecastScenario, config: ConfigOptions, option: String) throws -> ForecastScenario {
+        var scenario = base
+        var settings: [String] = []
+        for (key, value) in overrides {
+            if key == "publish_every" {
+                guard let seconds = Double(value), seconds >= 0 else {
+                    throw ValidationError("\(option) \(name): publish_every: expected seconds (≥ 0), got '\(value)'")
+                }
+                scenario.publications.everySeconds = seconds
+            } else if key.hasPrefix("app.") {
+                try applyApp(key, value, to: &scenario, option: option)
+            } else if key.hasPrefix("policy.") || key == "devices.keep_alive_seconds" {
+                settings.append("\(key)=\(value)")
+            } else {
+                throw ValidationError(
+                    "\(option) \(name): unknown key '\(key)' (policy.*, devices.keep_alive_seconds, app.<bundle id>.{\(Self.appKeys.joined(separator: ","))}, publish_every)"
+                )
+            }
+        }
+        if !settings.isEmpty {
+            var options = config
+            options.overrides += settings
+            let configuration: GatewayConfiguration
+            do {
+                configuration = try options.load()
+            } catch {
+                throw ValidationError("\(option) \(name): \(error)")
+            }
+            scenario.policy = configuration.policy
+            scenario.keepAliveSeconds = configuration.hub.keepAliveSeconds
+        }
+        return scenario
+    }
+
+    private func applyApp(_ key: String, _ value: String, to scenario: inout ForecastScenario, option: String) throws {
+        let parts = key.dropFirst("app.".count)
+        guard let dot = parts.lastIndex(of: "."), Self.appKeys.contains(String(parts[parts.index(after: dot)...]))
+        else {
+            throw ValidationError(
+                "\(option) \(name): '\(key)': expected app.<bundle id>.{\(Self.appKeys.joined(separator: ","))}")
+        }
+        let bundleID = String(parts[..<dot])
+        let field = String(parts[parts.index(after: dot)...])
+        var found = false
+        for kind in scenario.kinds.indices {
+            for app in scenario.kinds[kind].profile.apps.indices
+            where scenario.kinds[kind].profile.apps[app].bundle_id == bundleID {
+                found = true
+                var profile = scenario.kinds[kind].profile.apps[app]
+                switch field {
+                case "announce":
+                    guard let announce = AppProfile.Announcement(rawValue: value) else {
+                        throw ValidationError(
+                            "\(option) \(name): \(key): expected one of \(AppProfile.Announcement.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'"
+                        )
+                    }
+                    profile.announce = announce
+                case "fetch": profile.fetch = value
+                case "background_download":
+                    guard let flag = Bool(value) else {
+                        throw ValidationError("\(option) \(name): \(key): expected true or false, got '\(value)'")
+                    }
+                    profile.background_download = flag
+                default:
+                    guard let bytes = Int(value) else {
+                        throw ValidationError("\(option) \(name): \(key): expected a number of bytes, got '\(value)'")
+                    }
+                    profile.item_bytes = bytes
+                }
+                if let problem = profile.problem() { throw ValidationError("\(option) \(name): \(key): \(problem)") }
+                scenario.kinds[kind].profile.apps[app] = profile
+            }
+        }
+        guard found else {
+            let known = Set(scenario.kinds.flatMap { $0.profile.apps.map(\.bundle_id) }).sorted()
+            throw ValidationError(
+                "\(option) \(name): no app '\(bundleID)' in the fleet (its apps: \(known.joined(separator: ", ")))")
+        }
+    }
+
+    /// `--search key=v1,v2,v3 …`: every combination of the dimensions' values (or `sample` of them,
+    /// chosen by the seed), each a variant.
+    static func search(_ dimensions: [String], sample: Int?, seed: UInt64) throws -> [ForecastVariant] {
+        let parsed = try dimensions.map { flag -> (String, [String]) in
+            let pair = flag.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2, !pair[0].isEmpty else {
+                throw ValidationError("--search: expected key=value1,value2,…, got '\(flag)'")
+            }
+            let values = pair[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !values.isEmpty else { throw ValidationError("--search \(pair[0]): no values") }
+            return (pair[0], values)
+        }
+        var combinations: [[(key: String, value: String)]] = [[]]
+        for (key, values) in parsed {
+            combinations = combinations.flatMap { combination in values.map { combination + [(key, $0)] } }
+        }
+        if let sample, sample < combinations.count {
+            // A seeded choice of `sample` combinations, kept in their order.
+            var random = FastRandom(seed: seed)
+            var indices = Array(combinations.indices)
+            for index in indices.indices.reversed() where index > 0 {
+                indices.swapAt(index, Int(random.next() % UInt64(index + 1)))
+            }
+            combinations = indices.prefix(sample).sorted().map { combinations[$0] }
+        }
+        return combinations.map { overrides in
+            ForecastVariant(name: overrides.map { "\($0.key)=\($0.value)" }.joined(separator: " "), overrides: overrides)
+        }
+    }
+}

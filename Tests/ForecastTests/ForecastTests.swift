@@ -1,0 +1,195 @@
+import DeviceRuntime
+import Foundation
+import PushModel
+import PushPolicy
+import Testing
+
+@testable import Forecast
+
+/// The discrete-event core: its order, its determinism, and hand-made scenarios whose counts follow from
+/// the policy's and the runtime's rules alone. Virtual time only: nothing here waits.
+@Suite struct ForecastTests {
+    static let midnight = UnixTime(milliseconds: 1_767_571_200_000)
+
+    /// One app on iOS 17 whose users never open it, so only the rules under test act.
+    static func kind(
+        _ name: String = "one", announce: AppProfile.Announcement = .silent, fetch: String = "never",
+        users: UserProfile? = nil, devices: Int = 1
+    ) -> ForecastScenario.Kind {
+        var app = AppProfile(bundle_id: "com.example.\(name)")
+        app.announce = announce
+        app.fetch = fetch
+        app.forgets_completion = 0
+        app.forgets_ending_task = 0
+        app.forgets_session_handler = 0
+        var quiet = UserProfile()
+        quiet.habit_hours = []
+        quiet.extra_opens_per_day = 0
+        quiet.refresh_off_share = 0
+        quiet.low_power_hours_per_day = 0
+        quiet.location_changes_per_day = 0
+        return ForecastScenario.Kind(
+            name: name, profile: IPhoneProfile(ios: 17, apps: [app], users: users ?? quiet), devices: devices)
+    }
+
+    @Test func simultaneousEventsRunInTheOrderTheyWereScheduled() {
+        var queue = EventQueue()
+        queue.schedule(at: 20, .deadline, target: 1)
+        queue.schedule(at: 10, .keepAlive, target: 2)
+        queue.schedule(at: 20, .transferEnd, target: 3)
+        queue.schedule(at: 10, .publish, target: 4)
+        queue.schedule(at: 20, .deadline, target: 5)
+        var order: [UInt32] = []
+        while let entry = queue.pop() { order.append(entry.target) }
+        #expect(order == [2, 4, 1, 3, 5])
+    }
+
+    @Test func aSilentPushPerPublicationWithBudgetThreeWakesExactlyThreeTimes() async {
+        var policy = PolicySettings()
+        policy.budgetCapacity = 3
+        policy.refillIntervalSeconds = 86_400  // no refill within the run
+        // No keep-alive within two hours: held pushes wait (a keep-alive would carry them).
+        let scenario = ForecastScenario(
+            kinds: [Self.kind()], start: Self.midnight, hours: 2,
+            publications: PublicationSchedule(everySeconds: 600), policy: policy, keepAliveSeconds: 86_400)
+        let result = await Forecast.run(scenario)
+        let row = result.report.rows[0]
+        let cost = result.costs[0]
+        // 12 versions in two hours, the first unannounced: 11 silent pushes.
+        #expect(result.versionsPublished == 12)
+        #expect(cost.silentSent == 11)
+        #expect(row.silentWakes == 3)
+        // The other 8 were held over budget; each newer one replaced the one held (collapse id), and the
+        // last is still held.
+        #expect(cost.held == 8)
+        #expect(cost.coalesced == 7)
+        #expect(cost.piggybacked == 0)
+    }
+
+    @Test func heldSilentPushesRideTheNextAlert() async {
+        var policy = PolicySettings()
+        policy.budgetCapacity = 3
+        policy.refillIntervalSeconds = 86_400
+        // Two apps on one device: the news app's silent push is held once its budget is spent, and the
+        // chat app's alert of the same publication carries it (piggyback), so every announcement wakes.
+        var kind = Self.kind()
+        var chat = AppProfile(bundle_id: "com.example.chat")
+        chat.announce = .alert
+        kind.profile.apps.append(chat)
+        let scenario = ForecastScenario(
+            kinds: [kind], start: Self.midnight, hours: 2, publications: PublicationSchedule(everySeconds: 600),
+            policy: policy, keepAliveSeconds: 86_400)
+        let result = await Forecast.run(scenario)
+        #expect(result.report.rows[0].silentWakes == 11)
+        #expect(result.costs[0].held == 8)
+        #expect(result.costs[0].piggybacked == 8)
+    }
+
+    @Test func keepAlivesCarryHeldPushes() async {
+        var policy = PolicySettings()
+        policy.budgetCapacity = 3
+        policy.refillIntervalSeconds = 86_400
+        let scenario = ForecastScenario(
+            kinds: [Self.kind()], start: Self.midnight, hours: 2, publications: PublicationSchedule(everySeconds: 600),
+            policy: policy, keepAliveSeconds: 60)
+        let result = await Forecast.run(scenario)
+        // Every held push goes with the device's next keep-alive (within a minute, before the next
+        // publication): all 11 wake the app, 8 of them piggybacked.
+        #expect(result.report.rows[0].silentWakes == 11)
+        #expect(result.costs[0].piggybacked == 8)
+        #expect(result.costs[0].coalesced == 0)
+    }
+
+    @Test func aFetchAtMinimumWithALaunchHabitFiresTenMinutesBeforeTheHabitualOpen() async throws {
+        var users = UserProfile()
+        users.habit_hours = [12]
+        users.habit_shift_hours = 0
+        users.habit_jitter_minutes = 0
+        users.extra_opens_per_day = 0
+        users.force_quit_share = 0
+        users.refresh_off_share = 0
+        users.location_changes_per_day = 0
+        var scenario = ForecastScenario(
+            kinds: [Self.kind(announce: .none, fetch: "minimum", users: users)], start: Self.midnight, hours: 96,
+            publications: PublicationSchedule(everySeconds: 3600))
+        scenario.traced = [0]
+        let result = await Forecast.run(scenario)
+        let lines = result.trace.map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        let opens = lines.filter { $0["event"] as? String == "opened" }.map { $0["t"] as! Double }
+        #expect(opens == [43_200, 129_600, 216_000, 302_400])
+        // Three opens make a habit: on the fourth day the system fetches at 11:50.
+        let habitual = lines.filter { $0["event"] as? String == "woken" && $0["fetch_planned_by"] as? String == "launch_habit" }
+            .map { $0["t"] as! Double }
+        #expect(habitual.contains(302_400 - 600))
+        #expect(!habitual.contains { $0 < 216_000 })
+    }
+
+    @Test func aDiscretionaryDownloadFinishesAtTheComputedTime() async throws {
+        var scenario = ForecastScenario(
+            kinds: [Self.kind()], start: Self.midnight, hours: 1, publications: PublicationSchedule(everySeconds: 1800),
+            link: LinkModel(bytesPerSecond: 1_000_000, latencyMilliseconds: 100), itemBytes: 200_000)
+        scenario.traced = [0]
+        let result = await Forecast.run(scenario)
+        let lines = result.trace.map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        let push = try #require(lines.first { $0["event"] as? String == "push" }?["t"] as? Double)
+        #expect(push == 1800)
+        let started = try #require(
+            lines.first { $0["event"] as? String == "transfer_started" && $0["session"] as? String == "background_discretionary" })
+        let id = try #require(started["transfer"] as? Int)
+        let begun = try #require(started["t"] as? Double)
+        // R9: a discretionary transfer waits 300 s (iOS 17) before the system starts it …
+        #expect(begun >= push + 300)
+        #expect(begun < push + 301)
+        // … then moves 200,000 bytes 4× slower than a 1 MB/s link, after 100 ms of latency: 0.9 s.
+        let finished = try #require(
+            lines.first { $0["event"] as? String == "transfer_finished" && $0["transfer"] as? Int == id }?["t"] as? Double)
+        #expect(abs(finished - begun - 0.9) < 0.0005)
+        let updated = try #require(
+            lines.first { $0["event"] as? String == "content_updated" && $0["version"] as? Int == 2 })
+        #expect(updated["t"] as? Double ?? 0 >= finished)
+    }
+
+    /// The shipped kinds over six hours, in slices of 37 devices.
+    static func mixed(devices: Int) -> ForecastScenario {
+        var users = UserProfile()
+        users.extra_opens_per_day = 24
+        var kinds = [Self.kind("news", announce: .silent, fetch: "minimum", users: users, devices: devices / 2)]
+        kinds.append(Self.kind("chat", announce: .alert, users: users, devices: devices - devices / 2))
+        return ForecastScenario(
+            kinds: kinds, start: Self.midnight.adding(seconds: 6 * 3600), hours: 6,
+            publications: PublicationSchedule(everySeconds: 900), seed: 42)
+    }
+
+    @Test func theSameSeedGivesTheSameResultOnOneThreadOrSeveral() async throws {
+        let scenario = Self.mixed(devices: 200)
+        let one = await Forecast.run(scenario, threads: 1, shardSize: 37)
+        let again = await Forecast.run(scenario, threads: 1, shardSize: 37)
+        let several = await Forecast.run(scenario, threads: 4, shardSize: 37)
+        let whole = await Forecast.run(scenario, threads: 1, shardSize: 10_000)
+        #expect(one.report.rows.first?.opens ?? 0 > 100)
+        for other in [again, several, whole] {
+            #expect(other.report == one.report)
+            #expect(other.hourly == one.hourly)
+            #expect(other.costs == one.costs)
+        }
+        // Publications and the policy's timers are events of each slice: the count follows the slicing,
+        // not the threads.
+        #expect(several.events == one.events)
+        var reseeded = scenario
+        reseeded.seed = 43
+        #expect(await Forecast.run(reseeded).report != one.report)
+    }
+
+    @Test func theParetoFrontKeepsWhatNothingBeats() {
+        let points: [(freshness: Double, cost: Double)] = [(0.5, 10), (0.6, 20), (0.4, 30), (0.6, 15), (0.2, 1)]
+        #expect(ParetoFront.indices(points) == [0, 3, 4])
+    }
+
+    @Test func publicationsKeepToTheirHours() {
+        let schedule = PublicationSchedule(everySeconds: 3600, hours: (start: 22, end: 2))
+        let times = schedule.times(from: Self.midnight, until: Self.midnight.adding(seconds: 86_400))
+        let hours = times.map { ($0 - Self.midnight.milliseconds) / 3_600_000 }
+        // The first at the start, then 22:00, 23:00 and 00:00, 01:00 (the window wraps past midnight).
+        #expect(hours == [0, 1, 22, 23])
+    }
+}
