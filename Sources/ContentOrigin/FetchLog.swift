@@ -17,6 +17,9 @@ public final class FetchLog: Sendable {
         var entries: [Entry] = []
         /// Where the oldest entry is once the ring is full.
         var start = 0
+        /// Requests that arrived and are not logged yet (their answer is still going, or was cut short
+        /// and the server has not noticed yet).
+        var open = 0
     }
 
     private let capacity: Int
@@ -24,8 +27,15 @@ public final class FetchLog: Sendable {
 
     public init(capacity: Int = 100_000) { self.capacity = max(1, capacity) }
 
+    /// A request arrived (it is logged when its answer ends, whole or cut short).
+    func began() { ring.withLock { $0.open += 1 } }
+
+    /// Requests that arrived whose answer has not ended yet.
+    public var inFlight: Int { ring.withLock { $0.open } }
+
     func record(_ entry: Entry) {
         ring.withLock { ring in
+            ring.open = max(0, ring.open - 1)
             if ring.entries.count < capacity {
                 ring.entries.append(entry)
             } else {

@@ -48,6 +48,12 @@ public final class OriginServer: Sendable {
     }
 
     public var boundPort: Int? { channel.withLock { $0?.localAddress?.port } }
+
+    /// While held, items' bodies stop between chunks (a stalled origin: the transfers stay open and go
+    /// on when released).
+    private let holding = Mutex(false)
+    public func holdItems(_ hold: Bool) { holding.withLock { $0 = hold } }
+    var itemsHeld: Bool { holding.withLock { $0 } }
     public var versions: [ContentCatalog.Version] { catalog.withLock { $0.versions } }
 
     @discardableResult
@@ -170,6 +176,7 @@ private final class OriginHandler: ChannelInboundHandler {
     }
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        server.log.began()
         let keepAlive = head.isKeepAlive
         switch server.answer(head) {
         case .json(let status, let body):
@@ -210,6 +217,14 @@ private final class OriginHandler: ChannelInboundHandler {
             server.record(head, status: status, bytes: sent)
             return
         }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        if server.itemsHeld {
+            context.eventLoop.scheduleTask(in: .milliseconds(10)) {
+                let (handler, context) = loopBound.value
+                handler.send(version, at: offset, rate: rate, head: head, status: status, sent: sent, context: context)
+            }
+            return
+        }
         let count = min(Self.chunk, version.bytes - offset)
         guard count > 0 else {
             sending = false
@@ -221,7 +236,6 @@ private final class OriginHandler: ChannelInboundHandler {
             for index in 0..<count { pointer[index] = ContentCatalog.byte(offset + index, of: version.version) }
             return count
         }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let written = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))))
         written.whenFailure { [server] _ in
             // The device went away mid-item (a cancelled transfer): logged with what it got.

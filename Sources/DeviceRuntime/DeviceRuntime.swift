@@ -8,7 +8,13 @@ import PushModel
 /// from their `AppBehaviour`, chance from a seeded generator.
 public struct DeviceRuntime: Sendable {
     public let profile: IOSProfile
-    public private(set) var apps: [String: AppRuntime] = [:]
+    /// The apps, by bundle id (a copy: the runtime keeps them in `table`).
+    public var apps: [String: AppRuntime] {
+        Dictionary(uniqueKeysWithValues: table.list.map { ($0.bundleID, $0) })
+    }
+    /// One installed app, or nil.
+    public func app(_ bundleID: String) -> AppRuntime? { table.find(bundleID) }
+    private var table = AppTable()
     /// The apps in installation order (the order actions come out in).
     private var order: [String] = []
     public private(set) var screenOn = false
@@ -32,7 +38,7 @@ public struct DeviceRuntime: Sendable {
             if profile.backgroundFetch {
                 app.fetch.schedule(after: now, interval: behaviour.fetchInterval, profile: profile)
             }
-            self.apps[bundleID] = app
+            table.append(app)
             order.append(bundleID)
         }
     }
@@ -57,7 +63,7 @@ public struct DeviceRuntime: Sendable {
                 actions.append(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: !enabled))
             }
         case .memoryPressure(let bundleID):
-            if apps[bundleID]?.state == .suspended { terminate(bundleID, .memoryPressure, &actions) }
+            if table.find(bundleID)?.state == .suspended { terminate(bundleID, .memoryPressure, &actions) }
         case .pushDelivered(let bundleID, let apnsID, let silent):
             if silent {
                 silentPush(bundleID, apnsID: apnsID, now: now, &actions)
@@ -78,13 +84,20 @@ public struct DeviceRuntime: Sendable {
     /// it was) when it wakes, or when the app comes back to the foreground.
     private mutating func pauseOrResume(now: UnixTime, _ actions: inout [RuntimeAction]) {
         guard profile.opportunisticTasks else { return }
+        // Most events find no protected transfer and nothing paused: no sets to build.
+        var anyProtected = false
+        for index in table.list.indices where table[position: index].state != .foreground {
+            for task in table[position: index].tasks where task.protects != nil { anyProtected = true }
+        }
+        guard anyProtected || !paused.isEmpty else { return }
         var protected: Set<Int> = []
         var exists: Set<Int> = []
-        for bundleID in order {
-            let app = apps[bundleID]!
-            exists.formUnion(app.transfers.keys)
-            guard app.state != .foreground else { continue }
-            for task in app.tasks { if let id = task.protects, app.transfers[id] != nil { protected.insert(id) } }
+        for index in table.list.indices {
+            exists.formUnion(table[position: index].transfers.keys)
+            guard table[position: index].state != .foreground else { continue }
+            for task in table[position: index].tasks {
+                if let id = task.protects, table[position: index].transfers[id] != nil { protected.insert(id) }
+            }
         }
         // Ended or cancelled meanwhile: nothing to resume.
         paused.formIntersection(exists)
@@ -101,30 +114,29 @@ public struct DeviceRuntime: Sendable {
 
     /// The earliest time something happens without an event: the shell sends `.tick` then.
     public func nextDeadline() -> UnixTime? {
-        var times: [UnixTime] = []
-        if let awakeUntil, awakeUntil > chargedTo { times.append(awakeUntil) }
+        var earliest = Int64.max
+        @inline(__always) func consider(_ time: UnixTime) { earliest = min(earliest, time.milliseconds) }
+        if let awakeUntil, awakeUntil > chargedTo { consider(awakeUntil) }
         let charging = !profile.opportunisticTasks || isAwake(at: chargedTo)
-        for bundleID in order {
-            let app = apps[bundleID]!
-            if let wake = app.wake {
-                times.append(wake.deadline)
-                if let at = wake.completesAt { times.append(at) }
+        for index in table.list.indices {
+            if let wake = table[position: index].wake {
+                consider(wake.deadline)
+                if let at = wake.completesAt { consider(at) }
             }
-            if let at = app.watchdogAt { times.append(at) }
-            if let at = app.locationEndsAt { times.append(at) }
-            for transfer in app.transfers.values { if let at = transfer.startsAt { times.append(at) } }
-            if fetchAllowed(app), let at = app.fetch.nextFetchAt { times.append(at) }
-            if charging, app.state != .foreground {
-                for task in app.tasks {
+            if let at = table[position: index].watchdogAt { consider(at) }
+            if let at = table[position: index].locationEndsAt { consider(at) }
+            for transfer in table[position: index].transfers.values { if let at = transfer.startsAt { consider(at) } }
+            if let at = table[position: index].fetch.nextFetchAt, fetchAllowed(table[position: index]) { consider(at) }
+            if charging, table[position: index].state != .foreground {
+                for task in table[position: index].tasks {
                     if !task.expirationCalled {
-                        times.append(
-                            chargedTo.adding(milliseconds: task.remaining - profile.expirationWarningSeconds * 1000))
+                        consider(chargedTo.adding(milliseconds: task.remaining - profile.expirationWarningSeconds * 1000))
                     }
-                    times.append(chargedTo.adding(milliseconds: task.remaining))
+                    consider(chargedTo.adding(milliseconds: task.remaining))
                 }
             }
         }
-        return times.min()
+        return earliest == .max ? nil : UnixTime(milliseconds: earliest)
     }
 
     public func isAwake(at now: UnixTime) -> Bool {
@@ -142,8 +154,8 @@ public struct DeviceRuntime: Sendable {
             !profile.opportunisticTasks || screenOn
             ? elapsed : max(0, min(now.milliseconds, (awakeUntil ?? chargedTo).milliseconds) - chargedTo.milliseconds)
         if awake > 0 {
-            for bundleID in order where apps[bundleID]!.state != .foreground && !apps[bundleID]!.tasks.isEmpty {
-                for index in apps[bundleID]!.tasks.indices { apps[bundleID]!.tasks[index].remaining -= awake }
+            for bundleID in order where table[bundleID].state != .foreground && !table[bundleID].tasks.isEmpty {
+                for index in table[bundleID].tasks.indices { table[bundleID].tasks[index].remaining -= awake }
             }
         }
         chargedTo = now
@@ -154,7 +166,7 @@ public struct DeviceRuntime: Sendable {
         for _ in 0..<64 {
             var progressed = false
             for bundleID in order { progressed = runDue(bundleID, now: now, &actions) || progressed }
-            for bundleID in order where apps[bundleID]!.state == .background && !apps[bundleID]!.busyInBackground {
+            for bundleID in order where table[bundleID].state == .background && !table[bundleID].busyInBackground {
                 suspend(bundleID, &actions)
                 progressed = true
             }
@@ -163,12 +175,12 @@ public struct DeviceRuntime: Sendable {
     }
 
     private mutating func runDue(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
-        guard let app = apps[bundleID] else { return false }
-        if let at = app.watchdogAt, at <= now {
+        guard let position = table.index(of: bundleID) else { return false }
+        if let at = table[position: position].watchdogAt, at <= now {
             terminate(bundleID, .watchdog, &actions)
             return true
         }
-        if let wake = app.wake {
+        if let wake = table[position: position].wake {
             if let at = wake.completesAt, at <= now {
                 finishWake(bundleID, now: now, &actions)
                 return true
@@ -178,11 +190,11 @@ public struct DeviceRuntime: Sendable {
                 return true
             }
         }
-        if let at = app.locationEndsAt, at <= now {
-            apps[bundleID]!.locationEndsAt = nil
+        if let at = table[position: position].locationEndsAt, at <= now {
+            table[bundleID].locationEndsAt = nil
             return true
         }
-        for (index, task) in app.tasks.enumerated() {
+        for (index, task) in table[position: position].tasks.enumerated() {
             if task.remaining <= 0 {
                 terminate(bundleID, .unendedTask, &actions)
                 return true
@@ -193,16 +205,17 @@ public struct DeviceRuntime: Sendable {
             }
         }
         // By id, not the dictionary's order (which changes from process to process): a seeded run repeats.
-        for id in app.transfers.keys.sorted() {
-            let transfer = app.transfers[id]!
-            if let at = transfer.startsAt, at <= now {
-                apps[bundleID]!.transfers[id]!.startsAt = nil
+        if table[position: position].transfers.values.contains(where: { $0.startsAt.map { $0 <= now } ?? false }) {
+            for id in table[position: position].transfers.keys.sorted() {
+                let transfer = table[position: position].transfers[id]!
+                guard let at = transfer.startsAt, at <= now else { continue }
+                table[bundleID].transfers[id]!.startsAt = nil
                 actions.append(.startTransfer(transfer.request))
                 return true
             }
         }
-        if fetchAllowed(app), let at = app.fetch.nextFetchAt, at <= now {
-            apps[bundleID]!.fetch.nextFetchAt = nil
+        if let at = table[position: position].fetch.nextFetchAt, at <= now, fetchAllowed(table[position: position]) {
+            table[bundleID].fetch.nextFetchAt = nil
             beginWake(bundleID, .fetch, seconds: profile.fetchCompletionSeconds, now: now, &actions)
             return true
         }
@@ -213,20 +226,20 @@ public struct DeviceRuntime: Sendable {
 
     /// R1: the user opens the app (launching it if it was not running or force-quit).
     private mutating func open(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = apps[bundleID], app.state != .foreground else { return }
+        guard let app = table.find(bundleID), app.state != .foreground else { return }
         screenOn = true
-        apps[bundleID]!.state = .foreground
-        apps[bundleID]!.watchdogAt = nil
-        apps[bundleID]!.locationEndsAt = nil
+        table[bundleID].state = .foreground
+        table[bundleID].watchdogAt = nil
+        table[bundleID].locationEndsAt = nil
         // Back in the foreground the app ends its background tasks: they protected work it now does here.
-        apps[bundleID]!.tasks.removeAll()
+        table[bundleID].tasks.removeAll()
         actions.append(.appState(bundleID: bundleID, state: .foreground))
         // Session events that waited for a launch arrive now (R10, without launch events).
         deliverFinishedEvents(bundleID, &actions)
-        actions.append(.opened(bundleID: bundleID, contentVersion: apps[bundleID]!.contentVersion))
-        apps[bundleID]!.fetch.recordLaunch(at: now)
+        actions.append(.opened(bundleID: bundleID, contentVersion: table[bundleID].contentVersion))
+        table[bundleID].fetch.recordLaunch(at: now)
         if profile.backgroundFetch {
-            apps[bundleID]!.fetch.schedule(after: now, interval: app.behaviour.fetchInterval, profile: profile)
+            table[bundleID].fetch.schedule(after: now, interval: app.behaviour.fetchInterval, profile: profile)
         }
         // The app refreshes what it shows.
         if app.wake == nil {
@@ -237,16 +250,16 @@ public struct DeviceRuntime: Sendable {
     /// R5: the app moves to the background; DidEnterBackground runs, and open foreground work is
     /// protected by a background task.
     private mutating func leave(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = apps[bundleID], app.state == .foreground else { return }
-        apps[bundleID]!.state = .background
+        guard let app = table.find(bundleID), app.state == .foreground else { return }
+        table[bundleID].state = .background
         actions.append(.appState(bundleID: bundleID, state: .background))
         if app.behaviour.didEnterBackgroundMilliseconds > profile.didEnterBackgroundSeconds * 1000 {
-            apps[bundleID]!.watchdogAt = now.adding(seconds: profile.didEnterBackgroundSeconds)
+            table[bundleID].watchdogAt = now.adding(seconds: profile.didEnterBackgroundSeconds)
             return
         }
         let foregroundWork = app.transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
         for id in foregroundWork {
-            apps[bundleID]!.tasks.append(
+            table[bundleID].tasks.append(
                 AppRuntime.BackgroundTask(
                     id: takeID(), remaining: profile.backgroundTaskAllowanceSeconds * 1000,
                     forgetsEnd: roll(app.behaviour.forgetsEndingTask), protects: id))
@@ -256,13 +269,13 @@ public struct DeviceRuntime: Sendable {
     /// R1: a force-quit app is cut off: its transfers (background sessions too) stop, and it gets no
     /// wakes or fetches until the user opens it again.
     private mutating func forceQuit(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        guard let app = apps[bundleID], app.state != .forceQuit else { return }
+        guard let app = table.find(bundleID), app.state != .forceQuit else { return }
         for id in app.transfers.keys.sorted() { actions.append(.cancelTransfer(id: id)) }
         var cleared = AppRuntime(bundleID: bundleID, behaviour: app.behaviour)
         cleared.state = .forceQuit
         cleared.contentVersion = app.contentVersion
         cleared.fetch = app.fetch
-        apps[bundleID] = cleared
+        table[bundleID] = cleared
         actions.append(.appState(bundleID: bundleID, state: .forceQuit))
     }
 
@@ -273,7 +286,7 @@ public struct DeviceRuntime: Sendable {
     private mutating func silentPush(
         _ bundleID: String, apnsID: String, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let app = apps[bundleID] else { return }
+        guard let app = table.find(bundleID) else { return }
         guard app.state != .forceQuit, !lowPowerMode, backgroundAppRefresh else {
             actions.append(.wakeRefused(bundleID: bundleID, apnsID: apnsID))
             return
@@ -283,10 +296,10 @@ public struct DeviceRuntime: Sendable {
 
     /// R8: a location event gives the app `locationWakeSeconds` in the background.
     private mutating func locationWake(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = apps[bundleID], app.state != .forceQuit, app.state != .foreground else { return }
+        guard let app = table.find(bundleID), app.state != .forceQuit, app.state != .foreground else { return }
         resumeInBackground(bundleID, &actions)
         actions.append(.woken(bundleID: bundleID, kind: .location))
-        apps[bundleID]!.locationEndsAt = now.adding(seconds: profile.locationWakeSeconds)
+        table[bundleID].locationEndsAt = now.adding(seconds: profile.locationWakeSeconds)
     }
 
     /// A silent push or a fetch: the app runs in the background, fetches the manifest, and must call
@@ -294,7 +307,7 @@ public struct DeviceRuntime: Sendable {
     private mutating func beginWake(
         _ bundleID: String, _ kind: WakeKind, seconds: Int64, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let app = apps[bundleID] else { return }
+        guard let app = table.find(bundleID) else { return }
         if let current = app.wake {
             // One wake at a time: a second one is answered with the first's result when that completes.
             // (Rare: the gateway spaces wakes out by the budget.)
@@ -306,24 +319,24 @@ public struct DeviceRuntime: Sendable {
         let foreground = app.state == .foreground
         if !foreground { resumeInBackground(bundleID, &actions) }
         actions.append(.woken(bundleID: bundleID, kind: kind))
-        apps[bundleID]!.wake = AppRuntime.Wake(
+        table[bundleID].wake = AppRuntime.Wake(
             kind: kind, deadline: foreground ? UnixTime(milliseconds: .max) : now.adding(seconds: seconds),
             forgets: roll(app.behaviour.forgetsCompletion))
         let id = startTransfer(bundleID, .manifest, session: .foreground, forWake: kind, now: now, &actions)
-        apps[bundleID]!.wake!.waitingOn.insert(id)
+        table[bundleID].wake!.waitingOn.insert(id)
     }
 
     /// The app calls its wake's completion handler.
     private mutating func finishWake(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let wake = apps[bundleID]!.wake else { return }
-        apps[bundleID]!.wake = nil
+        guard let wake = table[bundleID].wake else { return }
+        table[bundleID].wake = nil
         switch wake.kind {
         case .silentPush(let apnsID):
             actions.append(.complete(apnsID: apnsID, bundleID: bundleID, result: wake.result))
         case .fetch:
-            apps[bundleID]!.fetch.recordFetch(at: now, result: wake.result)
-            apps[bundleID]!.fetch.schedule(
-                after: now, interval: apps[bundleID]!.behaviour.fetchInterval, profile: profile)
+            table[bundleID].fetch.recordFetch(at: now, result: wake.result)
+            table[bundleID].fetch.schedule(
+                after: now, interval: table[bundleID].behaviour.fetchInterval, profile: profile)
         case .location, .sessionEvents:
             break
         }
@@ -347,7 +360,7 @@ public struct DeviceRuntime: Sendable {
         }
         let request = TransferRequest(
             id: id, bundleID: bundleID, content: content, session: session, resumeFrom: resumeFrom, slowdown: slowdown)
-        apps[bundleID]!.transfers[id] = AppRuntime.Transfer(request: request, startsAt: startsAt, forWake: forWake)
+        table[bundleID].transfers[id] = AppRuntime.Transfer(request: request, startsAt: startsAt, forWake: forWake)
         if startsAt == nil { actions.append(.startTransfer(request)) }
         return id
     }
@@ -355,13 +368,13 @@ public struct DeviceRuntime: Sendable {
     private mutating func transferFinished(
         _ id: Int, _ result: TransferResult, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let bundleID = order.first(where: { apps[$0]!.transfers[id] != nil }),
-            let transfer = apps[bundleID]!.transfers.removeValue(forKey: id)
+        guard let bundleID = order.first(where: { table[$0].transfers[id] != nil }),
+            let transfer = table[bundleID].transfers.removeValue(forKey: id)
         else { return }  // cancelled meanwhile
-        let state = apps[bundleID]!.state
+        let state = table[bundleID].state
         if case .background = transfer.request.session, state == .suspended || state == .notRunning {
             // R10: the system launches the app in the background for its session's events.
-            apps[bundleID]!.finishedEvents.append((id, result, transfer.forWake))
+            table[bundleID].finishedEvents.append((id, result, transfer.forWake))
             relaunchForSessionEvents(bundleID, now: now, &actions)
             return
         }
@@ -373,14 +386,14 @@ public struct DeviceRuntime: Sendable {
         _ bundleID: String, _ transfer: AppRuntime.Transfer, _ result: TransferResult, now: UnixTime,
         _ actions: inout [RuntimeAction]
     ) {
-        let app = apps[bundleID]!
+        let app = table[bundleID]
         let id = transfer.request.id
         // A task that protected this transfer is ended (unless the app forgets: R2/R3).
         if let index = app.tasks.firstIndex(where: { $0.protects == id }), !app.tasks[index].forgetsEnd {
-            apps[bundleID]!.tasks.remove(at: index)
+            table[bundleID].tasks.remove(at: index)
         }
         let waitedOn = app.wake?.waitingOn.contains(id) == true
-        if waitedOn { apps[bundleID]!.wake!.waitingOn.remove(id) }
+        if waitedOn { table[bundleID].wake!.waitingOn.remove(id) }
         switch result {
         case .manifest(let version):
             guard version > (app.contentVersion ?? Int.min) else {
@@ -399,11 +412,11 @@ public struct DeviceRuntime: Sendable {
                 let item = startTransfer(
                     bundleID, .item(version: version), session: .foreground, forWake: transfer.forWake, now: now,
                     &actions)
-                if waitedOn { apps[bundleID]!.wake!.waitingOn.insert(item) }
+                if waitedOn { table[bundleID].wake!.waitingOn.insert(item) }
             }
         case .item(let version, _):
-            if version > (apps[bundleID]!.contentVersion ?? Int.min) {
-                apps[bundleID]!.contentVersion = version
+            if version > (table[bundleID].contentVersion ?? Int.min) {
+                table[bundleID].contentVersion = version
                 actions.append(.contentUpdated(bundleID: bundleID, version: version, by: transfer.forWake))
             }
             if waitedOn { decideWake(bundleID, result: "newData", now: now) }
@@ -414,33 +427,33 @@ public struct DeviceRuntime: Sendable {
 
     /// The app knows its wake's result: it calls the handler after its own work (unless it forgets).
     private mutating func decideWake(_ bundleID: String, result: String, now: UnixTime) {
-        guard var wake = apps[bundleID]!.wake, wake.waitingOn.isEmpty else { return }
+        guard var wake = table[bundleID].wake, wake.waitingOn.isEmpty else { return }
         wake.result = result
-        if !wake.forgets { wake.completesAt = now.adding(milliseconds: apps[bundleID]!.behaviour.workMilliseconds) }
-        apps[bundleID]!.wake = wake
+        if !wake.forgets { wake.completesAt = now.adding(milliseconds: table[bundleID].behaviour.workMilliseconds) }
+        table[bundleID].wake = wake
     }
 
     /// R10: launched (or resumed) in the background with `handleEventsForBackgroundURLSession`: the
     /// app takes the events and must call the handler within `sessionEventsSeconds`.
     private mutating func relaunchForSessionEvents(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction])
     {
-        let app = apps[bundleID]!
+        let app = table[bundleID]
         if app.state == .notRunning { actions.append(.relaunched(bundleID: bundleID)) }
         resumeInBackground(bundleID, &actions)
         actions.append(.woken(bundleID: bundleID, kind: .sessionEvents))
         deliverFinishedEvents(bundleID, &actions)
         let forgets = roll(app.behaviour.forgetsSessionHandler)
-        apps[bundleID]!.wake = AppRuntime.Wake(
+        table[bundleID].wake = AppRuntime.Wake(
             kind: .sessionEvents, deadline: now.adding(seconds: profile.sessionEventsSeconds),
             completesAt: forgets ? nil : now.adding(milliseconds: app.behaviour.workMilliseconds), forgets: forgets)
     }
 
     private mutating func deliverFinishedEvents(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        let events = apps[bundleID]!.finishedEvents
-        apps[bundleID]!.finishedEvents.removeAll()
+        let events = table[bundleID].finishedEvents
+        table[bundleID].finishedEvents.removeAll()
         for event in events {
-            if case .item(let version, _) = event.result, version > (apps[bundleID]!.contentVersion ?? Int.min) {
-                apps[bundleID]!.contentVersion = version
+            if case .item(let version, _) = event.result, version > (table[bundleID].contentVersion ?? Int.min) {
+                table[bundleID].contentVersion = version
                 actions.append(.contentUpdated(bundleID: bundleID, version: version, by: event.forWake))
             }
         }
@@ -452,28 +465,28 @@ public struct DeviceRuntime: Sendable {
     /// a background session first (R11).
     private mutating func expire(_ bundleID: String, taskAt index: Int, now: UnixTime, _ actions: inout [RuntimeAction])
     {
-        apps[bundleID]!.tasks[index].expirationCalled = true
-        let task = apps[bundleID]!.tasks[index]
+        table[bundleID].tasks[index].expirationCalled = true
+        let task = table[bundleID].tasks[index]
         guard !task.forgetsEnd else { return }
-        apps[bundleID]!.tasks.remove(at: index)
-        guard let id = task.protects, let transfer = apps[bundleID]!.transfers[id] else { return }
-        let behaviour = apps[bundleID]!.behaviour
+        table[bundleID].tasks.remove(at: index)
+        guard let id = task.protects, let transfer = table[bundleID].transfers[id] else { return }
+        let behaviour = table[bundleID].behaviour
         if case .item(let version) = transfer.request.content, behaviour.movesDownloadToBackgroundSession,
             profile.backgroundSessions
         {
-            apps[bundleID]!.transfers.removeValue(forKey: id)
+            table[bundleID].transfers.removeValue(forKey: id)
             let moved = takeID()
             // Started while the app is in the background: discretionary (R9); it starts from the resume data.
             let request = TransferRequest(
                 id: moved, bundleID: bundleID, content: .item(version: version),
                 session: .background(discretionary: true), resumeFrom: TransferRequest.resumeFromCancelled,
                 slowdown: profile.backgroundSessionSlowdown)
-            apps[bundleID]!.transfers[moved] = AppRuntime.Transfer(
+            table[bundleID].transfers[moved] = AppRuntime.Transfer(
                 request: request, startsAt: nil, forWake: transfer.forWake)
             actions.append(.moveToBackgroundSession(from: id, to: request))
         } else {
             // Work cut off: lost.
-            apps[bundleID]!.transfers.removeValue(forKey: id)
+            table[bundleID].transfers.removeValue(forKey: id)
             actions.append(.cancelTransfer(id: id))
         }
     }
@@ -481,15 +494,15 @@ public struct DeviceRuntime: Sendable {
     // MARK: States
 
     private mutating func resumeInBackground(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        guard apps[bundleID]!.state != .background else { return }
-        apps[bundleID]!.state = .background
+        guard table[bundleID].state != .background else { return }
+        table[bundleID].state = .background
         actions.append(.appState(bundleID: bundleID, state: .background))
     }
 
     /// Nothing keeps the app running: it is suspended, and its foreground transfers stop with it.
     private mutating func suspend(_ bundleID: String, _ actions: inout [RuntimeAction]) {
         cancelForegroundTransfers(bundleID, &actions)
-        apps[bundleID]!.state = .suspended
+        table[bundleID].state = .suspended
         actions.append(.appState(bundleID: bundleID, state: .suspended))
     }
 
@@ -497,19 +510,19 @@ public struct DeviceRuntime: Sendable {
     /// sessions go on (R9).
     private mutating func terminate(_ bundleID: String, _ cause: TerminationCause, _ actions: inout [RuntimeAction]) {
         cancelForegroundTransfers(bundleID, &actions)
-        apps[bundleID]!.wake = nil
-        apps[bundleID]!.tasks.removeAll()
-        apps[bundleID]!.watchdogAt = nil
-        apps[bundleID]!.locationEndsAt = nil
-        apps[bundleID]!.state = .notRunning
+        table[bundleID].wake = nil
+        table[bundleID].tasks.removeAll()
+        table[bundleID].watchdogAt = nil
+        table[bundleID].locationEndsAt = nil
+        table[bundleID].state = .notRunning
         actions.append(.terminated(bundleID: bundleID, cause: cause))
         actions.append(.appState(bundleID: bundleID, state: .notRunning))
     }
 
     private mutating func cancelForegroundTransfers(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        let foreground = apps[bundleID]!.transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
+        let foreground = table[bundleID].transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
         for id in foreground {
-            apps[bundleID]!.transfers.removeValue(forKey: id)
+            table[bundleID].transfers.removeValue(forKey: id)
             actions.append(.cancelTransfer(id: id))
         }
     }

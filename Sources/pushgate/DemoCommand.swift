@@ -1,11 +1,13 @@
 import AdminAPI
 import ArgumentParser
 import DeviceAgent
+import Forecast
 import Foundation
 import Gateway
 import LoadGenerator
 import Logging
 import NIOPosix
+import PushModel
 import Synchronization
 
 struct DemoCommand: AsyncParsableCommand {
@@ -148,7 +150,24 @@ struct DemoCommand: AsyncParsableCommand {
         var result = try await runBench(options, group: benchGroup, admin: ("127.0.0.1", gateway.adminPort, nil))
         print("devices: \(fleet.counters.snapshot.line)")
         result.fleet = content?.figures(fleet)
-        if let figures = result.fleet { print(figures.summary) }
+        if let figures = result.fleet {
+            print("LIVE — \(duration) s of real time (the table above):")
+            print(figures.summary)
+            // A few seconds say little of freshness (habits, budgets and fetches work over hours): a day of
+            // the same fleet, forecast in virtual time.
+            let day = ForecastScenario(
+                kinds: mix.counts(devices: devices).map {
+                    ForecastScenario.Kind(name: $0.name, profile: $0.profile, devices: $0.devices)
+                },
+                start: UnixTime(milliseconds: ForecastCommand.epochDay), hours: 24,
+                publications: PublicationSchedule(everySeconds: 600), seed: iphone.seed)
+            let forecast = await ForecastCommand.run(day, threads: 2, label: nil)
+            print(
+                "\nFORECAST — a day of the same \(devices) iPhones in virtual time (pushgate forecast: the users' own habits, a version every 10 minutes, the gateway's default policy; \(ForecastResult.decimal(forecast.seconds)) s):"
+            )
+            print(forecast.report.text)
+            print(forecast.costText)
+        }
         try write(result, json: json, html: html)
         if dashboard {
             print(

@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `pushgate forecast` as a user runs it: what-ifs side by side, a search and its Pareto front, the
+/// files it writes, and an error that names the key.
+@Suite struct ForecastCommandTests {
+    /// Runs the built binary to its end (bounded) and returns its status and output.
+    func forecast(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("forecast-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let log = directory.appendingPathComponent("out.txt").path
+        let process = try GatewayProcess(arguments: ["forecast"] + arguments, logPath: log)
+        let status = try #require(await process.exitStatus(within: 120), "forecast did not end")
+        return (status, try String(contentsOfFile: log, encoding: .utf8))
+    }
+
+    @Test(.enabled(if: GatewayProcess.binary != nil, "the pushgate binary is not built"))
+    func comparesAndSearchesAndWritesItsFiles() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("forecast-files-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let json = directory.appendingPathComponent("f.json").path
+        let html = directory.appendingPathComponent("f.html").path
+        let (status, output) = try await forecast([
+            "--devices", "40", "--hours", "3", "--threads", "2", "--compare", "budget 5: policy.budget.capacity=5",
+            "--search", "policy.budget.capacity=2,8", "--search", "app.com.example.news.announce=silent,none",
+            "--json", json, "--html", html,
+        ])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("| variant | fresh at open |"))
+        #expect(output.contains("| as configured (today) |"))
+        #expect(output.contains("| budget 5 |"))
+        #expect(output.contains("| policy.budget.capacity=8 app.com.example.news.announce=none |"))
+        #expect(output.contains("Pareto front"))
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any]
+        #expect((document?["runs"] as? [Any])?.count == 6)
+        #expect((document?["paretoFront"] as? [String])?.isEmpty == false)
+        let page = try String(contentsOfFile: html, encoding: .utf8)
+        #expect(page.contains("<table>") && page.contains("<th>fresh at open</th>"))
+        #expect(!page.contains("|---"))
+    }
+
+    @Test(.enabled(if: GatewayProcess.binary != nil, "the pushgate binary is not built"))
+    func aBadWhatIfNamesItsKey() async throws {
+        let unknown = try await forecast(["--devices", "5", "--hours", "1", "--compare", "x: app.com.example.nope.announce=alert"])
+        #expect(unknown.status != 0)
+        #expect(unknown.output.contains("no app 'com.example.nope'"))
+        let range = try await forecast(["--devices", "5", "--hours", "1", "--search", "policy.budget.capacity=0"])
+        #expect(range.status != 0)
+        #expect(range.output.contains("policy.budget.capacity"))
+    }
+}
