@@ -151,7 +151,7 @@ struct DemoCommand: AsyncParsableCommand {
         print("devices: \(fleet.counters.snapshot.line)")
         result.fleet = content?.figures(fleet)
         if let figures = result.fleet {
-            print("LIVE — \(duration) s of real time (the table above):")
+            print("LIVE — \(duration) s of real time over real sockets:")
             print(figures.summary)
             // A few seconds say little of freshness (habits, budgets and fetches work over hours): a day of
             // the same fleet, forecast in virtual time.
