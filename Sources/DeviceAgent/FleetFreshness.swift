@@ -51,11 +51,9 @@ public final class FleetFreshness: Sendable {
         var report = ledger.report(versions: versions, hours: hours, apps: installs)
         for index in report.rows.indices {
             guard let kind = kinds.first(where: { $0.name == report.rows[index].profile }) else { continue }
-            report.rows[index].strategy = Self.strategy(kind.profile)
+            report.rows[index].strategy = kind.profile.strategy
         }
         return report
     }
 
-    /// What a kind's backends send on publishing, and its apps' fetch: `silent, fetch minimum`.
-    public static func strategy(_ profile: IPhoneProfile) -> String { profile.strategy }
 }

@@ -67,7 +67,7 @@ public struct ForecastResult: Sendable, Codable {
         var report = ledger.report(versions: versions, hours: scenario.hours, apps: installs)
         for index in report.rows.indices {
             guard let kind = scenario.kinds.first(where: { $0.name == report.rows[index].profile }) else { continue }
-            report.rows[index].strategy = ForecastResult.strategy(kind.profile)
+            report.rows[index].strategy = kind.profile.strategy
         }
         self.report = report
         hourly = ledger.hourly(
@@ -111,8 +111,6 @@ public struct ForecastResult: Sendable, Codable {
             terminations: row.map { $0.terminations.values.reduce(0, +) } ?? 0)
     }
 
-    public static func strategy(_ profile: IPhoneProfile) -> String { profile.strategy }
-
     static func describe(_ scenario: ForecastScenario) -> [String] {
         let policy = scenario.policy
         var lines = [
@@ -126,7 +124,7 @@ public struct ForecastResult: Sendable, Codable {
             "link: \(scenario.link.bytesPerSecond) B/s per device (0: unpaced), latency \(scenario.link.latencyMilliseconds) ms; item \(scenario.itemBytes) bytes unless the app says",
         ]
         for kind in scenario.kinds {
-            lines.append("\(kind.name): iOS \(kind.profile.ios), \(strategy(kind.profile))")
+            lines.append("\(kind.name): iOS \(kind.profile.ios), \(kind.profile.strategy)")
         }
         return lines
     }

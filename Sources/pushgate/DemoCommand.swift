@@ -161,7 +161,7 @@ struct DemoCommand: AsyncParsableCommand {
                 },
                 start: UnixTime(milliseconds: ForecastCommand.epochDay), hours: 24,
                 publications: PublicationSchedule(everySeconds: 600), seed: iphone.seed)
-            let forecast = await ForecastCommand.run(day, threads: 2, label: nil)
+            let forecast = await ForecastCommand.run(day, threads: ProcessInfo.processInfo.activeProcessorCount, label: nil)
             print(
                 "\nFORECAST — a day of the same \(devices) iPhones in virtual time (pushgate forecast: the users' own habits, a version every 10 minutes, the gateway's default policy; \(ForecastResult.decimal(forecast.seconds)) s):"
             )

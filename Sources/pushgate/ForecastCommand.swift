@@ -140,8 +140,7 @@ struct ForecastCommand: AsyncParsableCommand {
             if let problem = kind.profile.users.problem() { throw ValidationError("--iphones \(kind.name): users.\(problem)") }
         }
         let configuration = try failing { try config.load() }
-        var publications = PublicationSchedule(everySeconds: publishEvery, hours: try publicationHours())
-        publications.times = nil
+        let publications = PublicationSchedule(everySeconds: publishEvery, hours: try publicationHours())
         var scenario = ForecastScenario(
             kinds: counts.map { ForecastScenario.Kind(name: $0.name, profile: $0.profile, devices: $0.devices) },
             start: UnixTime(milliseconds: Self.epochDay + Int64(startHour * 3_600_000)), hours: hours,
