@@ -82,7 +82,7 @@ extension DeviceHub {
     func claim(_ device: DeviceID, then work: @escaping @Sendable (Bool) -> Void) {
         let first = claims.withLock { $0.begin(device, then: work) }
         guard first, let cluster else { return }
-        spawn { [self] in
+        let started = spawn { [self] in
             var claimed = false
             if let deviceID = registry.deviceID(of: device) {
                 do {
@@ -104,6 +104,10 @@ extension DeviceHub {
             }
             let waiting = claims.withLock { $0.finish(device) }
             for work in waiting { work(claimed) }
+        }
+        if !started {
+            let waiting = claims.withLock { $0.finish(device) }
+            for work in waiting { work(false) }
         }
     }
 
@@ -129,7 +133,9 @@ extension DeviceHub {
                 defer { queue.draining = true }
                 return !queue.draining
             }
-            if start { spawn { [self] in await drainRoutes() } }
+            // Refused after shutdown: they stay pending in the store, and the device's next claim or
+            // the sweep brings them back.
+            if start, !spawn({ [self] in await drainRoutes() }) { routes.withLock { $0.draining = false } }
         }
     }
 
@@ -207,8 +213,17 @@ extension DeviceHub {
     /// No more jobs (shutdown): the cluster service's task group finishes what it has.
     public func finishJobs() { jobQueue.continuation.finish() }
 
-    /// Runs `job` in the cluster service's task group.
-    public func spawn(_ job: @escaping @Sendable () async -> Void) { jobQueue.continuation.yield(job) }
+    /// Runs `job` in the cluster service's task group; false, said loudly, when that group has finished
+    /// (after shutdown): the caller then settles what the job would have (a claim fails, and what waited
+    /// for it is decided without it).
+    @discardableResult
+    public func spawn(_ job: @escaping @Sendable () async -> Void) -> Bool {
+        if case .terminated = jobQueue.continuation.yield(job) {
+            logger.error("store work refused: the cluster service has stopped")
+            return false
+        }
+        return true
+    }
 
     /// This node runs the device's policy from now on, with the state the store gave (a claim or a
     /// takeover): its budgets, its queue and held pushes, and its owner.

@@ -236,23 +236,31 @@ public struct RegistryReloader: Service {
             try? await gracefulShutdown()
             return
         }
-        var seen = stamps()
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: .seconds(configuration.reloadSeconds))
-            let now = stamps()
-            guard now != seen else { continue }
-            seen = now
-            do {
-                context.replaceKeys(try RegistryFiles.loadKeys(configuration.keysFile))
-                context.replaceCertificateGrants(try RegistryFiles.loadCertificates(configuration.certificatesFile))
-                directory.replaceAll(
-                    try RegistryFiles.loadTokens(
-                        configuration.tokensFile, lengths: configuration.provider.deviceTokenLengths))
-                logger.info("registries reloaded", metadata: ["device_tokens": "\(directory.snapshot.count)"])
-            } catch {
-                // Keep serving with what was loaded before; say what is wrong with the file.
-                logger.error("registry file not reloaded", metadata: ["error": "\(error)"])
+        // Stops at once on graceful shutdown (its sleep is cancelled), so the services after it in the
+        // shutdown order — the provider API's drain first — start at the signal.
+        try? await cancelWhenGracefulShutdown { [self] in
+            var seen = stamps()
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(configuration.reloadSeconds))
+                let now = stamps()
+                guard now != seen else { continue }
+                seen = now
+                reload()
             }
+        }
+    }
+
+    private func reload() {
+        do {
+            context.replaceKeys(try RegistryFiles.loadKeys(configuration.keysFile))
+            context.replaceCertificateGrants(try RegistryFiles.loadCertificates(configuration.certificatesFile))
+            directory.replaceAll(
+                try RegistryFiles.loadTokens(
+                    configuration.tokensFile, lengths: configuration.provider.deviceTokenLengths))
+            logger.info("registries reloaded", metadata: ["device_tokens": "\(directory.snapshot.count)"])
+        } catch {
+            // Keep serving with what was loaded before; say what is wrong with the file.
+            logger.error("registry file not reloaded", metadata: ["error": "\(error)"])
         }
     }
 

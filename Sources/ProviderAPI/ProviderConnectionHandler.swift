@@ -160,8 +160,22 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
             streams.removeValue(forKey: streamError.streamID)
             return
         }
+        if draining, Self.isAboveGoAway(error, lastStreamID: lastStreamID) {
+            // RFC 9113 §6.8: after our GOAWAY, frames of streams above its last stream id are ignored (a
+            // client sends them before it reads the GOAWAY). NIO drops their HEADERS and calls their DATA a
+            // connection error; closing for it would leave the streams below unanswered.
+            return
+        }
         logger.debug("provider connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
+    }
+
+    /// An error NIO raises for a frame of a stream the client opened after our GOAWAY (NIO ignored its
+    /// HEADERS, so its DATA names no stream), or for NIO's own GOAWAY in answer to that, which may not
+    /// raise the last stream id ours gave.
+    static func isAboveGoAway(_ error: any Error, lastStreamID: HTTP2StreamID) -> Bool {
+        if let missing = error as? NIOHTTP2Errors.NoSuchStream { return missing.streamID > lastStreamID }
+        return error is NIOHTTP2Errors.RaisedGoawayLastStreamID
     }
 
     private func startStream(

@@ -91,6 +91,9 @@ public final class ProviderServer: Service, Sendable {
     public func shutdown() async throws {
         context.startDraining()
         let (listening, open) = state.withLock { ($0.channels, Array($0.connections.values)) }
+        logger.notice(
+            "draining: not ready, new streams answered 503 Shutdown",
+            metadata: ["connections": "\(open.count)", "grace_seconds": "\(gracePeriod.nanoseconds / 1_000_000_000)"])
         for channel in listening { try? await channel.close() }
         for connection in open { connection.pipeline.fireUserInboundEventTriggered(ProviderDrainEvent()) }
         let deadline = NIODeadline.now() + gracePeriod

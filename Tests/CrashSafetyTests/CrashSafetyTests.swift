@@ -21,17 +21,9 @@ import Testing
 
     @Test(.enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"))
     func nothingAnsweredWith200IsLostToAKill() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-crash-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, signer) = try gatewayDirectory(
+            prefix: "pushgate-crash", team: "CRASHTEAM1", keyID: "CRASHKEY01", topic: Self.topic)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let key = P256.Signing.PrivateKey()
-        let signer = ProviderTokenSigner(teamID: "CRASHTEAM1", keyID: "CRASHKEY01", privateKey: key)
-        try RegistryFiles.addKey(
-            .init(
-                team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
-                topics: [Self.topic], environment: nil),
-            to: directory + "/provider-keys.yaml")
         // Ports the kernel picks, read back from the log; the restart binds the same device port again
         // (the devices reconnect to it), the others anew.
         func arguments(devicesPort: Int) -> [String] {

@@ -1,4 +1,7 @@
+import Crypto
 import Foundation
+import GatewayFiles
+import ProviderAuth
 import Testing
 import TestSupport
 
@@ -78,4 +81,22 @@ func eventually(_ what: String, seconds: Int = 30, _ condition: () async throws 
         try await Task.sleep(for: .milliseconds(50))  // clock-ok: polling a real process's effect, bounded
     }
     Issue.record("timed out waiting: \(what)")
+}
+
+/// A fresh data directory for a gateway under test, with a provider key for `topic` in its keys file;
+/// returns the directory and a signer of that key's tokens. The caller removes the directory.
+func gatewayDirectory(prefix: String, team: String, keyID: String, topic: String) throws
+    -> (path: String, signer: ProviderTokenSigner)
+{
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let key = P256.Signing.PrivateKey()
+    let signer = ProviderTokenSigner(teamID: team, keyID: keyID, privateKey: key)
+    try RegistryFiles.addKey(
+        .init(
+            team_id: team, key_id: keyID, public_key: key.publicKey.pemRepresentation, topics: [topic],
+            environment: nil),
+        to: directory + "/provider-keys.yaml")
+    return (directory, signer)
 }

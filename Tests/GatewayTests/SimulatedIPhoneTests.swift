@@ -102,7 +102,9 @@ import Testing
         #expect(
             !recorded.contains { if case .terminated(_, let cause) = $0 { cause != .memoryPressure } else { false } })
 
-        // 3. A second version: the wake starts its download, and a force-quit cancels it.
+        // 3. A second version: the wake starts its download, and a force-quit cancels it. The origin
+        //    holds the item until then, so the download cannot end whole before the cancel.
+        origin.holdItems(true)
         origin.publish()
         let second = "5e0e3c3a-0000-4000-8000-000000000002"
         #expect(try await postSilent(second) == 200)
@@ -117,6 +119,7 @@ import Testing
         // Whether the request reached the origin before the cancel or not, every request the origin saw
         // ends (logged whole or cut short), and none for the second item ended whole.
         try await eventually("every request at the origin has ended") { origin.log.inFlight == 0 }
+        origin.holdItems(false)
         #expect(!origin.log.all.contains { $0.path.hasPrefix("/items/2") && $0.bytes >= originSettings.itemBytes })
         #expect(try await shell.state(of: topic).get()?.contentVersion == 1)
         let deviceID = try #require(agent.identity?.deviceID)
