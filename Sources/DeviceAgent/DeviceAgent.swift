@@ -47,7 +47,11 @@ public enum AgentEvent: Sendable, Equatable {
     case leftUncompleted(apnsID: String)
     case closing(reason: String)
     case error(String)
+    /// A connection that had been welcomed ended (one per `welcomed`).
     case disconnected
+    /// The gateway refused the device for good (`auth_failed` to `register`: a wrong enrolment secret;
+    /// `enrolment_limited`): the agent stops and does not retry.
+    case refused(reason: String)
 }
 
 /// A simulated device: connects to the gateway's device port over WebSocket, registers (or says hello
@@ -91,6 +95,11 @@ public final class DeviceAgent: Sendable {
         /// This connection's keep-alive times (seeded: a forecast of the device asks the same schedule).
         var keepAlives: KeepAliveSchedule?
         var keepAliveSeed: UInt64 = 0
+        /// The current connection was welcomed (its end is a `disconnected`).
+        var welcomed = false
+        /// The current connection sent `register` (so an `auth_failed` answers the enrolment secret).
+        var registering = false
+        var refusal: String?
     }
 
     public init(
@@ -114,6 +123,13 @@ public final class DeviceAgent: Sendable {
 
     public var identity: Identity? { state.withLock { $0.identity } }
     public var tokens: [String: String] { state.withLock { $0.installed } }
+    /// Why the gateway refused this device for good, if it did (the agent has stopped).
+    public var refusal: String? { state.withLock { $0.refusal } }
+
+    /// Answers to `register` that no retry changes: a wrong enrolment secret, too many enrolments.
+    static func isFinal(_ reason: String, registering: Bool) -> Bool {
+        reason == "enrolment_limited" || (reason == "auth_failed" && registering)
+    }
 
     /// Connects (and keeps reconnecting until `stop`).
     public func start() {
@@ -193,6 +209,7 @@ public final class DeviceAgent: Sendable {
     fileprivate func attached(_ channel: any Channel) {
         let identity = state.withLock { state -> Identity? in
             state.channel = channel
+            state.registering = state.identity == nil
             return state.identity
         }
         if let identity {
@@ -203,13 +220,14 @@ public final class DeviceAgent: Sendable {
     }
 
     fileprivate func detached(_ channel: any Channel, hint: Int?) {
-        let wasCurrent = state.withLock { state -> Bool in
-            guard state.channel === channel else { return false }
+        let (wasCurrent, welcomed) = state.withLock { state -> (Bool, Bool) in
+            guard state.channel === channel else { return (false, false) }
             state.channel = nil
-            return true
+            defer { state.welcomed = false }
+            return (true, state.welcomed)
         }
         guard wasCurrent else { return }
-        onEvent(.disconnected)
+        if welcomed { onEvent(.disconnected) }
         scheduleReconnect(hint: hint)
     }
 
@@ -237,6 +255,7 @@ public final class DeviceAgent: Sendable {
         case .welcome(_, let installed, let keepAliveSeconds):
             let missing = state.withLock { state -> [String] in
                 state.attempts = 0
+                state.welcomed = true
                 state.keepAliveSeconds = keepAliveSeconds
                 for app in installed { state.installed[app.bundleID] = app.token }
                 return apps.filter { state.installed[$0] == nil }
@@ -260,7 +279,17 @@ public final class DeviceAgent: Sendable {
             for delivery in deliveries { deliver(delivery, viaKeepAlive: true, on: channel) }
         case .closing(let reason, let hint):
             onEvent(.closing(reason: reason))
-            if reason == "auth_failed" { state.withLock { $0.identity = nil } }
+            let final = state.withLock { state -> Bool in
+                guard Self.isFinal(reason, registering: state.registering) else {
+                    // A hello refused: the gateway forgot the device; it registers again.
+                    if reason == "auth_failed" { state.identity = nil }
+                    return false
+                }
+                state.refusal = reason
+                state.stopped = true
+                return true
+            }
+            if final { onEvent(.refused(reason: reason)) }
             channel.close(promise: nil)
             detached(channel, hint: hint)
         case .error(let text):

@@ -116,6 +116,27 @@ public final class SimulatedFleet: Sendable {
     /// Whether every device has a token for every app.
     public var allInstalled: Bool { agents.allSatisfy { $0.tokens.count == $0.apps.count } }
 
+    /// Waits until every device has its tokens (polling every 200 ms, up to `seconds`). Throws at once
+    /// when the gateway refuses a device for good (a wrong enrolment secret), and when time runs out.
+    public func waitUntilInstalled(within seconds: Int) async throws {
+        let start = ContinuousClock.now
+        while !allInstalled {
+            try checkRefusals()
+            guard ContinuousClock.now - start < .seconds(seconds) else {
+                throw FleetError.notConnected(connected: counters.snapshot.connected, of: agents.count, seconds: seconds)
+            }
+            try await Task.sleep(for: .milliseconds(200))  // clock-ok: polling real connections, bounded
+        }
+    }
+
+    /// Throws if the gateway refused any device for good.
+    public func checkRefusals() throws {
+        let refused = counters.snapshot.refused
+        if let (reason, count) = refused.max(by: { $0.value < $1.value }) {
+            throw FleetError.refused(reason: reason, devices: count, of: agents.count)
+        }
+    }
+
     /// `token bundle_id` lines, sorted (the tokens file backends and `pushgate bench` read).
     public var tokenLines: [String] {
         agents.flatMap { agent in agent.tokens.map { "\($0.value) \($0.key)" } }.sorted()
@@ -131,9 +152,12 @@ public final class SimulationCounters: Sendable {
         public var completed: [String: Int] = [:]
         public var leftUncompleted = 0
         public var closed = 0
+        /// Devices the gateway refused for good, by reason.
+        public var refused: [String: Int] = [:]
 
         public var line: String {
             "connected \(connected)  received \(received) (\(viaKeepAlive) on keep-alive)  completed newData \(completed["newData", default: 0]) noData \(completed["noData", default: 0]) failed \(completed["failed", default: 0])  never completed \(leftUncompleted)  closings \(closed)"
+                + refused.sorted { $0.key < $1.key }.map { "  refused \($0.value) (\($0.key))" }.joined()
         }
     }
 
@@ -150,6 +174,7 @@ public final class SimulationCounters: Sendable {
             case .completed(_, let result): state.completed[result, default: 0] += 1
             case .leftUncompleted: state.leftUncompleted += 1
             case .closing: state.closed += 1
+            case .refused(let reason): state.refused[reason, default: 0] += 1
             default: break
             }
         }
@@ -185,4 +210,13 @@ enum LifeEvents {
             }
         }
     }
+}
+
+/// Why a fleet could not run.
+public enum FleetError: Error, Equatable {
+    /// The gateway refused devices for good: `auth_failed` (the enrolment secret is wrong) or
+    /// `enrolment_limited`.
+    case refused(reason: String, devices: Int, of: Int)
+    /// Not every device connected and installed its apps in time.
+    case notConnected(connected: Int, of: Int, seconds: Int)
 }

@@ -115,15 +115,13 @@ struct DemoCommand: AsyncParsableCommand {
         }
         fleet.start()
         let connecting = ContinuousClock.now
-        while !fleet.allInstalled {
-            guard ContinuousClock.now - connecting < .seconds(120) else {
-                let connected = fleet.counters.snapshot.connected
-                await fleet.stop()
-                await content?.stop()
-                try? await gateway.stop()
-                throw ValidationError("only \(connected) of \(devices) devices connected in 120 s")
-            }
-            try await Task.sleep(for: .milliseconds(200))
+        do {
+            try await fleet.waitUntilInstalled(within: SimulateCommand.connectSeconds)
+        } catch let problem as FleetError {
+            await fleet.stop()
+            await content?.stop()
+            try? await gateway.stop()
+            throw CommandFailure(problem.explained(host: "127.0.0.1", port: devicePort, dataDir: nil))
         }
         let took = ContinuousClock.now - connecting
         print(

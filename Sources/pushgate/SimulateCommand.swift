@@ -73,6 +73,12 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Stop after this many seconds (0: run until interrupted).")
     var duration: Int = 0
 
+    @Option(
+        help: ArgumentHelp(
+            "How long every device may take to connect and install its apps; then the command fails.",
+            valueName: "seconds"))
+    var connectTimeout = SimulateCommand.connectSeconds
+
     @Option(help: "Event-loop threads for the devices.")
     var threads = 2
 
@@ -88,6 +94,7 @@ struct SimulateCommand: AsyncParsableCommand {
     func validate() throws {
         guard devices > 0 else { throw ValidationError("--devices must be at least 1") }
         guard duration >= 0 else { throw ValidationError("--duration must not be negative") }
+        guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be at least 1") }
         try iphone.check()
         if apps != nil, profile == nil {
             throw ValidationError("--apps is for plain agents (--profile); an iPhone's apps come from its profile")
@@ -121,9 +128,33 @@ struct SimulateCommand: AsyncParsableCommand {
             host: host, port: port, devices: devices, apps: bundles, profile: profile, enrolment: enrolment,
             group: group)
         fleet.start()
-        try await runUntilDone(fleet) { _ in "" }
+        do {
+            try await connect(fleet)
+            try await runUntilDone(fleet) { _ in "" }
+        } catch {
+            print(fleet.counters.snapshot.line)
+            await fleet.stop()
+            throw error
+        }
         print(fleet.counters.snapshot.line)
         await fleet.stop()
+    }
+
+    /// How long a fleet may take to connect and install its apps (the demo's, and --connect-timeout's default).
+    static let connectSeconds = 120
+
+    /// Waits for every device to connect and install its apps; a refusal or a timeout is an error that
+    /// says what to fix.
+    private func connect(_ fleet: SimulatedFleet) async throws {
+        do {
+            try await fleet.waitUntilInstalled(within: connectTimeout)
+        } catch let problem as FleetError {
+            throw CommandFailure(explained(problem))
+        }
+    }
+
+    private func explained(_ problem: FleetError) -> String {
+        problem.explained(host: host, port: port, dataDir: enrolmentSecret == nil ? dataDir : nil)
     }
 
     private func runIPhones(enrolment: String, group: MultiThreadedEventLoopGroup) async throws {
@@ -155,10 +186,15 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         if let port = endpoint?.port { print("fleet figures: http://127.0.0.1:\(port)/metrics and /v1/fleet") }
         fleet.start()
-        // The first announcement should reach every device: wait (up to 2 minutes) for the installs.
-        let connecting = ContinuousClock.now
-        while !fleet.allInstalled, ContinuousClock.now - connecting < .seconds(120) {
-            try await Task.sleep(for: .milliseconds(200))
+        // The first announcement should reach every device: wait for the installs.
+        do {
+            try await connect(fleet)
+        } catch {
+            print(fleet.counters.snapshot.line)
+            await fleet.stop()
+            await scenario.stop()
+            await endpoint?.stop()
+            throw error
         }
         // The built-in server starts with a version; a server of the team's own publishes as it does.
         if iphone.origin == nil { await scenario.publish() }
@@ -170,12 +206,18 @@ struct SimulateCommand: AsyncParsableCommand {
                     security: $0.tls ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
                     signer: signer)
             }, publishEvery: iphone.publishEvery ?? 300)
-        try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
+        var failure: (any Error)?
+        do {
+            try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
+        } catch {
+            failure = error
+        }
         let counters = fleet.counters.snapshot.line
         await fleet.stop()
         await scenario.stop()
         await endpoint?.stop()
         print(counters)
+        if let failure { throw failure }
         if let figures = scenario.figures(fleet) {
             print(figures.summary)
             try write(figures, json: json, html: html)
@@ -199,6 +241,8 @@ struct SimulateCommand: AsyncParsableCommand {
         while duration == 0 || ContinuousClock.now - start < .seconds(duration) {
             try await Task.sleep(for: .seconds(1))
             if stopped.withLock({ $0 }) { break }
+            // A gateway that refuses the fleet later (its secret changed, say): said, not retried for ever.
+            do { try fleet.checkRefusals() } catch let problem as FleetError { throw CommandFailure(explained(problem)) }
             if !wroteTokens, fleet.allInstalled {
                 let lines = fleet.tokenLines
                 try (lines.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)

@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A fleet the gateway refuses says why and ends: a wrong enrolment secret is an error naming the flag
+/// and the secret's file, with a non-zero exit, well before `--duration`; a gateway that is not there is
+/// an error after the connect timeout, never a silent run.
+@Suite(.serialized) struct RefusedFleetTests {
+    @Test(.enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"))
+    func aWrongEnrolmentSecretIsRefusedWithItsFix() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-refused-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = directory + "/gateway.log"
+        let gateway = try GatewayProcess(
+            arguments: [
+                "serve", "--ephemeral", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
+                "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
+                "--set", "admin.port=0", "--set", "log.level=notice",
+                "--set", "log.modules=provider=info,devices=info,admin=info",
+            ], logPath: log)
+        defer { gateway.kill(SIGKILL) }
+        let ports = try await gateway.boundPorts(logPath: log)
+
+        // Plain agents and iPhones alike; --duration is far longer than the refusal takes.
+        for mode in [["--profile", "default"], []] {
+            let output = directory + "/simulate.txt"
+            let simulate = try GatewayProcess(
+                arguments: [
+                    "simulate", "--port", "\(ports.devices)", "--devices", "4", "--duration", "600",
+                    "--enrolment-secret", "not-the-secret", "--tokens-file", directory + "/tokens.txt",
+                ] + mode, logPath: output)
+            defer { simulate.kill(SIGKILL) }
+            let status = await simulate.exitStatus(within: 60)
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            #expect(status != nil && status != 0, "\(mode): \(String(describing: status)) \(text)")
+            #expect(text.contains("auth_failed"), "\(mode): \(text)")
+            #expect(text.contains("--enrolment-secret") && text.contains("devices.enrolment_secret"), "\(mode): \(text)")
+            #expect(!text.contains("connected -"), "a negative count: \(text)")
+            #expect(text.contains("refused 4 (auth_failed)"), "\(mode): \(text)")
+        }
+    }
+
+    @Test(.enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"))
+    func aFleetWithNoGatewayFailsAfterItsTimeout() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-nogateway-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Port 1: nobody listens there.
+        let output = directory + "/simulate.txt"
+        let simulate = try GatewayProcess(
+            arguments: [
+                "simulate", "--port", "1", "--devices", "2", "--duration", "600", "--connect-timeout", "2",
+                "--enrolment-secret", "any", "--profile", "default",
+            ], logPath: output)
+        defer { simulate.kill(SIGKILL) }
+        let status = await simulate.exitStatus(within: 60)
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(status == 1, "\(String(describing: status)) \(text)")
+        #expect(text.contains("only 0 of 2 devices connected") && text.contains("--port"), "\(text)")
+    }
+}
