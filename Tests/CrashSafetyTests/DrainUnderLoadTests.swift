@@ -61,12 +61,9 @@ import TestSupport
         let storeArguments = database.map { ["--set", "store.backend=postgres", "--set", "store.postgres.url=\($0)"] } ?? []
         let log = directory + "/gateway.log"
         let gateway = try GatewayProcess(
-            arguments: [
-                "serve", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
-                "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
-                "--set", "admin.port=0", "--set", "log.level=notice",
-                "--set", "log.modules=provider=info,devices=info,admin=info", "--set", "shutdown.grace_seconds=60",
-            ] + storeArguments, logPath: log)
+            arguments: GatewayProcess.serve(
+                dataDirectory: directory, ["--set", "shutdown.grace_seconds=60"] + storeArguments),
+            logPath: log)
         defer { gateway.kill(SIGKILL) }
         let ports = try await gateway.boundPorts(logPath: log)
         func ready() async -> Int? {

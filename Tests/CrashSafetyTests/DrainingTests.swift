@@ -13,18 +13,13 @@ import TestSupport
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
         .enabled(if: DrainingTests.curl != nil, "needs curl (apt-get install curl) to hold a request open"))
     func theAdminAPIAnswersWhileTheGatewayDrains() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-drain-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("pushgate-drain")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let log = directory + "/gateway.log"
         let gateway = try GatewayProcess(
-            arguments: [
-                "serve", "--ephemeral", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
-                "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
-                "--set", "admin.port=0", "--set", "log.level=notice",
-                "--set", "log.modules=provider=info,devices=info,admin=info", "--set", "shutdown.grace_seconds=60",
-            ], logPath: log)
+            arguments: GatewayProcess.serve(
+                dataDirectory: directory, ["--ephemeral", "--set", "shutdown.grace_seconds=60"]),
+            logPath: log)
         defer { gateway.kill(SIGKILL) }
         let ports = try await gateway.boundPorts(logPath: log)
         func get(_ path: String) async -> (status: Int, body: String)? {

@@ -88,9 +88,7 @@ func eventually(_ what: String, seconds: Int = 30, _ condition: () async throws 
 func gatewayDirectory(prefix: String, team: String, keyID: String, topic: String) throws
     -> (path: String, signer: ProviderTokenSigner)
 {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let directory = try temporaryDirectory(prefix)
     let key = P256.Signing.PrivateKey()
     let signer = ProviderTokenSigner(teamID: team, keyID: keyID, privateKey: key)
     try RegistryFiles.addKey(
@@ -99,4 +97,25 @@ func gatewayDirectory(prefix: String, team: String, keyID: String, topic: String
             environment: nil),
         to: directory + "/provider-keys.yaml")
     return (directory, signer)
+}
+
+extension GatewayProcess {
+    /// `serve` on loopback ports the kernel picks (read back with `boundPorts`), h2c only, plain device
+    /// port, logging what `boundPorts` reads; `extra` adds or overrides settings.
+    static func serve(dataDirectory: String, _ extra: [String] = []) -> [String] {
+        [
+            "serve", "--set", "data_dir=\(dataDirectory)", "--set", "provider.tls.enabled=false",
+            "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
+            "--set", "admin.port=0", "--set", "log.level=notice",
+            "--set", "log.modules=provider=info,devices=info,admin=info",
+        ] + extra
+    }
+}
+
+/// A new directory under the temporary directory; the caller removes it.
+func temporaryDirectory(_ prefix: String) throws -> String {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    return directory
 }

@@ -8,18 +8,11 @@ import TestSupport
 @Suite(.serialized) struct RefusedFleetTests {
     @Test(.enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"))
     func aWrongEnrolmentSecretIsRefusedWithItsFix() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-refused-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("pushgate-refused")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let log = directory + "/gateway.log"
         let gateway = try GatewayProcess(
-            arguments: [
-                "serve", "--ephemeral", "--set", "data_dir=\(directory)", "--set", "provider.tls.enabled=false",
-                "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
-                "--set", "admin.port=0", "--set", "log.level=notice",
-                "--set", "log.modules=provider=info,devices=info,admin=info",
-            ], logPath: log)
+            arguments: GatewayProcess.serve(dataDirectory: directory, ["--ephemeral"]), logPath: log)
         defer { gateway.kill(SIGKILL) }
         let ports = try await gateway.boundPorts(logPath: log)
 
@@ -44,9 +37,7 @@ import TestSupport
 
     @Test(.enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"))
     func aFleetWithNoGatewayFailsAfterItsTimeout() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-nogateway-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("pushgate-nogateway")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Port 1: nobody listens there.
         let output = directory + "/simulate.txt"
