@@ -18,17 +18,18 @@ SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=224
   --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0)
 (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
-sleep 2
+GW=$!
+wait_ready $GW 22497 "$WORK/serve.log"
 taskset -c 1 "$PG" simulate --profile default --port 22499 --devices "$DEVICES" --threads 1 --duration 3600 \
-  --tokens-file "$WORK/tokens.txt" > "$WORK/simulate.log" 2>&1 &
-START=$(date +%s)
-until [ -s "$WORK/tokens.txt" ] || [ $(( $(date +%s) - START )) -gt 120 ]; do sleep 1; done
-[ -s "$WORK/tokens.txt" ] || { echo "the devices did not all connect in 120 s"; exit 1; }
+  --data-dir "$WORK/data" --tokens-file "$WORK/tokens.txt" > "$WORK/simulate.log" 2>&1 &
+SIM=$!
+wait_tokens $SIM "$WORK/tokens.txt" "$WORK/simulate.log"
 for rate in "${RATES[@]}"; do
   taskset -c 1 "$PG" bench --url http://127.0.0.1:22498 --tokens "$WORK/tokens.txt" --rate "$rate" \
     --duration "$STEP" --connections 4 --streams 200 --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 \
     --key-id KEY1234567 --admin http://127.0.0.1:22497 --json "$WORK/rate-$rate.json" > "$WORK/rate-$rate.txt" 2>&1 \
-    || { echo "bench at $rate/s failed:"; cat "$WORK/rate-$rate.txt"; }
+    || { show_log "$WORK/rate-$rate.txt"; fail "pushgate bench at $rate/s failed"; }
+  kill -0 $SIM 2>/dev/null || { show_log "$WORK/simulate.log"; fail "the simulator exited at $rate/s"; }
   sleep 2
 done
 echo "Push rates — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores; gateway on core 0, $DEVICES devices and the generator on core 1; realistic mix, ${STEP}s per rate"
@@ -42,8 +43,10 @@ best = None
 for rate in rates:
     path = os.path.join(work, f"rate-{rate}.json")
     if not os.path.exists(path):
-        print(f"| {rate} | — | run failed | | | | |"); continue
+        sys.exit(f"bench-rates.sh: no figures for {rate}/s")
     r = json.load(open(path))
+    if r["acceptedPerSecond"] <= 0:
+        sys.exit(f"bench-rates.sh: no push accepted at {rate}/s")
     l, g = r["latency"], r.get("gateway") or {}
     e = g.get("acceptToDeviceAck") or {}
     errors = sum(r["rejected"].values()) + sum(r["failed"].values())

@@ -18,18 +18,21 @@ SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=223
 (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
 JWT=$("$PG" keys token --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
-sleep 2
-taskset -c 1 "$PG" simulate --profile default --port 22399 --devices "$DEVICES" --threads 1 --duration $((SECONDS_ + 120)) \
-  --tokens-file "$WORK/tokens.txt" > "$WORK/simulate.log" 2>&1 &
-START=$(date +%s)
-until [ -s "$WORK/tokens.txt" ] || [ $(( $(date +%s) - START )) -gt 120 ]; do sleep 1; done
+GW=$!
+wait_ready $GW 22397 "$WORK/serve.log"
+taskset -c 1 "$PG" simulate --profile default --port 22399 --devices "$DEVICES" --threads 1 --duration $((SECONDS_ + 240)) \
+  --data-dir "$WORK/data" --tokens-file "$WORK/tokens.txt" > "$WORK/simulate.log" 2>&1 &
+SIM=$!
+wait_tokens $SIM "$WORK/tokens.txt" "$WORK/simulate.log"
 cut -d' ' -f1 "$WORK/tokens.txt" | sed 's#^#http://127.0.0.1:22398/3/device/#' > "$WORK/uris.txt"
 printf '{"aps":{"alert":{"title":"Load","body":"an alerting push"}}}' > "$WORK/alert.json"
 taskset -c 1 h2load -c $CLIENTS -m 10 --rps $((RATE / CLIENTS)) -D "$SECONDS_" -d "$WORK/alert.json" \
   -H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: alert" \
-  -i "$WORK/uris.txt" --log-file "$WORK/h2load.log" > "$WORK/h2load.out" 2>&1 || true
+  -i "$WORK/uris.txt" --log-file "$WORK/h2load.log" > "$WORK/h2load.out" 2>&1 \
+  || { show_log "$WORK/h2load.out"; fail "h2load failed"; }
 sleep 2
-COUNTERS=$("$PG" lookup counters "${SETTINGS[@]}")
+kill -0 $SIM 2>/dev/null || { show_log "$WORK/simulate.log"; fail "the simulator exited during the run"; }
+COUNTERS=$("$PG" lookup counters "${SETTINGS[@]}") || { show_log "$WORK/serve.log"; fail "cannot read the gateway's counters"; }
 echo "End to end — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); gateway on core 0, devices and h2load on core 1"
 echo
 python3 - "$WORK/h2load.log" "$WORK/h2load.out" "$DEVICES" "$RATE" <<PY
@@ -39,8 +42,12 @@ ok = sum(1 for l in open(sys.argv[1]) if len(l.split()) >= 3 and l.split()[1] ==
 out = open(sys.argv[2]).read()
 rps = re.search(r"finished in .*?, ([\d.]+) req/s", out)
 pct = lambda p: lat[min(len(lat) - 1, int(len(lat) * p))] / 1000 if lat else float("nan")
+if not lat or not rps:
+    sys.exit("end-to-end.sh: h2load answered no request")
 c = json.loads('''$COUNTERS''')
 e2e = c["acceptToDeviceAckMicroseconds"]
+if ok == 0 or e2e["count"] == 0 or c["hub"]["delivered"] == 0:
+    sys.exit(f"end-to-end.sh: {ok} pushes answered 200, {e2e['count']} acknowledged by a device: no figure")
 print("| devices | target rate | achieved | 200s | POST p50 / p99 ms | accept→device ack p50 / p90 / p99 / max ms | delivered |")
 print("|---|---|---|---|---|---|---|")
 print(f"| {sys.argv[3]} | {sys.argv[4]}/s | {float(rps.group(1)) if rps else 0:.0f}/s | {ok} | {pct(.5):.2f} / {pct(.99):.2f} | "

@@ -5,10 +5,12 @@
 # time, events per second and peak resident memory (GNU time), and per device above a 1-device run's.
 # Fails (non-zero) if a run fails or prints no figure.
 # Usage: Benchmarks/forecast.sh [devices, default 100000] [large fleet, default 1000000; 0 skips it]
+#        [devices per search variant, default 10000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEVICES=${1:-100000}
 LARGE=${2:-1000000}
+SEARCHED=${3:-10000}
 # shellcheck source=Benchmarks/release.sh
 source Benchmarks/release.sh
 command -v /usr/bin/time >/dev/null || { echo "forecast.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
@@ -40,10 +42,11 @@ row "$DEVICES iPhones, a day, 1 thread" "$DEVICES" --threads 1
 row "$DEVICES iPhones, a day, $CORES threads" "$DEVICES" --threads "$CORES"
 if [ "$LARGE" -gt 0 ]; then row "$LARGE iPhones, a day, $CORES threads" "$LARGE" --threads "$CORES"; fi
 start=$(date +%s.%N)
-"$PG" forecast --devices 10000 --threads "$CORES" --search app.com.example.news.announce=silent,silent_and_alert,none \
-  --search app.com.example.news.fetch=minimum,3600 --search policy.budget.capacity=2,3,5,8 > "$WORK/search.txt"
+"$PG" forecast --devices "$SEARCHED" --threads "$CORES" --search app.com.example.news.announce=silent,silent_and_alert,none \
+  --search app.com.example.news.fetch=minimum,3600 --search policy.budget.capacity=2,3,5,8 > "$WORK/search.txt" \
+  || { cat "$WORK/search.txt" >&2; echo "forecast.sh: the search failed" >&2; exit 1; }
 end=$(date +%s.%N)
 grep -q "Pareto front" "$WORK/search.txt" || { echo "forecast.sh: the search printed no front" >&2; cat "$WORK/search.txt" >&2; exit 1; }
-echo "| --search, 24 variants of 10000 iPhones, $CORES threads | $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f s", b - a}') | | | |"
+echo "| --search, 24 variants of $SEARCHED iPhones, $CORES threads | $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f s", b - a}') | | | |"
 echo
 sed -n '/^| variant/,$p' "$WORK/search.txt"

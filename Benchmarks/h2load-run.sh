@@ -23,7 +23,9 @@ for line in open(sys.argv[1]):
 lat.sort()
 out = open(sys.argv[2]).read()
 rps = re.search(r"finished in .*?, ([\d.]+) req/s", out)
-def pct(p): return lat[min(len(lat) - 1, int(len(lat) * p))] / 1000 if lat else float("nan")
+if not lat or not rps or ok == 0:
+    sys.exit(f"h2load: {len(lat)} requests answered, {ok} with 200 (see {sys.argv[2]})")
+def pct(p): return lat[min(len(lat) - 1, int(len(lat) * p))] / 1000
 print(f"{float(rps.group(1)) if rps else 0:.0f} {pct(0.50):.2f} {pct(0.99):.2f} {ok} {len(lat)}")
 PY
 }

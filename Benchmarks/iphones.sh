@@ -17,8 +17,11 @@ SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set devices.port=225
   --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0)
 (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
+wait_ready $! 22597 "$WORK/serve.log"
 taskset -c 0 "$PG" origin --port 22596 > "$WORK/origin.log" 2>&1 &
-sleep 2
+ORIGIN=$!
+for _ in $(seq 1 100); do curl -sf http://127.0.0.1:22596/manifest >/dev/null 2>&1 && break; sleep 0.1; done
+curl -sf http://127.0.0.1:22596/manifest >/dev/null || { show_log "$WORK/origin.log"; fail "the content server did not start"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 simulate() { # devices, seconds, tokens file, more flags (run in the background: `exec` keeps its PID)
@@ -27,26 +30,25 @@ simulate() { # devices, seconds, tokens file, more flags (run in the background:
     --origin http://127.0.0.1:22596 --provider http://127.0.0.1:22598 --key "$WORK/AuthKey_KEY1234567.p8" \
     --team-id TEAM123456 --key-id KEY1234567 --publish-every 0 --duration "$seconds" --tokens-file "$tokens" "$@"
 }
-wait_for() { local start; start=$(date +%s)
-  until [ -s "$1" ] || [ $(( $(date +%s) - start )) -gt 180 ]; do sleep 1; done
-  [ -s "$1" ] || { echo "the devices did not all install their apps in 180 s"; exit 1; }; }
 # The baseline: one device (the process, its threads, the HTTP client, the runtime's tables).
-simulate 1 30 "$WORK/one.txt" > "$WORK/one.log" 2>&1 &
+simulate 1 60 "$WORK/one.txt" > "$WORK/one.log" 2>&1 &
 ONE=$!
-wait_for "$WORK/one.txt"; sleep 5
+wait_tokens $ONE "$WORK/one.txt" "$WORK/one.log"; sleep "${SETTLE:-5}"
 BASE=$(rss $ONE)
 kill -INT $ONE; wait $ONE 2>/dev/null || true
 simulate "$DEVICES" $((3 * WATCH + 240)) "$WORK/tokens.txt" --json "$WORK/fleet.json" > "$WORK/simulate.log" 2>&1 &
 SIM=$!
 START=$(date +%s)
-wait_for "$WORK/tokens.txt"
+wait_tokens $SIM "$WORK/tokens.txt" "$WORK/simulate.log"
 INSTALLED_IN=$(( $(date +%s) - START ))
-sleep 10
+sleep "${SETTLE:-10}"
 IDLE_RSS=$(rss $SIM); T0=$(cpu $SIM); sleep "$WATCH"; T1=$(cpu $SIM)
-curl -s -X POST http://127.0.0.1:22596/publish > /dev/null
+curl -sf -X POST http://127.0.0.1:22596/publish > /dev/null || fail "the content server did not publish"
 T2=$(cpu $SIM); sleep "$WATCH"; T3=$(cpu $SIM)
 BUSY_RSS=$(rss $SIM)
 kill -INT $SIM; wait $SIM 2>/dev/null || true
+for figure in "$BASE" "$IDLE_RSS" "$BUSY_RSS" "$T0" "$T1" "$T2" "$T3"; do need "memory or CPU" "$figure"; done
+grep -q "^freshness at open" "$WORK/simulate.log" || { show_log "$WORK/simulate.log"; fail "the simulator printed no freshness table"; }
 HZ=$(getconf CLK_TCK)
 echo "Simulated iPhones — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores; gateway and origin on core 0, the simulator on core 1"
 echo

@@ -18,20 +18,21 @@ for tool in h2load python3 curl psql; do
   command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client python3 curl postgresql-client)"; exit 1; }
 done
 
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
-WORK=$(mktemp -d)
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
 DB="pushgate_nodes_bench_$$"
-psql -q "$POSTGRES_URL" -c "CREATE DATABASE $DB"
+psql -q "$POSTGRES_URL" -c "CREATE DATABASE $DB" || fail "cannot create a database at $POSTGRES_URL"
 trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || true; rm -rf "$WORK"' EXIT
 URL="${POSTGRES_URL%/*}/$DB"
+# One fleet, one enrolment secret on every node.
+SECRET="nodes-bench-$$"
 
 node() { # name provider-port devices-port admin-port -> settings
   echo --set "data_dir=$WORK/$1" --set store.backend=postgres --set "store.postgres.url=$URL" \
     --set "store.postgres.node_id=$1" --set provider.tls.enabled=false --set "provider.h2c.port=$2" \
     --set "devices.port=$3" --set devices.tls.enabled=false --set "admin.port=$4" --set log.level=warning \
     --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0 \
-    --set devices.reload_seconds=0
+    --set devices.reload_seconds=0 --set "devices.enrolment_secret=$SECRET"
 }
 read -r -a A <<< "$(node node-a 23198 23199 23201)"
 read -r -a B <<< "$(node node-b 24198 24199 24201)"
@@ -40,18 +41,15 @@ mkdir -p "$WORK/node-a" "$WORK/node-b"
 cp "$WORK/node-a/provider-keys.yaml" "$WORK/node-b/"
 JWT=$("$PG" keys token --key "$WORK/node-a/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
 
-wait_ready() {
-  for _ in $(seq 1 600); do curl -sf "http://127.0.0.1:$1/ready" >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "node on admin port $1 not ready" >&2; return 1
-}
-"$PG" serve "${A[@]}" 2> "$WORK/node-a.log" & wait_ready 23201
-"$PG" serve "${B[@]}" 2> "$WORK/node-b.log" & wait_ready 24201
+"$PG" serve "${A[@]}" 2> "$WORK/node-a.log" &
+wait_ready $! 23201 "$WORK/node-a.log"
+"$PG" serve "${B[@]}" 2> "$WORK/node-b.log" &
+wait_ready $! 24201 "$WORK/node-b.log"
 
 # The devices register on node B, which owns them.
 "$PG" simulate --port 24199 --devices "$DEVICES" --profile default --apps com.example.app --tokens-file "$WORK/tokens.txt" \
-  --duration $((4 * (DURATION + WARMUP) + 30)) > "$WORK/simulate.log" 2>&1 &
-for _ in $(seq 1 600); do [ -s "$WORK/tokens.txt" ] && break; sleep 0.1; done
-[ -s "$WORK/tokens.txt" ] || { echo "the simulated devices did not register"; exit 1; }
+  --enrolment-secret "$SECRET" --duration $((4 * (DURATION + WARMUP) + 120)) > "$WORK/simulate.log" 2>&1 &
+wait_tokens $! "$WORK/tokens.txt" "$WORK/simulate.log"
 sleep 1  # node A hears of the last tokens
 
 printf '{"aps":{"alert":{"title":"Bench","body":"an alert for a device on the other node"}}}' > "$WORK/body.json"
@@ -75,11 +73,15 @@ echo "|---|---|---|---|---|---|---|"
 for target in node-b node-a; do
   port=$([ $target = node-a ] && echo 23198 || echo 24198)
   sed "s#^\([0-9a-f]*\) .*#http://127.0.0.1:$port/3/device/\1#" "$WORK/tokens.txt" > "$WORK/uris-$target.txt"
-  read -r out_a _ _ _ <<< "$(counters 23201)"
-  read -r _ in_b delivered_b _ <<< "$(counters 24201)"
-  read -r rps p50 p99 ok n <<< "$(run "$target" "$WORK/uris-$target.txt" "$SHAPE")"
-  read -r out_a2 _ _ _ <<< "$(counters 23201)"
-  read -r _ in_b2 delivered_b2 _ <<< "$(counters 24201)"
+  a=$(counters 23201) && b=$(counters 24201) || fail "cannot read the nodes' counters"
+  read -r out_a _ _ _ <<< "$a"
+  read -r _ in_b delivered_b _ <<< "$b"
+  result=$(run "$target" "$WORK/uris-$target.txt" "$SHAPE")
+  read -r rps p50 p99 ok n <<< "$result"
+  a=$(counters 23201) && b=$(counters 24201) || fail "cannot read the nodes' counters"
+  read -r out_a2 _ _ _ <<< "$a"
+  read -r _ in_b2 delivered_b2 _ <<< "$b"
+  [ "$ok" -gt 0 ] && [ $((delivered_b2 - delivered_b)) -gt 0 ] || fail "$target: $ok pushes answered 200, $((delivered_b2 - delivered_b)) delivered"
   label=$([ $target = node-a ] && echo "node A (routed to B)" || echo "node B (the owner)")
   echo "| $label | $rps | $p50 | $p99 | $ok / $n | $((out_a2 - out_a)) / $((in_b2 - in_b)) | $((delivered_b2 - delivered_b)) |"
 done

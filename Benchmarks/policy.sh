@@ -5,8 +5,9 @@
 # which spares a TLB miss on most random state lookups. Usage: Benchmarks/policy.sh [states] [events]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product PolicyBenchmark >&2
-BIN="$(swift build -c release --show-bin-path)/PolicyBenchmark"
+CONFIGURATION=${BENCH_CONFIGURATION:-release}  # debug: `run-all.sh smoke`
+swift build -c "$CONFIGURATION" --product PolicyBenchmark >&2
+BIN="$(swift build -c "$CONFIGURATION" --show-bin-path)/PolicyBenchmark"
 echo "Policy benchmark — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), pinned to core 0"
 echo "## 4 KiB pages"
 taskset -c 0 "$BIN" "${1:-1000000}" "${2:-5000000}"

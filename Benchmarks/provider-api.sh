@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}
-WARMUP=2
+WARMUP=${WARMUP:-2}
 TOKENS=1000
 PG_PORT=22198
 NG_PORT=22199
@@ -43,10 +43,12 @@ sed "s#^#http://127.0.0.1:$NG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-ur
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/pushgate.log" &
 PG_PID=$!
 taskset -c 0 nghttpd --no-tls -d "$WORK/docroot" -n 1 $NG_PORT 2> "$WORK/nghttpd.log" &
-for _ in $(seq 1 50); do
-  (exec 3<>/dev/tcp/127.0.0.1/$PG_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$NG_PORT) 2>/dev/null && break
+listening=
+for _ in $(seq 1 100); do
+  (exec 3<>/dev/tcp/127.0.0.1/$PG_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$NG_PORT) 2>/dev/null && { listening=1; break; }
   sleep 0.2
 done
+[ -n "$listening" ] || { show_log "$WORK/pushgate.log"; show_log "$WORK/nghttpd.log"; fail "pushgate or nghttpd did not listen in 20 s"; }
 
 HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
 
@@ -60,8 +62,10 @@ echo
 echo "| shape | server | requests/s | p50 ms | p99 ms | 200s / answered (latency pass) |"
 echo "|---|---|---|---|---|---|"
 for shape in "${SHAPES[@]}"; do
-  read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$(run nghttpd "$WORK/ng-uris.txt" "$shape")"
-  read -r pg_rps pg_p50 pg_p99 pg_ok pg_n <<< "$(run pushgate "$WORK/pg-uris.txt" "$shape")"
+  ng=$(run nghttpd "$WORK/ng-uris.txt" "$shape") || fail "nghttpd, $shape: no figure"
+  pg=$(run pushgate "$WORK/pg-uris.txt" "$shape") || { show_log "$WORK/pushgate.log"; fail "pushgate, $shape: no figure"; }
+  read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$ng"
+  read -r pg_rps pg_p50 pg_p99 pg_ok pg_n <<< "$pg"
   echo "| \`$shape\` | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
   echo "| \`$shape\` | pushgate | $pg_rps | $pg_p50 | $pg_p99 | $pg_ok / $pg_n |"
   python3 -c "print('| \`$shape\` | **ratio** | **%.2f ×** | | | |' % ($pg_rps / max(1, $ng_rps)))"

@@ -1,8 +1,44 @@
 # Sourced by the benchmark scripts (from the repository's root): the descriptor limit raised to the
-# hard one, the release binary built and in $PG, and a work directory in $WORK that is removed, with
-# the script's background jobs stopped, on exit.
+# hard one; the binary built and in $PG (release; `BENCH_CONFIGURATION=debug`, as `run-all.sh smoke`
+# sets, takes the debug build the tests use); a work directory in $WORK that is removed, with the
+# script's background jobs stopped, on exit; and the checks that make a script fail with its reason
+# instead of printing a wrong figure.
 ulimit -n "$(ulimit -Hn)"
-swift build -c release --product pushgate >&2
-PG="$(swift build -c release --show-bin-path)/pushgate"
+CONFIGURATION=${BENCH_CONFIGURATION:-release}
+swift build -c "$CONFIGURATION" --product pushgate >&2
+PG="$(swift build -c "$CONFIGURATION" --show-bin-path)/pushgate"
 WORK=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+# fail MESSAGE…: the script's name and the reason on stderr, exit status 1.
+fail() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+# show_log FILE: its last lines on stderr (what a failed process said).
+show_log() { [ -f "$1" ] && { echo "--- last lines of $1:" >&2; tail -n 15 "$1" >&2; }; return 0; }
+
+# wait_ready PID ADMIN_PORT LOG: until the gateway answers /ready with 200 (up to 60 s); fails with its
+# log if it exits or does not get ready.
+wait_ready() {
+  local pid=$1 port=$2 log=$3
+  for _ in $(seq 1 600); do
+    curl -sf "http://127.0.0.1:$port/ready" >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || { show_log "$log"; fail "the gateway (admin port $port) exited before it was ready"; }
+    sleep 0.1
+  done
+  show_log "$log"; fail "the gateway (admin port $port) was not ready in 60 s"
+}
+
+# wait_tokens PID TOKENS LOG [SECONDS]: until the simulator has written its tokens file (every device
+# connected and installed its apps; default 180 s); fails with its log if it exits or runs out of time.
+wait_tokens() {
+  local pid=$1 tokens=$2 log=$3 seconds=${4:-180} start
+  start=$(date +%s)
+  until [ -s "$tokens" ]; do
+    kill -0 "$pid" 2>/dev/null || { show_log "$log"; fail "the simulator exited before every device connected"; }
+    [ $(( $(date +%s) - start )) -le "$seconds" ] || { show_log "$log"; fail "the devices did not all connect in $seconds s"; }
+    sleep 0.2
+  done
+}
+
+# need NAME VALUE: fails unless VALUE is a number (a figure the run should have produced).
+need() { [[ "$2" =~ ^-?[0-9]+([.][0-9]+)?$ ]] || fail "no figure for $1 (got '${2}')"; }

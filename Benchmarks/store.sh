@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}
 HELD=${2:-1000000}
-WARMUP=2
+WARMUP=${WARMUP:-2}
 TOKENS=1000
 PORT=22198
 ADMIN=22201
@@ -35,13 +35,6 @@ printf '{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refresh","
 # shellcheck source=Benchmarks/h2load-run.sh
 source Benchmarks/h2load-run.sh
 
-wait_ready() {
-  for _ in $(seq 1 600); do
-    curl -sf "http://127.0.0.1:$ADMIN/ready" >/dev/null 2>&1 && return 0
-    sleep 0.01
-  done
-  echo "gateway not ready" >&2; return 1
-}
 
 measure() { # name, then settings -> table row
   local name=$1; shift
@@ -55,8 +48,10 @@ measure() { # name, then settings -> table row
   sed "s#^#http://127.0.0.1:$PORT/3/device/#" "$data/tokens.txt" > "$data/uris.txt"
   taskset -c 0 "$PG" serve "${settings[@]}" 2> "$data/pushgate.log" &
   local pid=$!
-  wait_ready
-  read -r rps p50 p99 ok n <<< "$(run "$name" "$data/uris.txt" "$SHAPE")"
+  wait_ready $pid $ADMIN "$data/pushgate.log"
+  local result
+  result=$(run "$name" "$data/uris.txt" "$SHAPE") || { show_log "$data/pushgate.log"; fail "$name: no figure"; }
+  read -r rps p50 p99 ok n <<< "$result"
   local counters
   counters=$(curl -sf "http://127.0.0.1:$ADMIN/v1/counters" | python3 -c '
 import json, sys
@@ -80,7 +75,7 @@ measure sqlite-full --set store.backend=sqlite --set store.sqlite.synchronous=fu
 measure sqlite-normal --set store.backend=sqlite --set store.sqlite.synchronous=normal "${EXTRA[@]}"
 if [ -n "${POSTGRES_URL:-}" ]; then
   bench_db="pushgate_bench_$$"
-  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $bench_db"
+  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $bench_db" || fail "cannot create a database at $POSTGRES_URL"
   trap 'kill $(jobs -p) 2>/dev/null || true; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $bench_db WITH (FORCE)" || true; rm -rf "$WORK"' EXIT
   measure postgres --set store.backend=postgres --set "store.postgres.url=${POSTGRES_URL%/*}/$bench_db" "${EXTRA[@]}"
 fi
@@ -99,7 +94,7 @@ mkdir -p "$data"
 settings=(--set "data_dir=$data" "${COMMON[@]}")
 "$PG" serve "${settings[@]}" 2> "$data/first.log" &
 pid=$!
-wait_ready
+wait_ready $pid $ADMIN "$data/first.log"
 kill -TERM $pid; wait $pid || true
 python3 - "$data/pushgate.sqlite" "$HELD" <<'PY'
 import sqlite3, sys, uuid, time
@@ -124,10 +119,12 @@ PY
 start=$(date +%s.%N)
 "$PG" serve "${settings[@]}" 2> "$data/second.log" &
 pid=$!
-wait_ready
+wait_ready $pid $ADMIN "$data/second.log"
 end=$(date +%s.%N)
 # Resident memory, and how much of it is heap (anonymous) rather than the database file mapped in.
 RSS=$(awk '/VmRSS/ {r=$2} /RssAnon/ {a=$2} /RssFile/ {f=$2} END {print r " kB: " a " kB heap, " f " kB file"}' /proc/$pid/status 2>/dev/null || echo '?')
-restored=$(curl -sf "http://127.0.0.1:$ADMIN/v1/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["policy"]["heldNow"])')
+restored=$(curl -sf "http://127.0.0.1:$ADMIN/v1/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["policy"]["heldNow"])') \
+  || fail "cannot read the restarted gateway's counters"
+[ "$restored" -eq "$HELD" ] || fail "$restored of $HELD held notifications restored"
 kill -TERM $pid; wait $pid || true
 python3 -c "print(f'\nRecovery: {$HELD:,} held notifications in SQLite, start to /ready: {$end - $start:.2f} s ({$restored:,} held after restart; RSS ${RSS})')"

@@ -41,10 +41,8 @@ struct TokensCommand: AsyncParsableCommand {
                     DeviceToken((0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined())!
                 }
             }
-            for token in tokens {
-                try failing { try RegistryFiles.registerToken(token, bundleID: topic, in: configuration.tokensFile) }
-                print(token.hex)
-            }
+            try failing { try RegistryFiles.registerTokens(tokens, bundleID: topic, in: configuration.tokensFile) }
+            for token in tokens { print(token.hex) }
         }
     }
 

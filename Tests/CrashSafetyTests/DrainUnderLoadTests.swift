@@ -55,9 +55,7 @@ import TestSupport
             prefix: "pushgate-drainload", team: "DRAINTEAM1", keyID: "DRAINKEY01", topic: Self.topic)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tokens = (0..<16).map { n in DeviceToken(String(format: "%064x", 0xd2a1_0000 + n))! }
-        for token in tokens {
-            try RegistryFiles.registerToken(token, bundleID: Self.topic, in: directory + "/device-tokens.yaml")
-        }
+        try RegistryFiles.registerTokens(tokens, bundleID: Self.topic, in: directory + "/device-tokens.yaml")
         let storeArguments = database.map { ["--set", "store.backend=postgres", "--set", "store.postgres.url=\($0)"] } ?? []
         let log = directory + "/gateway.log"
         let gateway = try GatewayProcess(

@@ -50,6 +50,12 @@ import Testing
         #expect(
             try !RegistryFiles.unregisterToken(
                 DeviceToken(String(repeating: "b2", count: 32))!, at: UnixTime(milliseconds: 1), in: path))
+        // A batch in one write: the uninstalled token registered again is active, the others are added.
+        let more = ["c3", "d4"].map { DeviceToken(String(repeating: $0, count: 32))! }
+        try RegistryFiles.registerTokens([token] + more, bundleID: "com.b", in: path)
+        let loaded = try RegistryFiles.loadTokens(path, lengths: 64...64)
+        #expect(loaded.count == 3)
+        #expect(([token] + more).allSatisfy { loaded[$0] == .active(bundleID: "com.b") })
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

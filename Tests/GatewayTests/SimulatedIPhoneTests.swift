@@ -64,7 +64,10 @@ import Testing
         func state() async throws -> AppState? { try await shell.state(of: topic).get()?.state }
 
         // 1. A silent push wakes the app: manifest, then the item in a background session; the handler
-        //    is called in time (the gateway records the completion).
+        //    is called in time (the gateway records the completion). The origin holds the item (a stalled
+        //    server) from the start until the app has been reclaimed: the download cannot end before the
+        //    memory pressure, however slow the machine (it could end during the waits below).
+        origin.holdItems(true)
         origin.publish()
         let first = "5e0e3c3a-0000-4000-8000-000000000001"
         #expect(try await postSilent(first) == 200)
@@ -81,9 +84,6 @@ import Testing
                 if case .startTransfer(let request) = $0 { request.content == .item(version: 1) } else { false }
             }
         }
-        // The origin holds the item (a stalled server) until the app has been reclaimed: the download
-        // cannot end before the memory pressure, however slow the machine.
-        origin.holdItems(true)
         try await eventually("the app is suspended") { try await state() == .suspended }
 
         // 2. The system reclaims the app while the download runs; the download goes on, and when it
