@@ -62,13 +62,12 @@ public struct IOSProfile: Sendable, Equatable {
         return profile
     }()
 
-    /// The profile for `ios: n`: the newest generation at or below n (6 for anything older).
+    /// The iOS generations modelled (docs/device-runtime.md), each with its rules: a profile's `ios`.
+    public static let versions: [(major: Int, profile: IOSProfile)] = [(6, ios6), (7, ios7), (13, ios13), (17, ios17)]
+
+    /// The generation `n` plays: the latest modelled one not after it (`versions`; a profile file may
+    /// only name one of them).
     public static func version(_ n: Int) -> IOSProfile {
-        switch n {
-        case ..<7: ios6
-        case 7..<13: ios7
-        case 13..<17: ios13
-        default: ios17
-        }
+        versions.last { $0.major <= n }?.profile ?? ios6
     }
 }

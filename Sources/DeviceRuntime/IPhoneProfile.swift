@@ -38,7 +38,10 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
 
     /// What is wrong with it, naming the key; nil when valid.
     public func problem() -> String? {
-        if !(2...99).contains(ios) { return "ios: expected an iOS major version such as 6, 7, 13 or 17, got \(ios)" }
+        if !IOSProfile.versions.contains(where: { $0.major == ios }) {
+            let known = IOSProfile.versions.map { String($0.major) }.joined(separator: ", ")
+            return "ios: expected one of \(known) (the iOS generations docs/device-runtime.md models), got \(ios)"
+        }
         if apps.isEmpty { return "apps: at least one app" }
         var seen: Set<String> = []
         for (index, app) in apps.enumerated() {

@@ -216,6 +216,10 @@ public struct UserProfile: Sendable, Equatable, Decodable {
             ?? defaults.location_changes_per_day
     }
 
+    /// No habits and no extra opens: valid in a file (a command's `--opens-per-hour` may add opens), but
+    /// a fleet of such users never opens its apps (`IPhoneMix` refuses it, naming both ways out).
+    public var neverOpens: Bool { habit_hours.isEmpty && extra_opens_per_day == 0 }
+
     /// What is wrong with it, naming the key; nil when valid.
     public func problem() -> String? {
         if habit_hours.contains(where: { !(0..<24).contains($0) }) { return "habit_hours: each must be from 0 to 24" }
@@ -233,9 +237,6 @@ public struct UserProfile: Sendable, Equatable, Decodable {
                 "extra_opens_per_day, habit_shift_hours, habit_jitter_minutes, location_changes_per_day: must not be negative"
         }
         if !(0...24).contains(low_power_hours_per_day) { return "low_power_hours_per_day: must be from 0 to 24" }
-        if habit_hours.isEmpty && extra_opens_per_day == 0 {
-            return "habit_hours is empty and extra_opens_per_day is 0: the app is never opened"
-        }
         return nil
     }
 }

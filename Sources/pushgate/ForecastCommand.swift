@@ -134,11 +134,7 @@ struct ForecastCommand: AsyncParsableCommand {
     /// The configured scenario (before any variant).
     func scenario() throws -> ForecastScenario {
         let mix = try IPhoneMix(flag: iphones)
-        var counts = mix.counts(devices: devices)
-        for index in counts.indices { counts[index].profile.users.extra_opens_per_day += opensPerHour * 24 }
-        for kind in counts {
-            if let problem = kind.profile.users.problem() { throw ValidationError("--iphones \(kind.name): users.\(problem)") }
-        }
+        let counts = try mix.counts(devices: devices, opensPerHour: opensPerHour)
         let configuration = try failing { try config.load() }
         let publications = PublicationSchedule(everySeconds: publishEvery, hours: try publicationHours())
         var scenario = ForecastScenario(

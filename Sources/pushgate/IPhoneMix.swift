@@ -48,6 +48,23 @@ struct IPhoneMix {
         self.kinds = kinds
     }
 
+    /// Device counts by weight, each kind's users given `opensPerHour` extra opens; refuses a kind whose
+    /// users would then never open its apps.
+    func counts(devices: Int, opensPerHour: Double, option: String = "--iphones") throws -> [(
+        name: String, profile: IPhoneProfile, devices: Int
+    )] {
+        var counts = counts(devices: devices)
+        for index in counts.indices {
+            counts[index].profile.users.extra_opens_per_day += opensPerHour * 24
+            if counts[index].profile.users.neverOpens {
+                throw ValidationError(
+                    "\(option) \(counts[index].name): its users never open the app (users.habit_hours is empty and users.extra_opens_per_day is 0): give them either in the profile, or add opens with --opens-per-hour"
+                )
+            }
+        }
+        return counts
+    }
+
     /// Device counts by weight (largest remainder), each kind at least one when there are enough devices.
     func counts(devices: Int) -> [(name: String, profile: IPhoneProfile, devices: Int)] {
         let total = kinds.map(\.weight).reduce(0, +)

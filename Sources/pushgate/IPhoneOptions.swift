@@ -59,9 +59,7 @@ struct IPhoneOptions: ParsableArguments {
         IPhoneMix, [(name: String, profile: IPhoneProfile, devices: Int)]
     ) {
         let mix = try IPhoneMix(flag: iphones)
-        var counts = mix.counts(devices: devices)
-        for index in counts.indices { counts[index].profile.users.extra_opens_per_day += opensPerHour * 24 }
-        return (mix, counts)
+        return (mix, try mix.counts(devices: devices, opensPerHour: opensPerHour))
     }
 
     /// The content scenario and the fleet of iPhones that fetch from it (not started).

@@ -196,8 +196,6 @@ struct SimulateCommand: AsyncParsableCommand {
             await endpoint?.stop()
             throw error
         }
-        // The built-in server starts with a version; a server of the team's own publishes as it does.
-        if iphone.origin == nil { await scenario.publish() }
         scenario.run(
             fleet: fleet, strategies: mix.strategies,
             provider: target.map {
@@ -206,6 +204,9 @@ struct SimulateCommand: AsyncParsableCommand {
                     security: $0.tls ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
                     signer: signer)
             }, publishEvery: iphone.publishEvery ?? 300)
+        // The built-in server's first version, now that every app has its token and can be told of it (as
+        // in the demo); a server of the team's own publishes as it does.
+        if iphone.origin == nil { await scenario.publish() }
         var failure: (any Error)?
         do {
             try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }

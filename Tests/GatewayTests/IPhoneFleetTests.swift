@@ -62,6 +62,38 @@ import Yams
         #expect(message("news,\(clash.path)").contains("com.example.news is announced as silent in 'news'"))
     }
 
+    /// `ios` must be a generation the rules are written for; the file and the key are named.
+    @Test func anIOSVersionThatIsNotModelledIsRefusedNamingTheFileAndKey() throws {
+        for version in [5, 8, 99] {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("ios\(version)-\(UUID()).yaml")
+            try "ios: \(version)\napps:\n  - bundle_id: com.example.x\n".write(to: file, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: file) }
+            var message = ""
+            do { _ = try IPhoneMix(flag: file.path) } catch { message = "\(error)" }
+            #expect(message.contains("--iphones \(file.path): ios: expected one of 6, 7, 13, 17"), "\(message)")
+            #expect(message.contains("got \(version)"))
+        }
+    }
+
+    /// Users with no habits and no extra opens: refused naming both ways out, unless `--opens-per-hour`
+    /// gives them opens.
+    @Test func usersThatNeverOpenAreAcceptedWhenOpensPerHourOpensThem() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("idle-\(UUID()).yaml")
+        try "apps:\n  - bundle_id: com.example.idle\nusers:\n  habit_hours: []\n  extra_opens_per_day: 0\n".write(
+            to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let mix = try IPhoneMix(flag: file.path)
+        do {
+            _ = try mix.counts(devices: 10, opensPerHour: 0)
+            Issue.record("a fleet that never opens its app was accepted")
+        } catch {
+            #expect("\(error)".contains("its users never open the app"))
+            #expect("\(error)".contains("--opens-per-hour"))
+        }
+        let counts = try mix.counts(devices: 10, opensPerHour: 2)
+        #expect(counts.first?.profile.users.extra_opens_per_day == 48)
+    }
+
     /// A content server other than the built-in one: its versions are learnt from its manifest, and only
     /// those published after the watch began are announced.
     @Test func theManifestWatchLearnsVersionsAndAnnouncesOnlyNewOnes() async throws {
