@@ -108,14 +108,45 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let (_, committed, writes) = decideAndCommit(
             now: now, device: device, inserting: (notification, device, true), answeringOn: eventLoop,
             { $0.received(notification, device: device, now: now) }, actions: { $0 })
-        let reply = committed.map { IntakeReply.afterCommit($0) } ?? .now(.accepted)
-        if writes.contains(where: { $0.item.push === notification }) {
-            awaitingAck.withLock { pending in
-                if pending.count < Self.latencySampleLimit { pending[notification.id] = accepted }
-            }
+        guard let committed else {
+            // No store: nothing waits for a commit.
+            noteAwaitingAck(notification, accepted: accepted, in: writes)
+            write(writes)
+            return .now(.accepted)
         }
         write(writes)
-        return reply
+        // Written to the device only once durable: a push answered 500 because the store could not
+        // write it is never delivered (its provider, rightly, sends it again).
+        committed.whenComplete { [self] outcome in
+            if case .success = outcome {
+                settle(notification, device: device, stored: true, accepted: accepted)
+            } else {
+                settle(notification, device: device, stored: false, accepted: accepted)
+            }
+        }
+        return .afterCommit(committed)
+    }
+
+    /// The commit of a new push ended: its delivery is written (when the device's window lets it), or,
+    /// if the store could not write it, it is withdrawn from the queue and the policy.
+    private func settle(_ notification: PushNotification, device: DeviceID, stored: Bool, accepted: NIODeadline) {
+        let now = clock()
+        var writes: [HubCore.Write] = []
+        core.withLock { core in
+            core.settled(notification, device: device, stored: stored, now: now, writes: &writes)
+            core.noteResends(writes, now: now)
+        }
+        if !stored { hubCounters.withLock { $0.notStored += 1 } }
+        noteAwaitingAck(notification, accepted: accepted, in: writes)
+        write(writes)
+    }
+
+    /// A push written now: its device's ack closes its accept-to-ack latency.
+    private func noteAwaitingAck(_ notification: PushNotification, accepted: NIODeadline, in writes: [HubCore.Write]) {
+        guard writes.contains(where: { $0.item.push === notification }) else { return }
+        awaitingAck.withLock { pending in
+            if pending.count < Self.latencySampleLimit { pending[notification.id] = accepted }
+        }
     }
 
     // MARK: From device sessions
@@ -356,7 +387,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
             let actions = pick(result)
             var writes = core.pendingWrites
             core.pendingWrites = []
-            core.route(actions, device: device, now: now, slot: { registry.slot(of: $0) }, writes: &writes)
+            // A new push's delivery waits for the commit that answers its provider (`settle`).
+            let unstored = writer != nil && eventLoop != nil && inserting?.new == true ? inserting?.push.id : nil
+            core.route(
+                actions, device: device, now: now, slot: { registry.slot(of: $0) }, unstored: unstored,
+                writes: &writes)
             core.noteResends(writes, now: now)
             guard writer != nil else { return (result, writes, nil) }
             var budgets: [String: [AppBudget]] = [:]
@@ -541,6 +576,8 @@ public struct HubCounters: Sendable, Equatable, Codable {
     public var acknowledged = 0
     /// Pushes refused with 429 because their device had `maximumWaiting` not yet acknowledged.
     public var refusedQueueFull = 0
+    /// Pushes answered 500 because the store could not write them: withdrawn, never delivered.
+    public var notStored = 0
     /// Device sessions that ended.
     public var disconnections = 0
     public var keepAlives = 0

@@ -13,6 +13,9 @@ struct HubCore: Sendable {
     var policy: ThrottleEngine
     var deliveries: DeliveryQueues
     private(set) var sessions: [DeviceID: Session] = [:]
+    /// New pushes whose insert the store has not committed yet: a delivery of one, decided with it or
+    /// released later (an alert carrying a held push along), waits in its queue for `settled`.
+    private(set) var unstored: Set<APNsID> = []
     /// Writes an event produced before its policy actions were routed (a connection's queued pushes),
     /// for the hub to collect in the same lock.
     var pendingWrites: [Write] = []
@@ -107,21 +110,43 @@ struct HubCore: Sendable {
 
     /// Puts the policy's deliveries in their devices' queues (`device`, or the device of each push's
     /// token via `slot`); what the windows let through is written.
+    /// `unstored`: the push these actions were decided for, if its insert is not committed yet.
     mutating func route(
         _ actions: [PolicyAction], device: DeviceID?, now: UnixTime, slot: (DeviceToken) -> DeviceID?,
-        writes: inout [Write]
+        unstored: APNsID? = nil, writes: inout [Write]
     ) {
+        if let unstored { self.unstored.insert(unstored) }
         var items: [Outgoing] = []
         for action in actions {
             guard case .deliver(let push, let rule, let wake) = action,
                 let target = device ?? slot(push.deviceToken)
             else { continue }
             items.removeAll(keepingCapacity: true)
-            deliveries.enqueue(Outgoing(push: push, rule: rule, wake: wake), for: target, now: now, into: &items)
+            deliveries.enqueue(
+                Outgoing(push: push, rule: rule, wake: wake, durable: !isUnstored(push.id)), for: target, now: now,
+                into: &items)
             guard !items.isEmpty, let session = sessions[target] else { continue }
             for item in items { writes.append(Write(session: session, device: target, item: item)) }
         }
     }
+
+    /// The store's commit of `push` (accepted for `device`) ended: if it was stored, its delivery may be
+    /// written; if not, its provider is answered with an error and the queue and the policy forget it.
+    /// What the device's window lets through now is written either way.
+    mutating func settled(_ push: PushNotification, device: DeviceID, stored: Bool, now: UnixTime, writes: inout [Write]) {
+        unstored.remove(push.id)
+        var items: [Outgoing] = []
+        if stored {
+            deliveries.stored(push.id, for: device, now: now, into: &items)
+        } else {
+            _ = deliveries.withdraw(push.id, for: device, now: now, into: &items)
+            policy.withdraw(push.id, device: device, bundleID: push.bundleID, now: now)
+        }
+        guard let session = sessions[device] else { return }
+        writes += items.map { Write(session: session, device: device, item: $0) }
+    }
+
+    private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }
 
     /// Another node runs the device now: its session (to close), queue and policy state are let go; the
     /// held pushes are returned to hand over (the queue's are pending in the store for the new owner).

@@ -19,8 +19,49 @@ public final class StoreService: Service, Sendable {
     private struct State {
         var writing: Task<Void, Never>?
         var pruning: Task<Void, Never>?
-        var healthy = true
         var pruned = PruneResult(removed: 0, expired: 0)
+    }
+
+    /// Commit failures, logged at once and then at most once per `interval` with how many there were
+    /// since (a full disk fails every commit: one line per commit would flood the log); and the moment
+    /// the store writes again.
+    /// The store's health as `/ready` reads it: what the last commit and the last check said (shared
+    /// with the writer's callbacks).
+    final class Health: Sendable {
+        let log = Mutex(FailureLog())
+        /// The last pruning pass (the periodic check) failed, and no commit succeeded since.
+        let checkFailed = Mutex(false)
+    }
+
+    private let health: Health
+
+    struct FailureLog {
+        static let interval: Duration = .seconds(10)
+        var failingSince: ContinuousClock.Instant?
+        var lastLogged: ContinuousClock.Instant?
+        var unlogged = 0
+        var lostChanges = 0
+
+        /// A failure: whether to log now, with the failures and lost changes since the last line.
+        mutating func failed(changes: Int, at now: ContinuousClock.Instant) -> (failures: Int, changes: Int)? {
+            if failingSince == nil { failingSince = now }
+            unlogged += 1
+            lostChanges += changes
+            if let last = lastLogged, now - last < Self.interval { return nil }
+            lastLogged = now
+            defer {
+                unlogged = 0
+                lostChanges = 0
+            }
+            return (unlogged, lostChanges)
+        }
+
+        /// A commit succeeded: how long the store had been failing, if it was.
+        mutating func succeeded(at now: ContinuousClock.Instant) -> Duration? {
+            guard let since = failingSince else { return nil }
+            self = FailureLog()
+            return now - since
+        }
     }
 
     private let state = Mutex(State())
@@ -45,14 +86,37 @@ public final class StoreService: Service, Sendable {
         clock: @escaping @Sendable () -> UnixTime = UnixTime.now
     ) {
         self.backend = backend
-        self.writer = StoreWriter(backend: backend, onCommit: onCommit)
+        let health = Health()
+        self.health = health
+        let name = backend.kind
+        self.writer = StoreWriter(
+            backend: backend,
+            onCommit: { changes, elapsed in
+                onCommit(changes, elapsed)
+                health.checkFailed.withLock { $0 = false }
+                guard let failed = health.log.withLock({ $0.succeeded(at: .now) }) else { return }
+                logger.notice(
+                    "store writes again", metadata: ["backend": "\(name)", "failing_for": "\(failed)"])
+            },
+            onFailure: { error, changes in
+                guard let (count, lost) = health.log.withLock({ $0.failed(changes: changes, at: .now) }) else {
+                    return
+                }
+                logger.error(
+                    "store cannot write: the requests of each failed commit are answered 500 InternalServerError and their pushes are never delivered; /ready says 503 (store) until a commit succeeds",
+                    metadata: [
+                        "backend": "\(name)", "error": "\(error)", "failed_commits": "\(count)",
+                        "refused_changes": "\(lost)",
+                    ])
+            })
         self.settings = settings
         self.logger = logger
         self.clock = clock
     }
 
-    /// Whether the database answered the last check and the last commit succeeded (`/ready`).
-    public var isHealthy: Bool { state.withLock { $0.healthy } }
+    /// Whether the database answered the last check and the last commit succeeded (`/ready`): a
+    /// failed commit turns it false at once, the next one that succeeds true again.
+    public var isHealthy: Bool { !health.checkFailed.withLock { $0 } && !writer.isFailing }
     /// Totals of the pruning passes so far.
     public var pruned: PruneResult { state.withLock { $0.pruned } }
 
@@ -94,12 +158,11 @@ public final class StoreService: Service, Sendable {
     }
 
     private func pruneLoop() async {
-        var failuresSeen = 0
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(settings.pruneSeconds))
             if Task.isCancelled { return }
             let now = clock()
-            var healthy = true
+            var failed = false
             do {
                 let result = try await backend.prune(
                     finishedBefore: now.adding(seconds: -settings.retentionSeconds), now: now)
@@ -112,15 +175,10 @@ public final class StoreService: Service, Sendable {
                         "store pruned", metadata: ["removed": "\(result.removed)", "expired": "\(result.expired)"])
                 }
             } catch {
-                healthy = false
+                failed = true
                 logger.error("store pruning failed", metadata: ["error": "\(error)"])
             }
-            let failures = writer.figures.failures
-            if failures > failuresSeen {
-                healthy = false
-                failuresSeen = failures
-            }
-            state.withLock { $0.healthy = healthy }
+            health.checkFailed.withLock { $0 = failed }
         }
     }
 }

@@ -129,6 +129,27 @@ public struct AppThrottle: Sendable, Equatable {
         nextDue = min(nextDue, deadline.milliseconds + 1)
     }
 
+    /// A push the store could not write (its provider was answered with an error): forgotten, whether
+    /// held or paid for as a wake not yet written (its token is given back). Returns whether it was held.
+    public mutating func withdraw(_ id: APNsID, settings: PolicySettings) -> Bool {
+        var wasHeld = false
+        var wasSent = false
+        pending.removeAll { item in
+            switch item {
+            case .held(let entry) where entry.notification.id == id:
+                wasHeld = true
+                return true
+            case .sent(let sent) where sent == id:
+                wasSent = true
+                return true
+            default: return false
+            }
+        }
+        if wasSent, !tokens.isNaN { tokens = min(Float(settings.budgetCapacity), tokens + 1) }
+        compact()
+        return wasHeld
+    }
+
     /// The app was uninstalled (its token is unregistered): what it held can never be delivered.
     public mutating func uninstalled(into actions: inout [PolicyAction]) {
         pending.removeAll { item in

@@ -10,12 +10,17 @@ public struct Outgoing: Sendable, Equatable {
     /// How many times it was written to a connection of the device (more than once after a connection
     /// ended before its acknowledgement).
     public var sends: Int
+    /// Its notification is in the store (or there is no store). One that is not yet waits in the queue,
+    /// and the pushes behind it with it, until its commit: a push whose provider is answered with an
+    /// error because the store could not write it is withdrawn, never written to the device.
+    public var durable: Bool
 
-    public init(push: PushNotification, rule: Rule, wake: Bool, sends: Int = 0) {
+    public init(push: PushNotification, rule: Rule, wake: Bool, sends: Int = 0, durable: Bool = true) {
         self.push = push
         self.rule = rule
         self.wake = wake
         self.sends = sends
+        self.durable = durable
     }
 
     public var id: APNsID { push.id }
@@ -63,7 +68,7 @@ public struct DeliveryQueue: Sendable {
     /// The policy decided to deliver `item`: written now if the device is connected and the window has
     /// room, else it waits its turn.
     public mutating func enqueue(_ item: Outgoing, now: UnixTime, into writes: inout [Outgoing]) {
-        if isConnected, inFlight.count < window, head == waiting.count {
+        if item.durable, isConnected, inFlight.count < window, head == waiting.count {
             var item = item
             item.sends += 1
             if inFlight.isEmpty { progressAt = now }
@@ -88,6 +93,22 @@ public struct DeliveryQueue: Sendable {
         guard found != nil else { return nil }
         fill(now: now, into: &writes)
         return found
+    }
+
+    /// The store committed `id`'s notification: it may be written now (it and what waits behind it, as
+    /// far as the window lets them).
+    public mutating func stored(_ id: APNsID, now: UnixTime, into writes: inout [Outgoing]) {
+        if let index = waiting[head...].firstIndex(where: { $0.id == id }) { waiting[index].durable = true }
+        fill(now: now, into: &writes)
+    }
+
+    /// The store could not commit `id`'s notification (its provider was answered with an error): it is
+    /// taken out, never written. Returns it (nil if it is not here), with what may be written now.
+    public mutating func withdraw(_ id: APNsID, now: UnixTime, into writes: inout [Outgoing]) -> Outgoing? {
+        guard let index = waiting[head...].firstIndex(where: { $0.id == id && !$0.durable }) else { return nil }
+        let item = waiting.remove(at: index)
+        fill(now: now, into: &writes)
+        return item
     }
 
     /// A connection of the device was accepted: what waits is written, up to the window.
@@ -134,7 +155,7 @@ public struct DeliveryQueue: Sendable {
     private mutating func fill(now: UnixTime, into writes: inout [Outgoing]) {
         guard isConnected else { return }
         if inFlight.isEmpty { progressAt = now }
-        while inFlight.count < window, head < waiting.count {
+        while inFlight.count < window, head < waiting.count, waiting[head].durable {
             var item = waiting[head]
             head += 1
             item.sends += 1
@@ -194,6 +215,24 @@ public struct DeliveryQueues: Sendable {
 
     public mutating func connected(_ device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
         queues[device, default: DeliveryQueue(window: window)].connected(now: now, into: &writes)
+    }
+
+    /// `DeliveryQueue.stored` for `device`'s queue.
+    public mutating func stored(_ id: APNsID, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
+        guard var queue = queues[device] else { return }
+        queue.stored(id, now: now, into: &writes)
+        store(queue, for: device)
+    }
+
+    /// `DeliveryQueue.withdraw` for `device`'s queue.
+    public mutating func withdraw(
+        _ id: APNsID, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]
+    ) -> Outgoing? {
+        guard var queue = queues[device] else { return nil }
+        let found = queue.withdraw(id, now: now, into: &writes)
+        if found != nil { totalCount -= 1 }
+        store(queue, for: device)
+        return found
     }
 
     /// Connected devices that acknowledged nothing of what was written to them for `timeoutMilliseconds`.

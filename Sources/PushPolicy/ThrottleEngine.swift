@@ -364,6 +364,20 @@ public struct ThrottleEngine: Sendable {
         }
     }
 
+    /// The store could not write `id` (its provider was answered with an error): the policy forgets it, held
+    /// or paid for as a wake, so it is never delivered; the decision log says so.
+    public mutating func withdraw(_ id: APNsID, device: DeviceID, bundleID: String, now: UnixTime) {
+        if log.capacity > 0 { log.recordIfKnown(id, .notStored, at: now) }
+        guard let app = appIDs[bundleID] else { return }
+        var wasHeld = false
+        var none: [PolicyAction] = []
+        update(AppKey(device: device, app: app), now: now, actions: &none, createIfMissing: false) {
+            app, settings, _ in
+            wasHeld = app.withdraw(id, settings: settings)
+        }
+        if wasHeld { counters.heldNow -= 1 }
+    }
+
     /// Lets go of a device another node now runs the policy for (several nodes on one database): its
     /// apps' state is dropped here without any decision, and its held pushes are returned so the caller can
     /// hand them to the new owner (they stay pending in the store).

@@ -19,19 +19,29 @@ public final class StoreWriter: Sendable {
         var wakeScheduled = false
         var finishing = false
         var figures = CommitFigures()
+        /// The last commit failed (until one succeeds).
+        var failing = false
     }
 
     private let state = Mutex(State())
     /// Told of every commit: how many changes it carried and how long it took (the metrics).
     private let onCommit: @Sendable (_ changes: Int, _ elapsed: Duration) -> Void
+    /// Told of every failed commit: its error and how many changes it lost (their requests are answered
+    /// with the error).
+    private let onFailure: @Sendable (_ error: any Error, _ changes: Int) -> Void
 
     public init(
         backend: any StoreBackend,
-        onCommit: @escaping @Sendable (_ changes: Int, _ elapsed: Duration) -> Void = { _, _ in }
+        onCommit: @escaping @Sendable (_ changes: Int, _ elapsed: Duration) -> Void = { _, _ in },
+        onFailure: @escaping @Sendable (_ error: any Error, _ changes: Int) -> Void = { _, _ in }
     ) {
         self.backend = backend
         self.onCommit = onCommit
+        self.onFailure = onFailure
     }
+
+    /// Whether the last commit failed (none has succeeded since): the store cannot write.
+    public var isFailing: Bool { state.withLock { $0.failing } }
 
     /// Adds changes to the next commit, with no answer.
     ///
@@ -102,11 +112,18 @@ public final class StoreWriter: Sendable {
             do {
                 try await backend.commit(batch)
                 let elapsed = ContinuousClock.now - started
-                state.withLock { $0.figures.committed(batch.count, elapsed: elapsed) }
+                state.withLock {
+                    $0.figures.committed(batch.count, elapsed: elapsed)
+                    $0.failing = false
+                }
                 onCommit(batch.count, elapsed)
                 promises.forEach { $0.succeed() }
             } catch {
-                state.withLock { $0.figures.failures += 1 }
+                state.withLock {
+                    $0.figures.failures += 1
+                    $0.failing = true
+                }
+                onFailure(error, batch.count)
                 promises.forEach { $0.fail(error) }
             }
         }

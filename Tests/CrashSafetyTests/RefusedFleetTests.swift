@@ -31,7 +31,8 @@ import TestSupport
             #expect(text.contains("auth_failed"), "\(mode): \(text)")
             #expect(text.contains("--enrolment-secret") && text.contains("devices.enrolment_secret"), "\(mode): \(text)")
             #expect(!text.contains("connected -"), "a negative count: \(text)")
-            #expect(text.contains("refused 4 (auth_failed)"), "\(mode): \(text)")
+            // The fleet ends at the first refusal it sees: how many of the four were refused by then varies.
+            #expect(text.range(of: #"refused [1-4] \(auth_failed\)"#, options: .regularExpression) != nil, "\(mode): \(text)")
         }
     }
 

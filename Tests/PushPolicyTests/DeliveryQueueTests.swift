@@ -30,6 +30,40 @@ import Testing
         #expect(writes.count == 1)
     }
 
+    /// A push whose insert is not committed waits, and what is behind it with it; stored, it is written;
+    /// withdrawn (the commit failed), it is never written and the next goes.
+    @Test mutating func aPushNotYetStoredWaitsForItsCommitAndAWithdrawnOneIsNeverWritten() {
+        var queue = DeliveryQueue(window: 4)
+        var writes: [Outgoing] = []
+        queue.connected(now: t0, into: &writes)
+        var three = items(3)
+        three[0].durable = false
+        three[1].durable = false
+        for item in three { queue.enqueue(item, now: t0, into: &writes) }
+        #expect(writes.isEmpty, "nothing overtakes a push waiting for its commit")
+        #expect(queue.count == 3)
+
+        queue.stored(three[0].id, now: t0, into: &writes)
+        #expect(writes.map(\.id) == [three[0].id], "the second still waits for its own commit")
+        writes = []
+        #expect(queue.withdraw(three[1].id, now: t0, into: &writes)?.id == three[1].id)
+        #expect(writes.map(\.id) == [three[2].id], "the withdrawn push is never written; the next goes")
+        #expect(queue.count == 2)
+        #expect(queue.withdraw(three[2].id, now: t0, into: &writes) == nil, "a stored push is not withdrawn")
+
+        // Across a reconnect: still not written until stored.
+        var later = items(1)[0]
+        later.durable = false
+        queue.enqueue(later, now: t0, into: &writes)
+        queue.disconnected()
+        writes = []
+        queue.connected(now: t0, into: &writes)
+        #expect(!writes.contains { $0.id == later.id })
+        writes = []
+        queue.stored(later.id, now: t0, into: &writes)
+        #expect(writes.map(\.id) == [later.id])
+    }
+
     @Test mutating func nothingIsWrittenWhileDisconnectedAndAllOfItInOrderOnConnect() {
         var queue = DeliveryQueue(window: 3)
         var writes: [Outgoing] = []

@@ -30,6 +30,27 @@ import Testing
         #expect(engine.counters.heldNow == 0)
     }
 
+    /// A push the store could not write is forgotten: a held one is never released, a wake paid for
+    /// gives its token back, and the decision log says why.
+    @Test mutating func aWithdrawnPushIsNeverReleasedAndAWakeGivesItsTokenBack() {
+        var engine = ThrottleEngine()
+        let silent = (0..<4).map { _ in pushes.make(.silent, bundle: "com.news") }
+        var woken: [APNsID] = []
+        for push in silent { woken += engine.received(push, device: 1, now: t0).deliveredIDs }
+        #expect(engine.counters.heldNow == 1)
+        let held = silent.first { !woken.contains($0.id) }!
+        engine.withdraw(held.id, device: 1, bundleID: "com.news", now: t0)
+        #expect(engine.counters.heldNow == 0)
+        let actions = engine.received(pushes.make(.alerting, bundle: "com.news"), device: 1, now: t0.plus(minutes: 1))
+        #expect(!actions.deliveredIDs.contains(held.id), "withdrawn: never released")
+        #expect(engine.log.journey(of: held.id).last?.event == .notStored)
+
+        // A wake withdrawn before it was written: its token is back, so the next silent push wakes too.
+        engine.withdraw(woken[0], device: 1, bundleID: "com.news", now: t0.plus(minutes: 1))
+        let next = engine.received(pushes.make(.silent, bundle: "com.news"), device: 1, now: t0.plus(minutes: 1))
+        #expect(next.delivered.map(\.1) == [.onBudget])
+    }
+
     @Test mutating func aReleasedDeviceHandsOverItsHeldPushesAndStartsAfresh() {
         var engine = ThrottleEngine()
         let silent = (0..<5).map { _ in pushes.make(.silent) }
