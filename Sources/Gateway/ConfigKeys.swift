@@ -135,6 +135,14 @@ public enum ConfigKeys {
             "provider.http2.connection_window_bytes", "1048576", in: 65535...Int(Int32.max),
             "Receive window kept open per provider connection.", to: \.provider.http2.connectionWindowSize),
         .int(
+            "provider.http2.output_limit_bytes", "1048576", in: 65536...(1 << 30),
+            "Answers written to a provider connection and not yet taken by its socket, past which the gateway stops reading that connection's requests until the client reads (resuming at half); what one connection may hold in memory.",
+            to: \.provider.http2.outputLimitBytes),
+        .int(
+            "provider.http2.stalled_close_seconds", "30", in: 0...86400,
+            "A provider connection whose reading has been stopped this long (its client reads nothing of its answers) is closed; 0: never.",
+            to: \.provider.http2.stalledCloseSeconds),
+        .int(
             "provider.handshake_timeout_seconds", "5", in: 1...3600,
             "A provider connection that has not finished its TLS handshake and HTTP/2 preface within this time is closed."
         ) {

@@ -15,8 +15,15 @@ import PushModel
 /// the largest payload a push type allows); END_STREAM → the body is decided and the notification handed
 /// to the intake; the response is one HEADERS frame (200) or HEADERS + one JSON DATA frame (error).
 /// A problem with one stream is answered on that stream only.
-final class ProviderConnectionHandler: ChannelInboundHandler {
+///
+/// A client that does not read its answers is bounded: once what was written to the connection and not
+/// taken by its socket passes `provider.http2.output_limit_bytes` (the channel turns unwritable), the
+/// handler stops asking for reads, so the client's further requests wait in its own buffers rather than
+/// the gateway's; reading resumes when the output drains to half. A connection stopped for
+/// `stalled_close_seconds` is closed.
+final class ProviderConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     private enum Phase {
@@ -71,6 +78,10 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
     private var windowOpened = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var idleCheck: Scheduled<Void>?
+    /// A read asked for while the output was over its limit, held until it drains.
+    private var readHeld = false
+    /// Closes the connection if its output stays over the limit (armed when reading stops).
+    private var stalledClose: Scheduled<Void>?
     private var random = FastRandom()
 
     init(context: ProviderContext, logger: Logger) {
@@ -90,7 +101,41 @@ final class ProviderConnectionHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
+    // MARK: Back-pressure
+
+    func read(context: ChannelHandlerContext) {
+        guard !context.channel.isWritable else { return context.read() }
+        guard !readHeld else { return }
+        readHeld = true
+        providerContext.metrics.stalled(closed: false)
+        let seconds = providerContext.settings.http2.stalledCloseSeconds
+        logger.debug("output over its limit: reading stopped", metadata: ["close_after_seconds": "\(seconds)"])
+        guard seconds > 0 else { return }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        stalledClose = context.eventLoop.scheduleTask(in: .seconds(seconds)) {
+            let (handler, context) = bound.value
+            handler.stalledClose = nil
+            guard handler.readHeld else { return }
+            handler.providerContext.metrics.stalled(closed: true)
+            handler.logger.notice(
+                "closing a provider connection that reads none of its answers",
+                metadata: ["stalled_seconds": "\(seconds)", "unanswered_streams": "\(handler.streams.count)"])
+            context.close(promise: nil)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, readHeld {
+            readHeld = false
+            stalledClose?.cancel()
+            stalledClose = nil
+            context.read()
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        stalledClose?.cancel()
         idleCheck?.cancel()
         streams.removeAll()
         awaitingCommits.removeAll()

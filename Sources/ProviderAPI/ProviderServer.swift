@@ -118,6 +118,11 @@ public final class ProviderServer: Service, Sendable {
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // Unwritable past the output limit: the connection handler stops reading (back-pressure).
+            .childChannelOption(
+                .writeBufferWaterMark,
+                value: .init(
+                    low: context.settings.http2.outputLimitBytes / 2, high: context.settings.http2.outputLimitBytes))
             .childChannelInitializer { [weak self] channel in
                 do {
                     try gate?.guardConnection(channel)

@@ -40,6 +40,11 @@ public struct HTTP2Limits: Sendable {
     public var idleTimeoutSeconds: Int64 = 3600
     /// The connection-level receive window the gateway keeps open.
     public var connectionWindowSize: Int = 1 << 20
+    /// Answers written and not yet taken by the client's socket, in bytes, past which the gateway stops
+    /// reading the connection's requests (back-pressure; reading resumes at half of it).
+    public var outputLimitBytes: Int = 1 << 20
+    /// A connection stopped that long (its client reads nothing) is closed; 0: never.
+    public var stalledCloseSeconds: Int64 = 30
 
     public init() {}
 

@@ -8,6 +8,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     case accepted = "pushgate_accepted_total"
     case malformedRequests = "pushgate_provider_malformed_requests_total"
     case refusedStreams = "pushgate_provider_refused_streams_total"
+    case stalledConnections = "pushgate_provider_stalled_connections_total"
     case pushTypeMismatches = "pushgate_push_type_mismatches_total"
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
@@ -54,6 +55,8 @@ public enum MetricName: String, CaseIterable, Sendable {
             "Notifications accepted although their apns-push-type does not match the payload (APNs may delay or drop them), by mismatch."
         case .refusedStreams:
             "Provider streams refused alone, the connection kept: over max_concurrent_streams (RST_STREAM REFUSED_STREAM) or max_header_list_size (431)."
+        case .stalledConnections:
+            "Provider connections whose unsent answers passed provider.http2.output_limit_bytes (a client that does not read): paused (the gateway stopped reading its requests) and closed (still stuck after provider.http2.stalled_close_seconds)."
         case .silentOutcomes:
             "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
         case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."

@@ -18,6 +18,9 @@ public final class ProviderMetrics: Sendable {
     private let mismatches: [Counter]
     /// Streams refused alone because they went over a limit, by `StreamRefusal` position.
     private let refusedStreams: [Counter]
+    /// Connections paused for not reading their answers, and closed for staying so.
+    private let stalledPaused: Counter
+    private let stalledClosed: Counter
     /// The same latencies counted per bucket of `durationBuckets` (and one past the last), for the live
     /// dashboard's percentiles (Prometheus' histogram cannot be read back).
     private let latencyCounts: Mutex<[Int]>
@@ -54,6 +57,10 @@ public final class ProviderMetrics: Sendable {
         refusedStreams = StreamRefusal.allCases.map {
             Counter(label: MetricName.refusedStreams.rawValue, dimensions: [("limit", $0.rawValue)], factory: factory)
         }
+        stalledPaused = Counter(
+            label: MetricName.stalledConnections.rawValue, dimensions: [("outcome", "paused")], factory: factory)
+        stalledClosed = Counter(
+            label: MetricName.stalledConnections.rawValue, dimensions: [("outcome", "closed")], factory: factory)
         latencyCounts = Mutex(Array(repeating: 0, count: Self.durationBuckets.count + 1))
         acceptedByKind = Self.types.flatMap { type in
             Self.classes.map { kind in
@@ -85,6 +92,9 @@ public final class ProviderMetrics: Sendable {
 
     /// A stream was refused alone for going over `limit`.
     public func refused(_ limit: StreamRefusal) { refusedStreams[StreamRefusal.allCases.firstIndex(of: limit)!].increment() }
+
+    /// A connection's reading stopped for its unsent answers (`closed`: and it was closed for staying so).
+    public func stalled(closed: Bool) { (closed ? stalledClosed : stalledPaused).increment() }
 
     /// An accepted push whose type does not match its payload.
     public func mismatched(_ mismatch: PushTypeMismatch) {

@@ -206,11 +206,7 @@ public struct DeliveryQueues: Sendable {
     public mutating func acknowledged(
         _ id: APNsID, by device: DeviceID, now: UnixTime, into writes: inout [Outgoing]
     ) -> Outgoing? {
-        guard var queue = queues[device] else { return nil }
-        let found = queue.acknowledged(id, now: now, into: &writes)
-        if found != nil { totalCount -= 1 }
-        store(queue, for: device)
-        return found
+        taking(from: device) { $0.acknowledged(id, now: now, into: &writes) }
     }
 
     public mutating func connected(_ device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
@@ -228,8 +224,15 @@ public struct DeliveryQueues: Sendable {
     public mutating func withdraw(
         _ id: APNsID, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]
     ) -> Outgoing? {
+        taking(from: device) { $0.withdraw(id, now: now, into: &writes) }
+    }
+
+    /// Changes `device`'s queue with `take`, which returns the push it took out (counted) if any.
+    private mutating func taking(
+        from device: DeviceID, _ take: (inout DeliveryQueue) -> Outgoing?
+    ) -> Outgoing? {
         guard var queue = queues[device] else { return nil }
-        let found = queue.withdraw(id, now: now, into: &writes)
+        let found = take(&queue)
         if found != nil { totalCount -= 1 }
         store(queue, for: device)
         return found
