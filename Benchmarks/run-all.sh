@@ -59,6 +59,7 @@ smoke)
   section "Freshness in real time" bash Benchmarks/freshness.sh 50 10 5
   section "Forecast" bash Benchmarks/forecast.sh 50 0 10
   section "Store backends" bash Benchmarks/store.sh 1 2000
+  section "A provider connection that never reads" bash Benchmarks/never-reading.sh 5 1
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 1 50
   ;;
 quick)
@@ -79,6 +80,7 @@ full)
   section "Push rates (pushgate bench, realistic mix)" bash Benchmarks/bench-rates.sh 10000 10
   section "Forecast" bash Benchmarks/forecast.sh
   section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000
+  section "A provider connection that never reads" bash Benchmarks/never-reading.sh 60 2
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 8 1000
   ;;
 esac
