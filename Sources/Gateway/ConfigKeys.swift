@@ -143,6 +143,10 @@ public enum ConfigKeys {
             "A provider connection whose reading has been stopped this long (its client reads nothing of its answers) is closed; 0: never.",
             to: \.provider.http2.stalledCloseSeconds),
         .int(
+            "provider.http2.socket_send_buffer_bytes", "0", in: 0...(1 << 30),
+            "SO_SNDBUF of each provider connection; 0: the kernel's default, autotuned up to net.ipv4.tcp_wmem's maximum (answers the kernel holds for a client that does not read come on top of provider.http2.output_limit_bytes).",
+            to: \.provider.http2.socketSendBufferBytes),
+        .int(
             "provider.handshake_timeout_seconds", "5", in: 1...3600,
             "A provider connection that has not finished its TLS handshake and HTTP/2 preface within this time is closed."
         ) {

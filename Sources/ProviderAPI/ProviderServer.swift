@@ -126,6 +126,10 @@ public final class ProviderServer: Service, Sendable {
             .childChannelInitializer { [weak self] channel in
                 do {
                     try gate?.guardConnection(channel)
+                    let sendBuffer = context.settings.http2.socketSendBufferBytes
+                    if sendBuffer > 0 {
+                        try channel.syncOptions?.setOption(.socketOption(.so_sndbuf), value: .init(sendBuffer))
+                    }
                     let sync = channel.pipeline.syncOperations
                     if case .tls(let sslContext) = security {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))

@@ -45,6 +45,9 @@ public struct HTTP2Limits: Sendable {
     public var outputLimitBytes: Int = 1 << 20
     /// A connection stopped that long (its client reads nothing) is closed; 0: never.
     public var stalledCloseSeconds: Int64 = 30
+    /// SO_SNDBUF of each provider connection, in bytes; 0 leaves the kernel's default and its autotuning
+    /// (up to `net.ipv4.tcp_wmem`'s maximum). What the kernel holds comes before `outputLimitBytes` counts.
+    public var socketSendBufferBytes: Int = 0
 
     public init() {}
 

@@ -32,6 +32,10 @@ import Testing
                     "--set", "store.backend=memory", "--set", "provider.rate.device_token.per_second=0",
                     "--set", "provider.rate.team.per_second=0", "--set", "provider.http2.output_limit_bytes=65536",
                     "--set", "provider.http2.stalled_close_seconds=2",
+                    // The kernel's own send buffer (autotuned to 4 MiB) would otherwise hold ~80,000
+                    // answers before the gateway's bound counts one: fixed small, the pause comes after
+                    // a few thousand requests however slowly the gateway runs.
+                    "--set", "provider.http2.socket_send_buffer_bytes=16384",
                     // A client that never reads never learns the stream limit: high, so the output bound acts.
                     "--set", "provider.http2.max_concurrent_streams=1000000",
                 ]),
