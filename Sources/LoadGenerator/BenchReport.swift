@@ -4,19 +4,25 @@ import Foundation
 /// no scripts or fonts fetched: it opens offline).
 public enum BenchReport {
     public static func summary(_ result: BenchResult) -> String {
-        var lines: [String] = []
-        func row(_ name: String, _ value: String) {
-            lines.append(name.padding(toLength: 34, withPad: " ", startingAt: 0) + value)
-        }
+        let (title, rows) = summaryRows(result)
+        return ([title] + rows.map { row in
+            row.value.map { row.name.padding(toLength: 34, withPad: " ", startingAt: 0) + $0 } ?? row.name
+        }).joined(separator: "\n")
+    }
+
+    /// The summary's title and its rows (name, value; a row without a value heads a section, a name
+    /// indented with spaces details the row above), for the terminal and for the page's table.
+    static func summaryRows(_ result: BenchResult) -> (title: String, rows: [(name: String, value: String?)]) {
+        var rows: [(name: String, value: String?)] = []
+        func row(_ name: String, _ value: String) { rows.append((name, value)) }
         let scenario = result.scenario
         let shape =
             scenario.isOpenLoop
             ? "open loop, \(format(scenario.rate ?? 0))/s"
                 + (scenario.ramp_to.map { " ramping to \(format($0))/s" } ?? "")
             : "closed loop"
-        lines.append(
+        let title =
             "Pushgate bench — \(result.target), \(shape), \(scenario.effectiveConnections) connections × \(scenario.effectiveStreams) streams"
-        )
         row("duration", String(format: "%.1f s", result.seconds))
         row("sent", "\(result.sent)")
         row("accepted (200)", "\(result.accepted)  (\(format(result.acceptedPerSecond))/s)")
@@ -30,7 +36,7 @@ public enum BenchReport {
             String(format: "p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f", l.p50, l.p90, l.p99, l.p999, l.max))
         for kind in result.kinds { row("  \(kind.name)", "sent \(kind.sent), accepted \(kind.accepted)") }
         if let g = result.gateway {
-            lines.append("Gateway (difference of its counters over the run)")
+            rows.append(("Gateway (difference of its counters over the run)", nil))
             row("silent accepted", "\(g.silentAccepted)")
             row("  woken on budget", "\(g.wokenOnBudget)")
             row("  held, released with an alert", "\(g.releasedOnAlert)")
@@ -54,7 +60,7 @@ public enum BenchReport {
                         e.count))
             }
         }
-        return lines.joined(separator: "\n")
+        return (title, rows)
     }
 
     static func format(_ value: Double) -> String {
@@ -62,8 +68,7 @@ public enum BenchReport {
     }
 
     public static func html(_ result: BenchResult) -> String {
-        let escaped = summary(result).replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(
-            of: "<", with: "&lt;")
+        let (title, rows) = summaryRows(result)
         let throughput = chart(
             title: "Answers per second", unit: "/s",
             series: [
@@ -93,12 +98,12 @@ public enum BenchReport {
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>Pushgate bench — \(result.target)</title>
-            <style>body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
-            pre{background:#f6f6f6;padding:1em;overflow:auto}svg{display:block;margin:1em 0}
-            h1{font-size:1.3em}h2{font-size:1.1em}</style></head><body>
-            <h1>Pushgate bench — \(result.target)</h1>
+            <style>\(HTMLTable.style)</style></head><body>
+            <h1>Pushgate bench — \(HTMLTable.escape(result.target))</h1>
             <p>Started \(ISO8601DateFormatter().string(from: result.startedAt)), \(String(format: "%.1f", result.seconds)) s.</p>
-            <pre>\(escaped)</pre>
+            <h2>Summary</h2>
+            <p>\(HTMLTable.escape(title))</p>
+            \(HTMLTable.rows(rows))
             \(throughput)
             \(latency)
             \(curve)

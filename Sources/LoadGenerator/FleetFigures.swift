@@ -98,10 +98,9 @@ public struct FleetFigures: Codable, Sendable, Equatable {
                 }
             )
         }
-        let escaped = summary.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
         return """
             <h2>Freshness at open</h2>
-            <pre>\(escaped)</pre>
+            \(HTMLTable.fromMarkdown(summary))
             \(BenchReport.chart(title: "Fresh at open (share of opens so far), per kind of iPhone", unit: " %", series: series, xLabel: "second of the run"))
             \(BenchReport.chart(title: "Content age at open, p50 so far", unit: " s", series: ages, xLabel: "second of the run"))
             """
@@ -112,9 +111,7 @@ public struct FleetFigures: Codable, Sendable, Equatable {
         """
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><title>Pushgate simulate — freshness</title>
-        <style>body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
-        pre{background:#f6f6f6;padding:1em;overflow:auto}svg{display:block;margin:1em 0}
-        h1{font-size:1.3em}h2{font-size:1.1em}</style></head><body>
+        <style>\(HTMLTable.style)</style></head><body>
         <h1>Pushgate simulate — \(devices) iPhones</h1>
         \(htmlSection)
         </body></html>

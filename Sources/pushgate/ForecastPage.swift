@@ -19,50 +19,23 @@ enum ForecastPage {
         let wakes = series { result in result.hourlyWakesPerDevice.enumerated().map { (Double($0.offset), $0.element) } }
         let comparison =
             results.count > 1
-            ? "<h2>Variants</h2>" + table(ForecastCommand.comparison(names, results, front: front)) : ""
+            ? "<h2>Variants</h2>" + HTMLTable.fromMarkdown(ForecastCommand.comparison(names, results, front: front)) : ""
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>Pushgate forecast</title>
-            <style>body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:100%}
-            table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
-            td:first-child,th:first-child,td:nth-child(2){text-align:left}th{background:#f0f0f0}
-            .wrap{overflow-x:auto}svg{display:block;margin:1em 0;max-width:100%}h1{font-size:1.3em}h2{font-size:1.1em}
-            ul{color:#555}</style></head><body>
+            <style>\(HTMLTable.style)td:nth-child(2){text-align:left}</style></head><body>
             <h1>Pushgate forecast — \(first.devices) iPhones, \(ForecastResult.decimal(first.hours)) h of virtual time</h1>
-            <ul>\(first.settings.map { "<li>" + escape($0) + "</li>" }.joined())</ul>
+            <ul>\(first.settings.map { "<li>" + HTMLTable.escape($0) + "</li>" }.joined())</ul>
             \(comparison)
             <h2>Freshness at open\(results.count > 1 ? " (as configured)" : "")</h2>
-            <div class="wrap">\(table(first.report.text))</div>
+            \(HTMLTable.fromMarkdown(first.report.text))
             <h2>What it cost</h2>
-            <div class="wrap">\(table(first.costText))</div>
+            \(HTMLTable.fromMarkdown(first.costText))
             \(BenchReport.chart(title: "Fresh at open, hour by hour", unit: " %", series: fresh, xLabel: "hour of the run"))
             \(BenchReport.chart(title: "Pushes sent per device, hour by hour", unit: "", series: pushes, xLabel: "hour of the run"))
             \(BenchReport.chart(title: "Background wakes per device, hour by hour", unit: "", series: wakes, xLabel: "hour of the run"))
             <p>\(first.versionsPublished) versions published; \(first.events) events in \(ForecastResult.decimal(first.seconds)) s on \(first.threads) thread(s).</p>
             </body></html>
             """
-    }
-
-    /// A Markdown table (`| a | b |` lines, the second a separator) as an HTML table.
-    static func table(_ markdown: String) -> String {
-        var rows: [String] = []
-        var text: [String] = []
-        for (index, line) in markdown.split(separator: "\n").enumerated() {
-            guard line.hasPrefix("|") else {
-                text.append("<p>" + escape(String(line)) + "</p>")
-                continue
-            }
-            if line.hasPrefix("|---") || line.hasPrefix("|:--") { continue }
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
-                .map { escape($0.trimmingCharacters(in: .whitespaces)) }
-            let tag = index == 0 ? "th" : "td"
-            rows.append("<tr>" + cells.map { "<\(tag)>\($0)</\(tag)>" }.joined() + "</tr>")
-        }
-        return "<table>" + rows.joined() + "</table>" + text.joined()
-    }
-
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
     }
 }
