@@ -29,17 +29,14 @@ import TestSupport
 
         // A request whose body never ends (curl uploading from a pipe kept open) holds the drain.
         let input = Pipe()
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: Self.curl!)
-        client.arguments = [
-            "--http2-prior-knowledge", "-sS", "-o", "/dev/null", "-X", "POST", "-T", "-",
-            "http://127.0.0.1:\(ports.provider)/3/device/\(String(repeating: "ab", count: 32))",
-        ]
-        client.standardInput = input
-        client.standardOutput = FileHandle.nullDevice
-        client.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(client)
-        defer { client.terminate() }
+        let client = try ChildProcess(
+            Self.curl!,
+            [
+                "--http2-prior-knowledge", "-sS", "-o", "/dev/null", "-X", "POST", "-T", "-",
+                "http://127.0.0.1:\(ports.provider)/3/device/\(String(repeating: "ab", count: 32))",
+            ], stdin: .descriptor(input.fileHandleForReading.fileDescriptor))
+        try input.fileHandleForReading.close()
+        defer { client.kill(SIGTERM) }
         input.fileHandleForWriting.write(Data(#"{"aps":"#.utf8))
         try await eventually("the request's connection is open") {
             guard let counters = await get("/v1/counters"),

@@ -17,30 +17,26 @@ final class GatewayProcess: @unchecked Sendable {
         return nil
     }()
 
-    let process = Process()
-    let log: FileHandle
+    let process: ChildProcess
 
     static let enrolment = "test-fleet-enrolment"
 
+    /// Starts the binary with `arguments`, its output and errors appended to `logPath`.
     init(arguments: [String], logPath: String) throws {
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.executableURL = URL(fileURLWithPath: Self.binary!)
         // Every gateway these tests start enrols devices with one known secret.
-        process.arguments = arguments.first == "serve"
+        let arguments =
+            arguments.first == "serve"
             ? arguments + ["--set", "devices.enrolment_secret=\(Self.enrolment)"] : arguments
-        process.standardError = log
-        process.standardOutput = log
-        try ProcessLaunch.run(process)
+        process = try ChildProcess(Self.binary!, arguments, stdout: .file(logPath), stderr: .file(logPath))
     }
 
-    func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+    func kill(_ signal: Int32) { process.kill(signal) }
 
-    /// Waits for the exit (bounded) and returns the status, or nil if it did not exit in time.
+    /// Waits for the exit (bounded) and returns the status (the exit code, or 128 + the signal), or nil
+    /// if it did not exit in time.
     func exitStatus(within seconds: Int) async -> Int32? {
         for _ in 0..<(seconds * 50) {
-            if !process.isRunning { return process.terminationStatus }
+            if let status = process.exitStatus { return status }
             try? await Task.sleep(for: .milliseconds(20))  // clock-ok: waiting for a real process, bounded
         }
         return nil

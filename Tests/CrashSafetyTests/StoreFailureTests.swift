@@ -5,6 +5,7 @@ import NIOPosix
 import ProviderClient
 import PushModel
 import Testing
+import TestSupport
 
 /// A store that cannot write: every push whose commit failed is answered 500 `InternalServerError` and
 /// never delivered (its provider sends it again, so a delivery would be a duplicate); `/ready` says 503
@@ -118,13 +119,13 @@ import Testing
 /// Another process (python3's sqlite3) holding a database's write lock (`BEGIN EXCLUSIVE`) until it is
 /// released; it writes `marker` once it holds the lock.
 final class SQLiteWriteLock: Sendable {
-    let process: Process
+    let process: ChildProcess
 
     init(database: String, marker: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
+        process = try ChildProcess(
+            "python3",
+            [
+            "-c",
             """
             import sqlite3, sys, time
             db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
@@ -133,14 +134,13 @@ final class SQLiteWriteLock: Sendable {
             while True: time.sleep(1)
             """,
             database, marker,
-        ]
-        try process.run()
+            ])
     }
 
     /// SIGKILL: the test process may ignore SIGTERM, and a child inherits that.
     func release() {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
+        process.kill(SIGKILL)
         process.waitUntilExit()
     }
 }

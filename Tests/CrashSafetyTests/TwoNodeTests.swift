@@ -176,7 +176,9 @@ import TestSupport
     func aKilledNodesDevicesAreTakenOverWithoutLoss() async throws {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("pushgate-kill-\(UUID().uuidString.prefix(8))").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Kept when a push is lost: the nodes' logs are the evidence.
+        var keepLogs = false
+        defer { if !keepLogs { try? FileManager.default.removeItem(atPath: directory) } }
         let url = try await TestPostgres.makeDatabase(prefix: "pushgate_kill")
         let key = P256.Signing.PrivateKey()
         let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
@@ -270,7 +272,22 @@ import TestSupport
             return toReturning.allSatisfy { seen.contains($0) }
         }
         let missing = toReturning.filter { !received.value.withLock { $0 }.contains($0) }
-        #expect(missing.isEmpty, "lost: \(missing.prefix(5)) of \(missing.count); log: \(b.log)")
+        if !missing.isEmpty {
+            // Where the first lost pushes stand on B, and what both nodes logged above info.
+            keepLogs = true
+            var evidence: [String] = []
+            for id in missing.prefix(3) {
+                let lookup = try? await AdminClient.get(
+                    host: "127.0.0.1", port: b.admin, path: "/v1/notifications/\(id)", token: nil)
+                evidence.append("\(id): \(lookup?.body ?? "no answer")")
+            }
+            for log in [a.log, b.log] {
+                let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+                    .filter { !$0.contains(" info ") }.suffix(25)
+                evidence.append("\(log):\n\(lines.joined(separator: "\n"))")
+            }
+            Issue.record("lost \(missing.count) of \(toReturning.count):\n\(evidence.joined(separator: "\n"))")
+        }
 
         // The device that stayed away: B took it over, and its pushes are decided (delivered before the
         // kill, or stored for the offline device), none left without a decision.

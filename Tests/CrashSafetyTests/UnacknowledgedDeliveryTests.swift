@@ -200,7 +200,7 @@ import TestSupport
     }
 
     func residentKilobytes(of process: GatewayProcess) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.process.processIdentifier)/status", encoding: .utf8),
+        guard let status = try? String(contentsOfFile: "/proc/\(process.process.pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
         else { return nil }
         return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +13,7 @@ final class HeadlessChromium: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
-    private let pid: pid_t
+    private let process: ChildProcess
     private let toBrowser: Int32
     private let fromBrowser: Int32
     private let profile: String
@@ -26,28 +27,15 @@ final class HeadlessChromium: @unchecked Sendable {
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
         guard pipe(&input) == 0, pipe(&output) == 0 else { throw Failure("pipe failed") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 3)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 4)
-        let devNull = Glibc.open("/dev/null", O_WRONLY)
-        posix_spawn_file_actions_adddup2(&actions, devNull, 2)
-        posix_spawn_file_actions_adddup2(&actions, devNull, 1)
         let arguments = [
-            HeadlessChromium.binary!, "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
-            "--disable-dev-shm-usage", "--no-first-run", "--user-data-dir=\(profile)",
-            "--window-size=\(width),\(height)", "about:blank",
+            "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--no-first-run", "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "about:blank",
         ]
-        var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, arguments[0], &actions, nil, &argv, environ)
-        Glibc.close(devNull)
-        Glibc.close(input[0])
-        Glibc.close(output[1])
-        guard spawned == 0 else { throw Failure("cannot start chromium: \(spawned)") }
-        pid = child
+        defer {
+            Glibc.close(input[0])
+            Glibc.close(output[1])
+        }
+        process = try ChildProcess(HeadlessChromium.binary!, arguments, descriptors: [3: input[0], 4: output[1]])
         toBrowser = input[1]
         fromBrowser = output[0]
     }
@@ -78,10 +66,9 @@ final class HeadlessChromium: @unchecked Sendable {
     func close() {
         _ = try? send(["id": 1_000_000, "method": "Browser.close"])
         Glibc.close(toBrowser)
-        var status: Int32 = 0
-        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) == 0 { usleep(20_000) }  // clock-ok: a real process exiting, bounded
-        kill(pid, SIGKILL)
-        waitpid(pid, &status, WNOHANG)
+        for _ in 0..<100 where process.isRunning { usleep(20_000) }  // clock-ok: a real process exiting, bounded
+        process.kill(SIGKILL)
+        process.waitUntilExit()
         Glibc.close(fromBrowser)
         try? FileManager.default.removeItem(atPath: profile)
     }

@@ -49,7 +49,10 @@ import Testing
         func text(_ expression: String) async throws -> String {
             "\(try await browser.evaluate("String(\(expression))") ?? "")"
         }
-        try await eventually("the page loaded") { try await text("document.readyState") == "complete" }
+        // A new page starts as about:blank, whose readyState is "complete" too: wait for this one.
+        try await eventually("the page loaded") {
+            try await text("location.href + ' ' + document.readyState") == page.absoluteString + " complete"
+        }
         // Two tables at least: the summary's and the freshness table, each with its cells.
         let cells = try await text(
             "[...document.querySelectorAll('table')].map(t => t.querySelectorAll('td').length).join(',')")

@@ -17,13 +17,11 @@ import TestSupport
 
     /// Runs a tool and returns what it printed, bounded in time.
     func run(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try ProcessLaunch.run(process)
+        let process = try ChildProcess(
+            path, arguments, stdout: .descriptor(output.fileHandleForWriting.fileDescriptor),
+            stderr: .descriptor(output.fileHandleForWriting.fileDescriptor))
+        try output.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
