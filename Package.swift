@@ -272,6 +272,7 @@ let package = Package(
             dependencies: [
                 "PushStore", "PushPolicy", "PushModel", "TestSupport", "EmbeddedSQLite",
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
         .target(

@@ -201,11 +201,13 @@ enum AdminOpenAPI {
                   },
                   "store": {
                     "type": "object", "description": "The store writer's commits (absent without a store).",
-                    "required": ["commits", "changes", "largestBatch", "failures", "totalMicroseconds", "slowestMicroseconds"],
+                    "required": ["commits", "changes", "largestBatch", "failures", "totalMicroseconds", "slowestMicroseconds", "expired", "committing"],
                     "properties": {
                       "commits": {"type": "integer", "minimum": 0}, "changes": {"type": "integer", "minimum": 0},
                       "largestBatch": {"type": "integer", "minimum": 0}, "failures": {"type": "integer", "minimum": 0},
-                      "totalMicroseconds": {"type": "integer", "minimum": 0}, "slowestMicroseconds": {"type": "integer", "minimum": 0}
+                      "totalMicroseconds": {"type": "integer", "minimum": 0}, "slowestMicroseconds": {"type": "integer", "minimum": 0},
+                      "expired": {"type": "integer", "minimum": 0, "description": "Batches dropped unattempted after store.wait_limit_seconds behind a commit that did not end (their POSTs answered 503)."},
+                      "committing": {"type": "integer", "minimum": 0, "description": "Changes in the commit running now (0: none)."}
                     }
                   }
                 }

@@ -14,16 +14,20 @@ public final class AdminServer: Service, Sendable {
     let host: String
     let port: Int
     let token: String?
+    let live: LiveFeedSettings
     let group: any EventLoopGroup
     let logger: Logger
     private let channel = Mutex<(any Channel)?>(nil)
 
-    public init(routes: AdminRoutes, host: String, port: Int, token: String?, group: any EventLoopGroup, logger: Logger)
-    {
+    public init(
+        routes: AdminRoutes, host: String, port: Int, token: String?, live: LiveFeedSettings = .init(),
+        group: any EventLoopGroup, logger: Logger
+    ) {
         self.routes = routes
         self.host = host
         self.port = port
         self.token = token
+        self.live = live
         self.group = group
         self.logger = logger
     }
@@ -33,12 +37,18 @@ public final class AdminServer: Service, Sendable {
     public func start() async throws {
         let routes = self.routes
         let token = self.token
+        let live = self.live
         let bound = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // The admin API's answers are small: a fixed send buffer (the kernel doubles it) keeps what the
+            // kernel holds for a client that does not read to some 32 KB, where autotuning would let it
+            // hold 4 MB (`net.ipv4.tcp_wmem`) — an hour of live-feed events before one is skipped.
+            .childChannelOption(.socketOption(.so_sndbuf), value: 16384)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(AdminHandler(routes: routes, token: token))
+                    try channel.pipeline.syncOperations.addHandler(
+                        AdminHandler(routes: routes, token: token, live: live))
                 }
             }
             .bind(host: host, port: port).get()
@@ -63,15 +73,20 @@ private final class AdminHandler: ChannelInboundHandler {
 
     let routes: AdminRoutes
     let token: String?
+    let live: LiveFeedSettings
     private var head: HTTPRequestHead?
-    /// A dashboard following `/v1/live`: its feed and the task that writes an event each second.
+    /// A dashboard following `/v1/live`: its feed and the task that writes an event each interval.
     private var feed: LiveFeed?
     private var ticking: RepeatedTask?
+    /// The last event written and not yet taken by the client's socket: since when. The next events are
+    /// skipped meanwhile, so a client that does not read holds one event, not one per interval.
+    private var waitingSince: NIODeadline?
     private let encoder = JSONEncoder()
 
-    init(routes: AdminRoutes, token: String?) {
+    init(routes: AdminRoutes, token: String?, live: LiveFeedSettings) {
         self.routes = routes
         self.token = token
+        self.live = live
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -87,7 +102,9 @@ private final class AdminHandler: ChannelInboundHandler {
             guard let head, feed == nil else { return }
             let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
             let authorized =
-                token.map { ConstantTime.equal((head.headers.first(name: "authorization") ?? "").utf8, "Bearer \($0)".utf8) }
+                token.map {
+                    ConstantTime.equal((head.headers.first(name: "authorization") ?? "").utf8, "Bearer \($0)".utf8)
+                }
                 ?? true
             self.head = nil
             if head.method == .GET, path == "/dashboard" || path == "/" {
@@ -139,7 +156,7 @@ private final class AdminHandler: ChannelInboundHandler {
         }
     }
 
-    /// Server-sent events: one `data:` line of `LiveFigures` JSON a second until the client leaves.
+    /// Server-sent events: one `data:` line of `LiveFigures` JSON each interval until the client leaves.
     private func follow(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let headers = HTTPHeaders([
             ("content-type", "text/event-stream"), ("cache-control", "no-store"), ("x-accel-buffering", "no"),
@@ -153,7 +170,8 @@ private final class AdminHandler: ChannelInboundHandler {
         context.writeAndFlush(
             wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: ": live\n\n")))), promise: nil)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        ticking = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+        let interval = TimeAmount.milliseconds(live.intervalMilliseconds)
+        ticking = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
             let (handler, context) = bound.value
             handler.tick(context: context)
         }
@@ -161,6 +179,21 @@ private final class AdminHandler: ChannelInboundHandler {
 
     private func tick(context: ChannelHandlerContext) {
         guard var feed, context.channel.isActive else { return }
+        if let waitingSince {
+            // The client has not taken the last event: skip this one (the next covers the whole interval),
+            // and close a client stuck for stalled_close_seconds.
+            let stuck =
+                live.stalledCloseSeconds > 0 && NIODeadline.now() - waitingSince >= .seconds(live.stalledCloseSeconds)
+            routes.metrics?.liveStalled(closed: stuck)
+            if stuck {
+                ticking?.cancel()
+                // Reset, not FIN: a FIN would wait behind the events the client never took, for ever.
+                // (Set at once: on the channel's own loop, NIO applies a socket option synchronously.)
+                _ = (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+                context.close(promise: nil)
+            }
+            return
+        }
         let figures = feed.next()
         self.feed = feed
         guard let json = try? encoder.encode(figures) else { return }
@@ -168,6 +201,11 @@ private final class AdminHandler: ChannelInboundHandler {
         buffer.writeString("data: ")
         buffer.writeBytes(json)
         buffer.writeString("\n\n")
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        waitingSince = .now()
+        // Completed once the socket took the whole event (NIO completes a write when it leaves its buffer).
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer)))).whenSuccess {
+            bound.value.waitingSince = nil
+        }
     }
 }

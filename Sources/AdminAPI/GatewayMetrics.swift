@@ -25,6 +25,8 @@ public final class GatewayMetrics: Sendable {
     private let connected: CoreMetrics.Meter
     private let waiting: CoreMetrics.Meter
     private let registered: CoreMetrics.Meter
+    private let liveSkipped: CoreMetrics.Counter
+    private let liveClosed: CoreMetrics.Counter
 
     private struct Seen {
         var policy = PolicyCounters()
@@ -106,10 +108,15 @@ public final class GatewayMetrics: Sendable {
         connected = CoreMetrics.Meter(label: MetricName.connectedDevices.rawValue, dimensions: [], factory: factory)
         waiting = CoreMetrics.Meter(label: MetricName.waiting.rawValue, dimensions: [], factory: factory)
         registered = CoreMetrics.Meter(label: MetricName.registeredDevices.rawValue, dimensions: [], factory: factory)
+        liveSkipped = counter(.liveStalled, [("outcome", "skipped")])
+        liveClosed = counter(.liveStalled, [("outcome", "closed")])
         if let node {
             CoreMetrics.Meter(label: MetricName.node.rawValue, dimensions: [("node", node)], factory: factory).set(1)
         }
     }
+
+    /// For the live feed: an event skipped (its client had not taken the last), or a feed closed.
+    func liveStalled(closed: Bool) { (closed ? liveClosed : liveSkipped).increment() }
 
     /// For the store's writer: one commit of `changes` changes took `elapsed`.
     public func committed(changes: Int, elapsed: Duration) {

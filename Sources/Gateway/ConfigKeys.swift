@@ -317,6 +317,14 @@ public enum ConfigKeys {
             "admin.token", secret: .masked,
             "Bearer token the admin API requires (authorization: Bearer <token>); empty: none (loopback only).",
             to: \.adminToken),
+        .int(
+            "admin.live.interval_ms", "1000", in: 100...60_000,
+            "The live feed (/v1/live, the dashboard) writes one event this often.",
+            to: \.adminLive.intervalMilliseconds),
+        .int(
+            "admin.live.stalled_close_seconds", "30", in: 0...86400,
+            "A live-feed client that takes no event for this long is closed (meanwhile at most one event waits for it; the next are skipped); 0: never.",
+            to: \.adminLive.stalledCloseSeconds),
     ]
 
     /// The store (docs/store.md).
@@ -357,6 +365,10 @@ public enum ConfigKeys {
             "store.prune_seconds", "60", in: 1...86400,
             "How often finished notifications past the retention are pruned and expired ones marked.",
             to: \.store.pruneSeconds),
+        .int(
+            "store.wait_limit_seconds", "10", in: 0...3600,
+            "How long a POST (or a device's registration) waits for its commit to start while the store is stuck in an earlier one: past it the change is dropped unattempted and the POST answered 503 ServiceUnavailable (never delivered, nothing lands later); a commit already running ends in its own time (SQLite's busy timeout, 10 s; PostgreSQL's connection attempt). 0: no limit.",
+            to: \.store.waitLimitSeconds),
     ]
 
     public static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

@@ -1,3 +1,4 @@
+import AdminAPI
 import ConnectionLimits
 import DeviceHub
 import Foundation
@@ -25,6 +26,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var cluster = ClusterSettings()
     public var retentionSeconds: Int64 = 86400
     public var pruneSeconds: Int64 = 60
+    /// How long a change someone waits for may wait for its commit to start; 0: no limit.
+    public var waitLimitSeconds: Int64 = 10
 
     public init() {}
 }
@@ -74,6 +77,7 @@ public struct GatewayConfiguration: Sendable {
     public var deviceGate = ConnectionGate.Limits(maxConnections: 0, maxPerAddress: 0, handshakeTimeout: .seconds(5))
     public var admin = Listener()
     public var adminToken: String?
+    public var adminLive = LiveFeedSettings()
     public var store = StoreSettings()
 
     /// Values as their keys gave them, which `settle` combines with others.

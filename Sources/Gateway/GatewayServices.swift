@@ -131,7 +131,8 @@ public struct GatewayServices: Sendable {
                     gates: { [provider, devices] in [provider.gate, devices.gate].compactMap { $0 } }, metrics: metrics,
                     attached: attached),
                 host: configuration.admin.host, port: configuration.admin.port,
-                token: configuration.adminToken, group: group, logger: Logger(label: "pushgate.admin")) : nil
+                token: configuration.adminToken, live: configuration.adminLive, group: group,
+                logger: Logger(label: "pushgate.admin")) : nil
         reloader = RegistryReloader(
             configuration: configuration, context: context, directory: directory, logger: logger)
         logger.info(

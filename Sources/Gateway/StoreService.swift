@@ -90,7 +90,7 @@ public final class StoreService: Service, Sendable {
         self.health = health
         let name = backend.kind
         self.writer = StoreWriter(
-            backend: backend,
+            backend: backend, waitLimit: settings.waitLimitSeconds > 0 ? .seconds(settings.waitLimitSeconds) : nil,
             onCommit: { changes, elapsed in
                 onCommit(changes, elapsed)
                 health.checkFailed.withLock { $0 = false }
@@ -103,7 +103,7 @@ public final class StoreService: Service, Sendable {
                     return
                 }
                 logger.error(
-                    "store cannot write: the requests of each failed commit are answered 500 InternalServerError and their pushes are never delivered; /ready says 503 (store) until a commit succeeds",
+                    "store cannot write: the requests of each failed commit are answered 500 InternalServerError, those that waited past store.wait_limit_seconds 503 ServiceUnavailable, and their pushes are never delivered; /ready says 503 (store) until a commit succeeds",
                     metadata: [
                         "backend": "\(name)", "error": "\(error)", "failed_commits": "\(count)",
                         "refused_changes": "\(lost)",

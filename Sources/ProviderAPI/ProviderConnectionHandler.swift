@@ -371,7 +371,10 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         let result: IntakeResult
         switch outcome {
         case .success(let value): result = value
-        case .failure: result = .rejected(Rejection(.internalServerError))
+        case .failure(let error):
+            // Dropped unattempted after the store's wait limit: 503, which a client retries; a commit that
+            // failed: 500.
+            result = .rejected(Rejection(error is StoreWaitExpired ? .serviceUnavailable : .internalServerError))
         }
         // Not flushed here: the store answers a whole commit's requests in one event-loop task, and the
         // flush `respond` queues runs after it, once for all of them.

@@ -9,6 +9,8 @@ public enum MetricName: String, CaseIterable, Sendable {
     case malformedRequests = "pushgate_provider_malformed_requests_total"
     case refusedStreams = "pushgate_provider_refused_streams_total"
     case stalledConnections = "pushgate_provider_stalled_connections_total"
+    // Admin API
+    case liveStalled = "pushgate_admin_live_stalled_total"
     case pushTypeMismatches = "pushgate_push_type_mismatches_total"
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
@@ -57,6 +59,8 @@ public enum MetricName: String, CaseIterable, Sendable {
             "Provider streams refused alone, the connection kept: over max_concurrent_streams (RST_STREAM REFUSED_STREAM) or max_header_list_size (431)."
         case .stalledConnections:
             "Provider connections whose unsent answers passed provider.http2.output_limit_bytes (a client that does not read): paused (the gateway stopped reading its requests) and closed (still stuck after provider.http2.stalled_close_seconds)."
+        case .liveStalled:
+            "Live-feed (/v1/live) events not written because the client had not taken the previous one (skipped), and feed connections closed for taking nothing for admin.live.stalled_close_seconds (closed)."
         case .silentOutcomes:
             "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
         case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."

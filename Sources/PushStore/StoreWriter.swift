@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import PushModel
 import Synchronization
 
 /// Group commit: changes from every connection collect in one batch while the previous commit runs;
@@ -21,6 +22,10 @@ public final class StoreWriter: Sendable {
         var figures = CommitFigures()
         /// The last commit failed (until one succeeds).
         var failing = false
+        /// Which batch is collecting (the count of batches taken or expired before it), and the timer
+        /// that drops it if it is still collecting after the wait limit.
+        var batchNumber: UInt64 = 0
+        var expiry: Scheduled<Void>?
     }
 
     private let state = Mutex(State())
@@ -29,13 +34,17 @@ public final class StoreWriter: Sendable {
     /// Told of every failed commit: its error and how many changes it lost (their requests are answered
     /// with the error).
     private let onFailure: @Sendable (_ error: any Error, _ changes: Int) -> Void
+    /// How long a batch with an answered change may collect while the commit before it runs: past it the
+    /// batch is dropped, never attempted, and its answers fail with `StoreWaitExpired` (nil: no limit).
+    private let waitLimit: Duration?
 
     public init(
-        backend: any StoreBackend,
+        backend: any StoreBackend, waitLimit: Duration? = nil,
         onCommit: @escaping @Sendable (_ changes: Int, _ elapsed: Duration) -> Void = { _, _ in },
         onFailure: @escaping @Sendable (_ error: any Error, _ changes: Int) -> Void = { _, _ in }
     ) {
         self.backend = backend
+        self.waitLimit = waitLimit
         self.onCommit = onCommit
         self.onFailure = onFailure
     }
@@ -77,6 +86,14 @@ public final class StoreWriter: Sendable {
                     state.promises.append(promise)
                     future = promise.futureResult
                 }
+                if let waitLimit, state.expiry == nil {
+                    // On the answer loop's clock (a test's loop advances it); cancelled when the batch is
+                    // taken, so only a batch stuck behind a commit that does not end runs it.
+                    let number = state.batchNumber
+                    state.expiry = answerLoop.scheduleTask(in: TimeAmount(waitLimit)) {
+                        self.expire(batch: number)
+                    }
+                }
             }
             guard state.wakeup != nil else { return (future, nil, false) }
             if loop != nil {
@@ -92,6 +109,28 @@ public final class StoreWriter: Sendable {
         }
         wakeup?.resume()
         return future
+    }
+
+    /// The batch `number` is still collecting after the wait limit (the commit before it has not ended):
+    /// dropped, as a failed commit is, without being attempted — so nothing of it lands later.
+    private func expire(batch number: UInt64) {
+        let expired = state.withLock { state -> (Int, [EventLoopPromise<Void>])? in
+            guard state.batchNumber == number, !state.batch.isEmpty || !state.promises.isEmpty else { return nil }
+            defer {
+                state.batch = StoreBatch()
+                state.promises = []
+                state.batchNumber &+= 1
+                state.expiry = nil
+                state.figures.expired += 1
+                state.failing = true
+            }
+            return (state.batch.count, state.promises)
+        }
+        guard let expired, let waitLimit else { return }
+        let (changes, promises) = expired
+        let error = StoreWaitExpired(limit: waitLimit)
+        onFailure(error, changes)
+        for promise in promises { promise.fail(error) }
     }
 
     private func wake() {
@@ -114,6 +153,7 @@ public final class StoreWriter: Sendable {
                 let elapsed = ContinuousClock.now - started
                 state.withLock {
                     $0.figures.committed(batch.count, elapsed: elapsed)
+                    $0.figures.committing = 0
                     $0.failing = false
                 }
                 onCommit(batch.count, elapsed)
@@ -121,6 +161,7 @@ public final class StoreWriter: Sendable {
             } catch {
                 state.withLock {
                     $0.figures.failures += 1
+                    $0.figures.committing = 0
                     $0.failing = true
                 }
                 onFailure(error, batch.count)
@@ -151,12 +192,16 @@ public final class StoreWriter: Sendable {
             }
             let step = state.withLock { state -> Step in
                 if !state.batch.isEmpty || !state.promises.isEmpty {
+                    state.figures.committing = state.batch.count
                     defer {
                         // Sized like the last one: under load, commits are alike.
                         let size = state.batch.notifications.count
                         state.batch = StoreBatch()
                         state.batch.notifications.reserveCapacity(size)
                         state.promises = []
+                        state.batchNumber &+= 1
+                        state.expiry?.cancel()
+                        state.expiry = nil
                     }
                     return .take(state.batch, state.promises)
                 }
@@ -187,6 +232,10 @@ public struct CommitFigures: Sendable, Equatable, Codable {
     public var failures = 0
     public var totalMicroseconds: Int64 = 0
     public var slowestMicroseconds: Int64 = 0
+    /// Batches dropped unattempted after waiting past the wait limit behind a commit that did not end.
+    public var expired = 0
+    /// Changes in the commit running now (0: none runs).
+    public var committing = 0
 
     public init() {}
 

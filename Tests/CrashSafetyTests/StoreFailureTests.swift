@@ -4,8 +4,8 @@ import Foundation
 import NIOPosix
 import ProviderClient
 import PushModel
-import Testing
 import TestSupport
+import Testing
 
 /// A store that cannot write: every push whose commit failed is answered 500 `InternalServerError` and
 /// never delivered (its provider sends it again, so a delivery would be a duplicate); `/ready` says 503
@@ -22,7 +22,8 @@ import TestSupport
         let log = directory + "/gateway.log"
         let gateway = try GatewayProcess(
             arguments: GatewayProcess.serve(
-                dataDirectory: directory, ["--set", "provider.rate.device_token.per_second=0"]),
+                dataDirectory: directory,
+                ["--set", "provider.rate.device_token.per_second=0", "--set", "store.wait_limit_seconds=2"]),
             logPath: log)
         defer { gateway.kill(SIGKILL) }
         let ports = try await gateway.boundPorts(logPath: log)
@@ -65,18 +66,28 @@ import TestSupport
         let locker = try SQLiteWriteLock(database: directory + "/pushgate.sqlite", marker: directory + "/locked")
         defer { locker.release() }
         try await eventually("the database is locked") { FileManager.default.fileExists(atPath: directory + "/locked") }
-        // Sent together (each commit waits out SQLite's busy timeout before it fails).
+        // The first waits in a commit for SQLite's busy timeout (10 s) and fails: 500. The others, sent once
+        // that commit runs, collect behind it and are dropped unattempted after store.wait_limit_seconds
+        // (2 s): 503. Both are refusals: none of them is ever delivered.
         let refused = (0..<20).map { _ in UUID().uuidString.lowercased() }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (index, id) in refused.enumerated() {
-                group.addTask {
-                    let answer = try await post(id, silent: index % 4 == 3)
-                    #expect(answer.status == 500, "\(answer.status) \(answer.bodyText)")
-                    #expect(answer.bodyText.contains("InternalServerError"))
-                }
-            }
-            try await group.waitForAll()
+        func answer(_ index: Int) async throws -> Int {
+            let answer = try await post(refused[index], silent: index % 4 == 3)
+            let reason = answer.status == 503 ? "ServiceUnavailable" : "InternalServerError"
+            #expect(answer.bodyText.contains(reason), "\(answer.status) \(answer.bodyText)")
+            return answer.status
         }
+        let statuses = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+            group.addTask { (0, try await answer(0)) }
+            try await eventually("the first push's commit is running") {
+                let counters = try await AdminClient.get(
+                    host: "127.0.0.1", port: ports.admin, path: "/v1/counters", token: nil)
+                return Self.json(counters.body)["store"]?["committing"] ?? 0 >= 1
+            }
+            for index in 1..<refused.count { group.addTask { (index, try await answer(index)) } }
+            return try await group.reduce(into: [Int: Int]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(statuses[0] == 500, "the push in the stuck commit: \(statuses)")
+        #expect((1..<refused.count).allSatisfy { statuses[$0] == 503 }, "those behind it: \(statuses)")
         let notReady = try await ready()
         #expect(notReady.status == 503)
         #expect(Self.json(notReady.body)["checks"]?["store"] == 0, "\(notReady.body)")
@@ -109,7 +120,9 @@ import TestSupport
 
     /// A JSON object's objects, by key, as numbers and booleans (`["checks"]["store"]`).
     static func json(_ text: String) -> [String: [String: Int]] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return [:] }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            return [:]
+        }
         return object.compactMapValues { value in
             (value as? [String: Any])?.compactMapValues { ($0 as? NSNumber)?.intValue }
         }
@@ -125,15 +138,15 @@ final class SQLiteWriteLock: Sendable {
         process = try ChildProcess(
             "python3",
             [
-            "-c",
-            """
-            import sqlite3, sys, time
-            db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-            db.execute("BEGIN EXCLUSIVE")
-            open(sys.argv[2], "w").close()
-            while True: time.sleep(1)
-            """,
-            database, marker,
+                "-c",
+                """
+                import sqlite3, sys, time
+                db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+                db.execute("BEGIN EXCLUSIVE")
+                open(sys.argv[2], "w").close()
+                while True: time.sleep(1)
+                """,
+                database, marker,
             ])
     }
 

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import PushModel
 import PushStore
@@ -48,6 +49,43 @@ import Testing
         await running.value
         #expect(writer.figures.failures == 1)
         #expect(writer.figures.commits == 1)
+    }
+}
+
+extension StoreWriterTests {
+    /// A batch stuck behind a commit that does not end is dropped at the wait limit, unattempted: its
+    /// answers fail with `StoreWaitExpired` (503 on the provider API), nothing of it reaches the store
+    /// even once the stuck commit ends, and the writer goes on. On the answer loop's clock, advanced here.
+    @Test func aBatchThatWaitsPastTheLimitIsDroppedUnattempted() async throws {
+        let backend = GatedBackend()
+        let writer = StoreWriter(backend: backend, waitLimit: .seconds(10))
+        let loop = NIOAsyncTestingEventLoop()
+        let running = Task { await writer.run() }
+
+        let stuck = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(1)) }
+        await backend.waitForCommits(started: 1)
+        let waiting = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(2)) }
+        await loop.advanceTime(by: .seconds(9))
+        #expect(writer.figures.expired == 0, "still within the limit")
+        #expect(writer.figures.committing == 1)
+        await loop.advanceTime(by: .seconds(1))
+        await #expect(throws: StoreWaitExpired.self) { try await waiting.get() }
+        #expect(writer.isFailing)
+
+        backend.release()
+        try await stuck.get()
+        let next = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(3)) }
+        try await next.get()
+        // A batch taken in time is not expired later.
+        await loop.advanceTime(by: .seconds(60))
+        writer.finish()
+        await running.value
+        #expect(backend.batchSizes == [1, 1], "the dropped batch was never attempted")
+        #expect(try await backend.inner.notification(Samples.stored(2).notification.id) == nil)
+        #expect(try await backend.inner.counts() == [.pending: 2])
+        #expect(writer.figures.expired == 1 && writer.figures.failures == 0 && !writer.isFailing)
+        #expect(writer.figures.committing == 0)
+        try await loop.shutdownGracefully()
     }
 }
 
