@@ -12,13 +12,8 @@ SECONDS_=${2:-720}
 EVERY=${3:-120}
 # shellcheck source=Benchmarks/release.sh
 source Benchmarks/release.sh
-SETTINGS=(--set "data_dir=$WORK/data" --set devices.port=22899 --set devices.tls.enabled=false
-  --set provider.tls.enabled=false --set provider.h2c.port=22898 --set admin.port=22897 --set log.level=warning)
-(cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
-"$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
-wait_ready $! 22897 "$WORK/serve.log"
-"$PG" simulate --port 22899 --devices "$DEVICES" --data-dir "$WORK/data" --tokens-file "$WORK/tokens.txt" \
-  --provider http://127.0.0.1:22898 --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567 \
+announcing_gateway 22900
+"$PG" simulate "${ANNOUNCE[@]}" --devices "$DEVICES" --tokens-file "$WORK/tokens.txt" \
   --publish-every "$EVERY" --link-bytes-per-second 2500000 --opens-per-hour 12 --duration "$SECONDS_" \
   ${OUT:+--json "$OUT"} > "$WORK/simulate.log" 2>&1 || { show_log "$WORK/simulate.log"; fail "the simulator failed"; }
 grep -q "^freshness at open" "$WORK/simulate.log" || { show_log "$WORK/simulate.log"; fail "the simulator printed no freshness table"; }

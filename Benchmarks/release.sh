@@ -42,3 +42,20 @@ wait_tokens() {
 
 # need NAME VALUE: fails unless VALUE is a number (a figure the run should have produced).
 need() { [[ "$2" =~ ^-?[0-9]+([.][0-9]+)?$ ]] || fail "no figure for $1 (got '${2}')"; }
+
+# announcing_gateway BASE: a gateway for simulated iPhones whose versions are announced through it — its
+# devices port BASE-1 (plain), provider API BASE-2 (h2c), admin BASE-3, data in $WORK/data, a provider
+# key for every topic in $WORK — started and ready. Sets SETTINGS (its flags, for `pushgate lookup` and
+# the like) and ANNOUNCE (what `pushgate simulate` needs to reach it and announce: port, data dir,
+# provider, key).
+announcing_gateway() {
+  local base=$1
+  SETTINGS=(--set "data_dir=$WORK/data" --set devices.port=$((base - 1)) --set devices.tls.enabled=false
+    --set provider.tls.enabled=false --set provider.h2c.port=$((base - 2)) --set admin.port=$((base - 3))
+    --set log.level=warning)
+  (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 "${SETTINGS[@]}" >/dev/null)
+  "$PG" serve "${SETTINGS[@]}" 2> "$WORK/serve.log" &
+  wait_ready $! $((base - 3)) "$WORK/serve.log"
+  ANNOUNCE=(--port $((base - 1)) --data-dir "$WORK/data" --provider "http://127.0.0.1:$((base - 2))"
+    --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+}

@@ -58,6 +58,7 @@ smoke)
   section "Push rates" bash Benchmarks/bench-rates.sh 100 2 200
   section "Freshness in real time" bash Benchmarks/freshness.sh 50 10 5
   section "Forecast" bash Benchmarks/forecast.sh 50 0 10
+  section "Forecast against a real run" bash Benchmarks/forecast-validate.sh 30 10 5 60
   section "Store backends" bash Benchmarks/store.sh 1 2000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 5 1
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 1 50
@@ -79,6 +80,7 @@ full)
   section "End to end (h2load, alerting pushes)" bash Benchmarks/end-to-end.sh 10000 5000 20
   section "Push rates (pushgate bench, realistic mix)" bash Benchmarks/bench-rates.sh 10000 10
   section "Forecast" bash Benchmarks/forecast.sh
+  section "Forecast against a real run" bash Benchmarks/forecast-validate.sh 500 600 60 12
   section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 60 2
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 8 1000

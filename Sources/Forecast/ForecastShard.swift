@@ -185,10 +185,10 @@ final class ForecastShard {
 
     // MARK: Publications
 
-    /// Version `index + 1` is out: every device's announcing apps get their backend's pushes (the first
-    /// version, published before devices have tokens, is not announced, as in a real run).
+    /// Version `index + 1` is out: every device's announcing apps get their backend's pushes. The first
+    /// too: a real run publishes and announces it once every device has its tokens (`pushgate simulate`,
+    /// the demo), and a forecast's devices have theirs from the start.
     private func publish(_ index: Int) {
-        guard index > 0 else { return }
         let version = index + 1
         let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
         templates = [:]

@@ -37,6 +37,12 @@ struct ForecastCommand: AsyncParsableCommand {
     @Option(help: "Hour of the day (UTC) the forecast starts at (users' habits are times of day).")
     var startHour: Double = 0
 
+    @Option(
+        help: ArgumentHelp(
+            "The instant the forecast starts at, in milliseconds since 1970 (instead of --start-hour on a fixed day): to forecast the span of a real run, from its first publication (Benchmarks/forecast-validate.sh).",
+            valueName: "ms"))
+    var startMs: Int64?
+
     @Option(help: "Publish a new version every this many seconds (each announced as its apps' backends do); 0: one at the start.")
     var publishEvery: Double = 600
 
@@ -105,6 +111,7 @@ struct ForecastCommand: AsyncParsableCommand {
         guard devices > 0 else { throw ValidationError("--devices: at least 1") }
         guard hours > 0, hours <= 24 * 31 else { throw ValidationError("--hours: from more than 0 to 744, got \(hours)") }
         guard (0..<24).contains(startHour) else { throw ValidationError("--start-hour: from 0 to 24, got \(startHour)") }
+        if let startMs, startMs < 0 { throw ValidationError("--start-ms: milliseconds since 1970, got \(startMs)") }
         guard publishEvery >= 0 else { throw ValidationError("--publish-every: must not be negative") }
         guard opensPerHour >= 0 else { throw ValidationError("--opens-per-hour: must not be negative") }
         guard itemBytes >= 1 else { throw ValidationError("--item-bytes: at least 1") }
@@ -139,7 +146,7 @@ struct ForecastCommand: AsyncParsableCommand {
         let publications = PublicationSchedule(everySeconds: publishEvery, hours: try publicationHours())
         var scenario = ForecastScenario(
             kinds: counts.map { ForecastScenario.Kind(name: $0.name, profile: $0.profile, devices: $0.devices) },
-            start: UnixTime(milliseconds: Self.epochDay + Int64(startHour * 3_600_000)), hours: hours,
+            start: UnixTime(milliseconds: startMs ?? Self.epochDay + Int64(startHour * 3_600_000)), hours: hours,
             publications: publications, policy: configuration.policy,
             keepAliveSeconds: configuration.hub.keepAliveSeconds,
             link: LinkModel(bytesPerSecond: linkBytesPerSecond, latencyMilliseconds: latencyMs), itemBytes: itemBytes,
