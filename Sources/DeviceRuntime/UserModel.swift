@@ -7,27 +7,40 @@ import PushModel
 #endif
 
 /// What a device's user does, as a profile says: opens an app around habitual times of day (and now
-/// and then at others), uses it for a while, leaves it (sometimes swiping it away), and has Low Power
-/// Mode on for a stretch of the day. Pure: it says when its next event is and what it is; the shell
-/// feeds those to the device's runtime.
+/// and then at others), uses it for a while, leaves it (sometimes swiping it away), opens an app for
+/// some of its alerts, and has Low Power Mode on for a stretch of the day. Pure: it says when its next
+/// event is and what it is; the shell feeds those to the device's runtime.
+///
+/// The user's own opens (habits and extra opens) and their visits are drawn from one random stream and
+/// planned one after the other, each from the end of the last; the opens prompted by alerts, and their
+/// visits, from another. So the user's own opens follow from the seed and the start alone — the same in
+/// a real run and in a forecast, however differently alerts arrive — and an alert-prompted visit never
+/// moves them (an own open due during one switches apps).
 public struct UserModel: Sendable {
     public let profile: UserProfile
     let apps: [String]
+    /// The user's own opens and visits, Low Power Mode, location changes.
     private var random: FastRandom
+    /// The alert-prompted opens and their visits.
+    private var prompts: FastRandom
     /// This user's own offset from the profile's habit hours.
     private let shift: Int64
     /// Background App Refresh off on this device (the whole run).
     public let refreshOff: Bool
 
-    private enum Phase {
-        /// Not using any app: the next open is `at`.
-        case away(openAt: UnixTime, app: String)
-        /// Using `app` until `leaveAt`, then leaving it (or swiping it away).
-        case using(app: String, leaveAt: UnixTime, forceQuits: Bool)
-        /// Never opens anything (no habits, no extra opens).
-        case idle
+    private struct Visit {
+        var app: String
+        var leaveAt: UnixTime
+        var forceQuits: Bool
+        /// One of the user's own (its end plans the next own open), not prompted by an alert.
+        var own: Bool
     }
-    private var phase = Phase.idle
+    /// The user's next own open (nil: none planned — a visit of theirs is under way, or they never open
+    /// anything).
+    private var ownOpen: (at: UnixTime, app: String)?
+    /// An open an alert prompted, waiting for its reaction time.
+    private var promptedOpen: (at: UnixTime, app: String)?
+    private var visit: Visit?
     private var lowPowerAt: UnixTime?
     private var lowPowerUntil: UnixTime?
     /// The apps that monitor significant location changes, and when the user's next one is.
@@ -43,6 +56,7 @@ public struct UserModel: Sendable {
         self.apps = apps
         self.locationApps = locationApps
         random = FastRandom(seed: seed ^ 0x5EED_0F05_E700)
+        prompts = FastRandom(seed: seed ^ 0xA1E7_0F05_E700)
         shift = Int64((Self.uniform(&random) * 2 - 1) * profile.habit_shift_hours * Double(Self.hour))
         refreshOff = Self.uniform(&random) < profile.refresh_off_share
         if profile.low_power_hours_per_day > 0 {
@@ -54,12 +68,8 @@ public struct UserModel: Sendable {
 
     /// When the next event is due.
     public var nextAt: UnixTime? {
-        var times = [lowPowerAt, lowPowerUntil, locationAt].compactMap { $0 }
-        switch phase {
-        case .away(let at, _): times.append(at)
-        case .using(_, let at, _): times.append(at)
-        case .idle: break
-        }
+        var times = [lowPowerAt, lowPowerUntil, locationAt, ownOpen?.at].compactMap { $0 }
+        if let visit { times.append(visit.leaveAt) } else if let promptedOpen { times.append(promptedOpen.at) }
         return times.min()
     }
 
@@ -79,20 +89,43 @@ public struct UserModel: Sendable {
             events += locationApps.map { .locationChanged(bundleID: $0) }
             planLocationChange(after: now)
         }
-        switch phase {
-        case .away(let at, let app) where at <= now:
-            events += [.screen(on: true), .userOpened(bundleID: app)]
-            let length = max(1000, Int64(exponential(mean: profile.session_seconds * 1000)))
-            phase = .using(
-                app: app, leaveAt: now.adding(milliseconds: length),
-                forceQuits: Self.uniform(&random) < profile.force_quit_share)
-        case .using(let app, let at, let forceQuits) where at <= now:
-            events += [forceQuits ? .userForceQuit(bundleID: app) : .userLeft(bundleID: app), .screen(on: false)]
-            planOpen(after: now)
-        default:
-            break
+        if let current = visit, current.leaveAt <= now {
+            events += [leaving(current), .screen(on: false)]
+            visit = nil
+            if current.own { planOpen(after: now) }
+        }
+        if let own = ownOpen, own.at <= now {
+            // The user's own open; during a prompted visit they switch to it.
+            if let current = visit {
+                events.append(leaving(current))
+            } else {
+                events.append(.screen(on: true))
+            }
+            events.append(.userOpened(bundleID: own.app))
+            ownOpen = nil
+            promptedOpen = nil
+            visit = Self.visit(own.app, own: true, at: now, profile: profile, random: &random)
+        } else if visit == nil, let prompted = promptedOpen, prompted.at <= now {
+            events += [.screen(on: true), .userOpened(bundleID: prompted.app)]
+            promptedOpen = nil
+            visit = Self.visit(prompted.app, own: false, at: now, profile: profile, random: &prompts)
         }
         return events
+    }
+
+    private func leaving(_ visit: Visit) -> RuntimeEvent {
+        visit.forceQuits ? .userForceQuit(bundleID: visit.app) : .userLeft(bundleID: visit.app)
+    }
+
+    /// A visit of `app` from `now`: its length (exponential, `session_seconds`) and whether it ends with a
+    /// swipe, drawn from `random` (the user's own stream or the prompts').
+    private static func visit(
+        _ app: String, own: Bool, at now: UnixTime, profile: UserProfile, random: inout FastRandom
+    ) -> Visit {
+        let length = max(1000, Int64(-profile.session_seconds * 1000 * log1p(-uniform(&random))))
+        return Visit(
+            app: app, leaveAt: now.adding(milliseconds: length),
+            forceQuits: uniform(&random) < profile.force_quit_share, own: own)
     }
 
     /// The user's next significant location change (exponential, `location_changes_per_day`), when an
@@ -105,25 +138,27 @@ public struct UserModel: Sendable {
 
     /// An alert of `bundleID` was shown: a user who is not using an app opens it, `alert_open_share` of
     /// the time, after a reaction time (exponential, mean `alert_open_seconds`), unless an open was due
-    /// sooner. Returns whether it planned one.
+    /// sooner. Returns whether it planned one. Drawn from the prompts' own stream.
     @discardableResult
     public mutating func alertShown(_ bundleID: String, at now: UnixTime) -> Bool {
-        guard case .away(let planned, _) = phase, apps.contains(bundleID),
-            Self.uniform(&random) < profile.alert_open_share
-        else { return false }
-        let at = now.adding(milliseconds: max(1000, Int64(exponential(mean: profile.alert_open_seconds * 1000))))
-        guard at < planned else { return false }
-        phase = .away(openAt: at, app: bundleID)
+        // A user who never opens anything of their own (no habits, no extra opens) ignores alerts too.
+        guard visit == nil, ownOpen != nil, apps.contains(bundleID), Self.uniform(&prompts) < profile.alert_open_share
+        else {
+            return false
+        }
+        let reaction = -profile.alert_open_seconds * 1000 * log1p(-Self.uniform(&prompts))
+        let at = now.adding(milliseconds: max(1000, Int64(reaction)))
+        let sooner = [ownOpen?.at, promptedOpen?.at].compactMap { $0 }.min()
+        if let sooner, sooner <= at { return false }
+        promptedOpen = (at, bundleID)
         return true
     }
 
     /// The next open: the nearest habitual time (each moved by this user's shift and a jitter) or a
     /// random extra open, whichever comes first; the app picked at random among the device's.
     private mutating func planOpen(after now: UnixTime) {
-        guard !apps.isEmpty else {
-            phase = .idle
-            return
-        }
+        ownOpen = nil
+        guard !apps.isEmpty else { return }
         var candidates: [Int64] = []
         let dayStart = now.milliseconds - now.milliseconds % Self.day
         for hours in profile.habit_hours {
@@ -138,13 +173,8 @@ public struct UserModel: Sendable {
             candidates.append(
                 now.milliseconds + Int64(exponential(mean: Double(Self.day) / profile.extra_opens_per_day)))
         }
-        guard let at = candidates.min() else {
-            phase = .idle
-            return
-        }
-        phase = .away(
-            openAt: UnixTime(milliseconds: max(at, now.milliseconds + 1)),
-            app: apps[Int(random.next() % UInt64(apps.count))])
+        guard let at = candidates.min() else { return }
+        ownOpen = (UnixTime(milliseconds: max(at, now.milliseconds + 1)), apps[Int(random.next() % UInt64(apps.count))])
     }
 
     private static func uniform(_ random: inout FastRandom) -> Double { Double(random.next() >> 11) / Double(1 << 53) }

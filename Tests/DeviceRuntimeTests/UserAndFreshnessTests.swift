@@ -100,6 +100,41 @@ import Testing
         #expect((80...160).contains(some), "\(some) of 400 alerts opened for, 30 % asked")
     }
 
+    /// The user's own opens follow from the seed and the start alone: alerts, however many and whenever
+    /// they come, add prompted opens (from a stream of their own) but move none of the user's own — so a
+    /// real run and a forecast, whose alerts arrive milliseconds apart, see the same own opens.
+    @Test func alertsAddOpensButMoveNoneOfTheUsersOwn() {
+        var profile = UserProfile()
+        profile.extra_opens_per_day = 30
+        profile.alert_open_share = 0.5
+        profile.alert_open_seconds = 30
+        let end = start.adding(seconds: 2 * 86_400)
+        func opens(alertEvery seconds: Int64?) -> [Int64] {
+            var user = UserModel(profile: profile, apps: ["a", "b"], seed: 21, now: start)
+            var opened: [Int64] = []
+            var nextAlert = seconds.map { start.adding(seconds: $0) }
+            while let due = user.nextAt, due <= end {
+                if let alert = nextAlert, alert < due {
+                    user.alertShown("b", at: alert)
+                    nextAlert = alert.adding(seconds: seconds!)
+                    continue
+                }
+                for event in user.fire(at: due) {
+                    if case .userOpened = event { opened.append(due.milliseconds) }
+                }
+            }
+            return opened
+        }
+        let own = opens(alertEvery: nil)
+        #expect(own.count > 40)
+        for every: Int64 in [97, 600, 3_607] {
+            let busy = opens(alertEvery: every)
+            let moved = Set(own).subtracting(busy)
+            #expect(moved.isEmpty, "alerts every \(every) s moved \(moved.count) of \(own.count) own opens")
+            #expect(busy.count > own.count, "alerts every \(every) s prompted no open")
+        }
+    }
+
     /// The user's significant location changes wake the apps that monitor them, at the profile's rate.
     @Test func locationChangesComeAtTheirRateToTheAppsThatMonitorThem() {
         var profile = UserProfile()
