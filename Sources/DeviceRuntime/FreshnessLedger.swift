@@ -42,18 +42,59 @@ public struct FreshnessLedger: Sendable {
         }
     }
 
+    /// One profile's opens reduced to what the report needs: counts, and each content age (ms).
+    struct OpenSummary: Sendable, Equatable {
+        var opens = 0
+        var fresh = 0
+        var withoutContent = 0
+        /// The age of the content held at each open that had some (ms, capped at 49 days).
+        var ages: [UInt32] = []
+
+        mutating func add(_ other: OpenSummary) {
+            opens += other.opens
+            fresh += other.fresh
+            withoutContent += other.withoutContent
+            ages += other.ages
+        }
+    }
+
+    /// Opens folded as they come, when the publications are known in advance (a forecast): 4 bytes an
+    /// open with content instead of 16 bytes an open kept to the end.
+    struct Folded: Sendable {
+        /// Version n was published at `publishTimes[n - 1]` (ms), in publish order.
+        let publishTimes: [Int64]
+        let start: Int64
+        var hourOpens: [Int]
+        var hourFresh: [Int]
+        /// By profile index.
+        var summaries: [OpenSummary] = []
+    }
+
     private var opens: [Open] = []
+    private var folded: Folded?
     /// Profile names, by the index their opens and tallies use.
     public private(set) var profiles: [String] = []
     private var tallies: [Tally] = []
 
+    /// A ledger that keeps every open, for a report against versions known only at the end (a real run).
     public init() {}
+
+    /// A ledger that folds each open as it comes, against publications known in advance (version n at
+    /// `publishTimes[n - 1]`), with fresh at open hour by hour for `hours` hours from `start` (ms): what
+    /// a forecast of a million iPhones can keep. Its report is the same as a keeping ledger's.
+    public init(publishTimes: [Int64], start: Int64, hours: Int) {
+        let hours = max(0, hours)
+        folded = Folded(
+            publishTimes: publishTimes, start: start, hourOpens: Array(repeating: 0, count: hours),
+            hourFresh: Array(repeating: 0, count: hours))
+    }
 
     /// The index `record(_:at:profileIndex:)` takes for `name` (added when new).
     public mutating func profileIndex(_ name: String) -> Int {
         if let index = profiles.firstIndex(of: name) { return index }
         profiles.append(name)
         tallies.append(Tally())
+        folded?.summaries.append(OpenSummary())
         return profiles.count - 1
     }
 
@@ -64,7 +105,8 @@ public struct FreshnessLedger: Sendable {
     public mutating func record(_ action: RuntimeAction, at now: UnixTime, profileIndex profile: Int) {
         switch action {
         case .opened(_, let version):
-            opens.append(Open(at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile)))
+            let open = Open(at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile))
+            if folded != nil { fold(open) } else { opens.append(open) }
         case .woken(_, let kind): tallies[profile].wakes[kind.index] += 1
         case .terminated(_, let cause): tallies[profile].terminations[cause.index] += 1
         case .relaunched: tallies[profile].relaunched += 1
@@ -99,13 +141,61 @@ public struct FreshnessLedger: Sendable {
         tallies[profile].durations.record(milliseconds)
     }
 
-    /// Adds what another ledger recorded (a forecast's shards, each its own ledger).
+    /// Folds one open: fresh or not against the newest version published by then, its content's age.
+    private mutating func fold(_ open: Open) {
+        guard var folded else { return }
+        self.folded = nil  // (no copy of its arrays while they change)
+        let newest = Self.newestVersion(at: open.at, folded.publishTimes)
+        let fresh = newest == 0 || Int(open.held) >= newest
+        var summary = folded.summaries[Int(open.profile)]
+        summary.opens += 1
+        if fresh { summary.fresh += 1 }
+        if newest > 0 {
+            if open.held >= 1, Int(open.held) <= folded.publishTimes.count {
+                let age = open.at - folded.publishTimes[Int(open.held) - 1]
+                summary.ages.append(UInt32(clamping: age))
+            } else {
+                summary.withoutContent += 1
+            }
+        }
+        folded.summaries[Int(open.profile)] = summary
+        let hour = open.at >= folded.start ? Int((open.at - folded.start) / 3_600_000) : -1
+        if hour >= 0, hour < folded.hourOpens.count {
+            folded.hourOpens[hour] += 1
+            if fresh { folded.hourFresh[hour] += 1 }
+        }
+        self.folded = folded
+    }
+
+    /// How many versions were published at or before `at` (the newest one's number; 0: none).
+    private static func newestVersion(at: Int64, _ times: [Int64]) -> Int {
+        var low = 0
+        var high = times.count
+        while low < high {
+            let middle = (low + high) / 2
+            if times[middle] <= at { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Adds what another ledger recorded (a forecast's shards, each its own ledger; both folding, or
+    /// both keeping their opens).
     public mutating func merge(_ other: FreshnessLedger) {
         var map: [UInt16] = []
         for (index, name) in other.profiles.enumerated() {
             let mine = profileIndex(name)
             map.append(UInt16(mine))
             tallies[mine].add(other.tallies[index])
+        }
+        if var mine = folded, let theirs = other.folded {
+            folded = nil
+            for (index, summary) in theirs.summaries.enumerated() { mine.summaries[Int(map[index])].add(summary) }
+            for hour in mine.hourOpens.indices where hour < theirs.hourOpens.count {
+                mine.hourOpens[hour] += theirs.hourOpens[hour]
+                mine.hourFresh[hour] += theirs.hourFresh[hour]
+            }
+            folded = mine
+            return
         }
         opens.reserveCapacity(opens.count + other.opens.count)
         for open in other.opens {
@@ -114,24 +204,30 @@ public struct FreshnessLedger: Sendable {
     }
 
     /// Opens recorded so far (every one is in exactly one profile's row).
-    public var openCount: Int { opens.count }
+    public var openCount: Int { folded.map { $0.summaries.reduce(0) { $0 + $1.opens } } ?? opens.count }
 
     /// Every open counted once, against `versions` (number → publish time, ms).
     /// `apps`: app installs per profile (devices × apps), for wakes per app-hour.
     public func report(versions: [Int: Int64], hours: Double, apps: [String: Int]) -> FreshnessReport {
-        let published = versions.sorted { $0.key < $1.key }
-        var byProfile = [[Open]](repeating: [], count: profiles.count)
-        for open in opens { byProfile[Int(open.profile)].append(open) }
+        var summaries: [OpenSummary]
+        if let folded {
+            summaries = folded.summaries
+        } else {
+            let published = versions.sorted { $0.key < $1.key }
+            var byProfile = [[Open]](repeating: [], count: profiles.count)
+            for open in opens { byProfile[Int(open.profile)].append(open) }
+            summaries = byProfile.map { Self.summary(of: $0, published) }
+        }
         let order = profiles.indices.sorted { profiles[$0] < profiles[$1] }
         var rows = order.map { index in
-            row(
-                profiles[index], byProfile[index], published, tallies[index], hours: hours,
-                apps: apps[profiles[index]] ?? 1)
+            row(profiles[index], summaries[index], tallies[index], hours: hours, apps: apps[profiles[index]] ?? 1)
         }
         if profiles.count > 1 {
             var total = Tally()
             for tally in tallies { total.add(tally) }
-            rows.append(row("all", opens, published, total, hours: hours, apps: apps.values.reduce(0, +)))
+            var all = OpenSummary()
+            for summary in summaries { all.add(summary) }
+            rows.append(row("all", all, total, hours: hours, apps: apps.values.reduce(0, +)))
         }
         return FreshnessReport(rows: rows)
     }
@@ -142,6 +238,10 @@ public struct FreshnessLedger: Sendable {
         let published = versions.sorted { $0.key < $1.key }
         var opens = [Int](repeating: 0, count: max(0, hours))
         var fresh = [Int](repeating: 0, count: max(0, hours))
+        if let folded, folded.start == start, folded.hourOpens.count == opens.count {
+            opens = folded.hourOpens
+            fresh = folded.hourFresh
+        }
         for open in self.opens {
             let hour = Int((open.at - start) / 3_600_000)
             guard open.at >= start, hour < hours else { continue }
@@ -172,30 +272,36 @@ public struct FreshnessLedger: Sendable {
         return low == 0 ? nil : published[low - 1]
     }
 
-    private func row(
-        _ name: String, _ opens: [Open], _ published: [(key: Int, value: Int64)], _ tally: Tally, hours: Double,
-        apps: Int
-    ) -> FreshnessReport.Row {
-        var ages: [Int64] = []
-        var fresh = 0
-        var withoutContent = 0
+    /// Kept opens reduced as a folding ledger reduces them as they come.
+    private static func summary(of opens: [Open], _ published: [(key: Int, value: Int64)]) -> OpenSummary {
+        var summary = OpenSummary()
         var publishedAt: [Int: Int64] = [:]
         for (version, at) in published { publishedAt[version] = at }
         for open in opens {
+            summary.opens += 1
             // The newest version published by then; nothing published: fresh by definition.
             guard Self.newest(at: open.at, published) != nil else {
-                fresh += 1
+                summary.fresh += 1
                 continue
             }
-            if Self.isFresh(open, published) { fresh += 1 }
+            if Self.isFresh(open, published) { summary.fresh += 1 }
             if open.held >= 0, let at = publishedAt[Int(open.held)] {
-                ages.append(open.at - at)
+                summary.ages.append(UInt32(clamping: open.at - at))
             } else {
-                withoutContent += 1
+                summary.withoutContent += 1
             }
         }
-        ages.sort()
-        func percentile(_ values: [Int64], _ p: Double) -> Double? {
+        return summary
+    }
+
+    private func row(_ name: String, _ summary: OpenSummary, _ tally: Tally, hours: Double, apps: Int)
+        -> FreshnessReport.Row
+    {
+        let ages = summary.ages.sorted()
+        let fresh = summary.fresh
+        let withoutContent = summary.withoutContent
+        let opens = summary.opens
+        func percentile(_ values: [UInt32], _ p: Double) -> Double? {
             guard !values.isEmpty else { return nil }
             return Double(values[min(values.count - 1, Int(Double(values.count) * p))]) / 1000
         }
@@ -212,8 +318,8 @@ public struct FreshnessLedger: Sendable {
         }
         let silent = WakeKind.silentPush(apnsID: "").index
         return FreshnessReport.Row(
-            profile: name, opens: opens.count, freshOpens: fresh,
-            freshAtOpen: opens.isEmpty ? nil : Double(fresh) / Double(opens.count),
+            profile: name, opens: opens, freshOpens: fresh,
+            freshAtOpen: opens == 0 ? nil : Double(fresh) / Double(opens),
             ageP50Seconds: percentile(ages, 0.5), ageP90Seconds: percentile(ages, 0.9),
             ageP99Seconds: percentile(ages, 0.99),
             opensWithoutContent: withoutContent,

@@ -54,7 +54,7 @@ public enum Forecast {
             for await part in group { all += part }
             return all.sorted { $0.0 < $1.0 }.map(\.1)
         }
-        var ledger = FreshnessLedger()
+        var ledger = scenario.ledger()
         for kind in scenario.kinds { _ = ledger.profileIndex(kind.name) }
         var costs = Array(repeating: ForecastShard.KindCosts(), count: scenario.kinds.count)
         var events = 0

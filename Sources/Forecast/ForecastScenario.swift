@@ -55,6 +55,13 @@ public struct ForecastScenario: Sendable {
     public var devices: Int { kinds.map(\.devices).reduce(0, +) }
     public var end: UnixTime { start.adding(milliseconds: Int64(hours * 3_600_000)) }
 
+    /// A ledger that folds each open against this scenario's publications, hour by hour over its span.
+    func ledger() -> FreshnessLedger {
+        FreshnessLedger(
+            publishTimes: publications.times(from: start, until: end), start: start.milliseconds,
+            hours: Int(hours.rounded(.up)))
+    }
+
     /// The midnight (UTC) at or before `time`: a forecast's default start, so that a day is a day.
     public static func midnight(before time: UnixTime) -> UnixTime {
         UnixTime(milliseconds: time.milliseconds - time.milliseconds % 86_400_000)

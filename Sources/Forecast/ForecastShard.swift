@@ -36,7 +36,8 @@ final class ForecastShard {
     /// Announcement pushes of the current version, by bundle id (parsed once, copied per device).
     private var templates: [String: [PushNotification]] = [:]
 
-    private(set) var ledger = FreshnessLedger()
+    /// Folds each open as it comes (the publications are known in advance).
+    private(set) var ledger: FreshnessLedger
     private var ledgerIndex: [Int] = []
     private(set) var costs: [KindCosts]
     private(set) var events = 0
@@ -86,6 +87,7 @@ final class ForecastShard {
         firstDevice = range.lowerBound
         end = scenario.end.milliseconds
         publishTimes = scenario.publications.times(from: scenario.start, until: scenario.end)
+        ledger = scenario.ledger()
         now = scenario.start.milliseconds
         engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
         apps = scenario.kinds.map { kind in

@@ -173,6 +173,35 @@ import Testing
         #expect(UserProfile().problem() == nil)
     }
 
+    /// A ledger that folds opens as they come (a forecast's, the publications known in advance) reports
+    /// exactly what one that keeps every open does, merged from slices or not.
+    @Test func aFoldingLedgerReportsWhatAKeepingOneDoes() {
+        let start: Int64 = 86_400_000
+        let times: [Int64] = (0..<12).map { start + 600_000 * $0 }
+        var versions: [Int: Int64] = [:]
+        for (index, at) in times.enumerated() { versions[index + 1] = at }
+        var keeping = FreshnessLedger()
+        var slices = [0, 1, 2].map { _ in FreshnessLedger(publishTimes: times, start: start, hours: 3) }
+        var random = FastRandom(seed: 5)
+        for n in 0..<3_000 {
+            let at = start - 300_000 + Int64(random.next() % 10_800_000)
+            let newest = times.filter { $0 <= at }.count
+            let held: Int? = random.next() % 5 == 0 ? nil : max(1, newest - Int(random.next() % 3))
+            let action = RuntimeAction.opened(bundleID: "a", contentVersion: newest == 0 ? nil : held)
+            let profile = ["news", "chat", "podcast"][n % 3]
+            keeping.record(action, at: UnixTime(milliseconds: at), profile: profile)
+            slices[n % 3].record(action, at: UnixTime(milliseconds: at), profile: profile)
+        }
+        var folded = FreshnessLedger(publishTimes: times, start: start, hours: 3)
+        for slice in slices { folded.merge(slice) }
+        let apps = ["news": 1, "chat": 1, "podcast": 1]
+        #expect(folded.openCount == keeping.openCount)
+        #expect(folded.report(versions: versions, hours: 3, apps: apps) == keeping.report(versions: versions, hours: 3, apps: apps))
+        #expect(
+            folded.hourly(versions: versions, start: start, hours: 3)
+                == keeping.hourly(versions: versions, start: start, hours: 3))
+    }
+
     /// Every open counted once: fresh when the app held the newest version published by then; its age
     /// from the held version's publish time.
     @Test func freshnessAddsUp() {
