@@ -150,7 +150,7 @@ final class ForecastShard {
             let device = Int(entry.target)
             switch entry.kind {
             case .deadline:
-                guard deadlineAt[device] == entry.time else { continue }
+                // The device's one standing entry (moved in place when its deadline moved).
                 deadlineAt[device] = .max
                 var link = ShardLink(shard: self, device: device)
                 let actions = iphones[device].advance(to: UnixTime(milliseconds: now), link: &link)
@@ -360,7 +360,7 @@ final class ForecastShard {
         let next = iphones[device].nextDeadline?.milliseconds ?? .max
         guard next != deadlineAt[device] else { return }
         deadlineAt[device] = next
-        if next != .max { queue.schedule(at: max(next, now), .deadline, target: UInt32(device)) }
+        queue.setDeadline(UInt32(device), at: next == .max ? nil : max(next, now))
     }
 
     // MARK: Transfers

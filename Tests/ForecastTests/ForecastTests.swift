@@ -44,6 +44,28 @@ import Testing
         #expect(order == [2, 4, 1, 3, 5])
     }
 
+    /// A device's deadline is one entry, moved in place: popped once, at its latest time, in (time,
+    /// sequence) order with everything else; removed, never popped.
+    @Test func aDeadlineThatMovesIsPoppedOnceWhereItNowIs() {
+        var queue = EventQueue()
+        for device: UInt32 in 0..<50 { queue.setDeadline(device, at: Int64(1000 - device)) }
+        queue.schedule(at: 500, .keepAlive, target: 7)
+        for device: UInt32 in 0..<50 where device % 2 == 0 { queue.setDeadline(device, at: Int64(2000 + device)) }
+        queue.setDeadline(3, at: 500)  // the same millisecond as the keep-alive, set after it
+        queue.setDeadline(5, at: nil)
+        #expect(queue.count == 50)
+        var popped: [(Int64, UInt32, EventQueue.Kind)] = []
+        while let entry = queue.pop() { popped.append((entry.time, entry.target, entry.kind)) }
+        #expect(popped.count == 50)
+        #expect(popped[0].0 == 500 && popped[0].2 == .keepAlive && popped[1].0 == 500 && popped[1].1 == 3)
+        #expect(popped.map(\.0) == popped.map(\.0).sorted())
+        #expect(!popped.contains { $0.1 == 5 && $0.2 == .deadline })
+        let deadlines = popped.filter { $0.2 == .deadline }
+        #expect(Set(deadlines.map(\.1)).count == deadlines.count, "each device once")
+        #expect(deadlines.filter { $0.1 % 2 == 0 }.allSatisfy { $0.0 == 2000 + Int64($0.1) })
+        #expect(queue.isEmpty)
+    }
+
     @Test func aSilentPushPerPublicationWithBudgetThreeWakesExactlyThreeTimes() async {
         var policy = PolicySettings()
         policy.budgetCapacity = 3
