@@ -115,14 +115,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
             return .now(.accepted)
         }
         write(writes)
-        // Written to the device only once durable: a push answered 500 because the store could not
+        // Written to the device only once durable: a push answered 500 or 503 because the store did not
         // write it is never delivered (its provider, rightly, sends it again).
         committed.whenComplete { [self] outcome in
-            if case .success = outcome {
-                settle(notification, device: device, stored: true, accepted: accepted)
-            } else {
-                settle(notification, device: device, stored: false, accepted: accepted)
-            }
+            var stored = false
+            if case .success = outcome { stored = true }
+            settle(notification, device: device, stored: stored, accepted: accepted)
         }
         return .afterCommit(committed)
     }
@@ -576,7 +574,7 @@ public struct HubCounters: Sendable, Equatable, Codable {
     public var acknowledged = 0
     /// Pushes refused with 429 because their device had `maximumWaiting` not yet acknowledged.
     public var refusedQueueFull = 0
-    /// Pushes answered 500 because the store could not write them: withdrawn, never delivered.
+    /// Pushes answered 500 or 503 because the store did not write them: withdrawn, never delivered.
     public var notStored = 0
     /// Device sessions that ended.
     public var disconnections = 0

@@ -142,40 +142,26 @@ public struct FreshnessLedger: Sendable {
     }
 
     /// Folds one open: fresh or not against the newest version published by then, its content's age.
+    /// (Changed in place through `folded?`: no copy of its arrays.)
     private mutating func fold(_ open: Open) {
-        guard var folded else { return }
-        self.folded = nil  // (no copy of its arrays while they change)
-        let newest = Self.newestVersion(at: open.at, folded.publishTimes)
+        guard let times = folded?.publishTimes, let start = folded?.start else { return }
+        let newest = times.countAtOrBefore(open.at)
         let fresh = newest == 0 || Int(open.held) >= newest
-        var summary = folded.summaries[Int(open.profile)]
-        summary.opens += 1
-        if fresh { summary.fresh += 1 }
+        let profile = Int(open.profile)
+        folded?.summaries[profile].opens += 1
+        if fresh { folded?.summaries[profile].fresh += 1 }
         if newest > 0 {
-            if open.held >= 1, Int(open.held) <= folded.publishTimes.count {
-                let age = open.at - folded.publishTimes[Int(open.held) - 1]
-                summary.ages.append(UInt32(clamping: age))
+            if open.held >= 1, Int(open.held) <= times.count {
+                folded?.summaries[profile].ages.append(UInt32(clamping: open.at - times[Int(open.held) - 1]))
             } else {
-                summary.withoutContent += 1
+                folded?.summaries[profile].withoutContent += 1
             }
         }
-        folded.summaries[Int(open.profile)] = summary
-        let hour = open.at >= folded.start ? Int((open.at - folded.start) / 3_600_000) : -1
-        if hour >= 0, hour < folded.hourOpens.count {
-            folded.hourOpens[hour] += 1
-            if fresh { folded.hourFresh[hour] += 1 }
+        let hour = open.at >= start ? Int((open.at - start) / 3_600_000) : -1
+        if hour >= 0, hour < folded?.hourOpens.count ?? 0 {
+            folded?.hourOpens[hour] += 1
+            if fresh { folded?.hourFresh[hour] += 1 }
         }
-        self.folded = folded
-    }
-
-    /// How many versions were published at or before `at` (the newest one's number; 0: none).
-    private static func newestVersion(at: Int64, _ times: [Int64]) -> Int {
-        var low = 0
-        var high = times.count
-        while low < high {
-            let middle = (low + high) / 2
-            if times[middle] <= at { low = middle + 1 } else { high = middle }
-        }
-        return low
     }
 
     /// Adds what another ledger recorded (a forecast's shards, each its own ledger; both folding, or
@@ -187,14 +173,12 @@ public struct FreshnessLedger: Sendable {
             map.append(UInt16(mine))
             tallies[mine].add(other.tallies[index])
         }
-        if var mine = folded, let theirs = other.folded {
-            folded = nil
-            for (index, summary) in theirs.summaries.enumerated() { mine.summaries[Int(map[index])].add(summary) }
-            for hour in mine.hourOpens.indices where hour < theirs.hourOpens.count {
-                mine.hourOpens[hour] += theirs.hourOpens[hour]
-                mine.hourFresh[hour] += theirs.hourFresh[hour]
+        if folded != nil, let theirs = other.folded {
+            for (index, summary) in theirs.summaries.enumerated() { folded?.summaries[Int(map[index])].add(summary) }
+            for hour in theirs.hourOpens.indices where hour < folded?.hourOpens.count ?? 0 {
+                folded?.hourOpens[hour] += theirs.hourOpens[hour]
+                folded?.hourFresh[hour] += theirs.hourFresh[hour]
             }
-            folded = mine
             return
         }
         opens.reserveCapacity(opens.count + other.opens.count)
@@ -434,5 +418,19 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
             )
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension Array where Element == Int64 {
+    /// In ascending order: how many elements are at or before `value` (publish times: the number of the
+    /// newest version published by then, 0 for none).
+    public func countAtOrBefore(_ value: Int64) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if self[middle] <= value { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 }

@@ -122,7 +122,7 @@ public struct UserModel: Sendable {
     private static func visit(
         _ app: String, own: Bool, at now: UnixTime, profile: UserProfile, random: inout FastRandom
     ) -> Visit {
-        let length = max(1000, Int64(-profile.session_seconds * 1000 * log1p(-uniform(&random))))
+        let length = max(1000, Int64(exponential(mean: profile.session_seconds * 1000, &random)))
         return Visit(
             app: app, leaveAt: now.adding(milliseconds: length),
             forceQuits: uniform(&random) < profile.force_quit_share, own: own)
@@ -133,7 +133,8 @@ public struct UserModel: Sendable {
     private mutating func planLocationChange(after now: UnixTime) {
         guard !locationApps.isEmpty, profile.location_changes_per_day > 0 else { return }
         locationAt = now.adding(
-            milliseconds: max(1, Int64(exponential(mean: Double(Self.day) / profile.location_changes_per_day))))
+            milliseconds: max(
+                1, Int64(Self.exponential(mean: Double(Self.day) / profile.location_changes_per_day, &random))))
     }
 
     /// An alert of `bundleID` was shown: a user who is not using an app opens it, `alert_open_share` of
@@ -146,7 +147,7 @@ public struct UserModel: Sendable {
         else {
             return false
         }
-        let reaction = -profile.alert_open_seconds * 1000 * log1p(-Self.uniform(&prompts))
+        let reaction = Self.exponential(mean: profile.alert_open_seconds * 1000, &prompts)
         let at = now.adding(milliseconds: max(1000, Int64(reaction)))
         let sooner = [ownOpen?.at, promptedOpen?.at].compactMap { $0 }.min()
         if let sooner, sooner <= at { return false }
@@ -171,7 +172,8 @@ public struct UserModel: Sendable {
         }
         if profile.extra_opens_per_day > 0 {
             candidates.append(
-                now.milliseconds + Int64(exponential(mean: Double(Self.day) / profile.extra_opens_per_day)))
+                now.milliseconds
+                    + Int64(Self.exponential(mean: Double(Self.day) / profile.extra_opens_per_day, &random)))
         }
         guard let at = candidates.min() else { return }
         ownOpen = (UnixTime(milliseconds: max(at, now.milliseconds + 1)), apps[Int(random.next() % UInt64(apps.count))])
@@ -179,8 +181,9 @@ public struct UserModel: Sendable {
 
     private static func uniform(_ random: inout FastRandom) -> Double { Double(random.next() >> 11) / Double(1 << 53) }
 
-    private mutating func exponential(mean: Double) -> Double {
-        -mean * log1p(-Self.uniform(&random))
+    /// An exponential draw of `mean` from `random` (the user's own stream or the prompts').
+    private static func exponential(mean: Double, _ random: inout FastRandom) -> Double {
+        -mean * log1p(-uniform(&random))
     }
 }
 

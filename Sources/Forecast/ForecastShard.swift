@@ -410,13 +410,8 @@ final class ForecastShard {
 
     /// The newest version published at or before `at` (versions are numbered from 1 in publish order).
     func newestVersion(at: Int64) -> Int? {
-        var low = 0
-        var high = publishTimes.count
-        while low < high {
-            let middle = (low + high) / 2
-            if publishTimes[middle] <= at { low = middle + 1 } else { high = middle }
-        }
-        return low == 0 ? nil : low
+        let count = publishTimes.countAtOrBefore(at)
+        return count == 0 ? nil : count
     }
 
     private static func key(_ device: Int, _ id: Int) -> UInt64 { UInt64(device) << 32 | UInt64(UInt32(truncatingIfNeeded: id)) }

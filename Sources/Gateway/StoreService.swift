@@ -22,9 +22,6 @@ public final class StoreService: Service, Sendable {
         var pruned = PruneResult(removed: 0, expired: 0)
     }
 
-    /// Commit failures, logged at once and then at most once per `interval` with how many there were
-    /// since (a full disk fails every commit: one line per commit would flood the log); and the moment
-    /// the store writes again.
     /// The store's health as `/ready` reads it: what the last commit and the last check said (shared
     /// with the writer's callbacks).
     final class Health: Sendable {
@@ -35,6 +32,9 @@ public final class StoreService: Service, Sendable {
 
     private let health: Health
 
+    /// Commit failures, logged at once and then at most once per `interval` with how many there were
+    /// since (a full disk fails every commit: one line per commit would flood the log); and the moment
+    /// the store writes again.
     struct FailureLog {
         static let interval: Duration = .seconds(10)
         var failingSince: ContinuousClock.Instant?

@@ -26,7 +26,8 @@ public struct DecisionLog: Sendable {
         case completed(CompletionResult)
         case completedLate(CompletionResult)
         case deadlineMissed
-        /// The store could not write it: the provider was answered 500, and it is never delivered.
+        /// The store did not write it: its provider was answered with an error (500, or 503 when it waited
+        /// past the store's wait limit), and it is never delivered.
         case notStored
 
         public var description: String {
@@ -42,7 +43,7 @@ public struct DecisionLog: Sendable {
             case .completed(let result): return "completed \(result.rawValue)"
             case .completedLate(let result): return "completed late \(result.rawValue)"
             case .deadlineMissed: return "deadline missed"
-            case .notStored: return "not stored: answered 500 InternalServerError, never delivered"
+            case .notStored: return "not stored: answered 500 or 503, never delivered"
             }
         }
     }

@@ -1,9 +1,10 @@
+import AdminAPI
 import Crypto
 import Foundation
 import GatewayFiles
 import ProviderAuth
-import Testing
 import TestSupport
+import Testing
 
 /// A `pushgate serve` child process on loopback ports, for tests that kill it.
 final class GatewayProcess: @unchecked Sendable {
@@ -69,6 +70,14 @@ struct NotListening: Error, CustomStringConvertible {
     var log: String
     var found: [String: Int]
     var description: String { "the gateway did not report its listeners (found \(found)); see \(log)" }
+}
+
+/// The value of one series (`name{labels}`, exactly as Prometheus prints it) on a gateway's admin port's
+/// `/metrics`; nil when it is not there.
+func metricValue(_ series: String, adminPort: Int) async throws -> Double? {
+    let text = try await AdminClient.get(host: "127.0.0.1", port: adminPort, path: "/metrics", token: nil).body
+    let prefix = series + " "
+    return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
 }
 
 func eventually(_ what: String, seconds: Int = 30, _ condition: () async throws -> Bool) async throws {

@@ -33,12 +33,7 @@ import Testing
         #expect(client.write(request) == request.count)
 
         func metric(_ outcome: String) async throws -> Double? {
-            let text = try await AdminClient.get(host: "127.0.0.1", port: ports.admin, path: "/metrics", token: nil)
-                .body
-            let series = #"pushgate_admin_live_stalled_total{outcome="\#(outcome)"} "#
-            return text.split(separator: "\n").first { $0.hasPrefix(series) }.flatMap {
-                Double($0.dropFirst(series.count))
-            }
+            try await metricValue(#"pushgate_admin_live_stalled_total{outcome="\#(outcome)"}"#, adminPort: ports.admin)
         }
         // The events fill the client's and the kernel's buffers; then they are skipped, then it is closed.
         try await eventually("events skipped for the client that does not read") {

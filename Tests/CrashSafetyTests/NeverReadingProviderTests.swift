@@ -60,9 +60,8 @@ import Testing
         #expect(client.write(preface) == preface.count)
 
         func metric(_ outcome: String) async throws -> Double? {
-            let text = try await AdminClient.get(host: "127.0.0.1", port: ports.admin, path: "/metrics", token: nil).body
-            let series = #"pushgate_provider_stalled_connections_total{outcome="\#(outcome)"} "#
-            return text.split(separator: "\n").first { $0.hasPrefix(series) }.flatMap { Double($0.dropFirst(series.count)) }
+            try await metricValue(
+                #"pushgate_provider_stalled_connections_total{outcome="\#(outcome)"}"#, adminPort: ports.admin)
         }
 
         // Requests as fast as the socket takes them, until the gateway says it stopped reading this
