@@ -352,7 +352,7 @@ let package = Package(
                 "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
-                "ConnectionLimits", "TestSupport",
+                "ConnectionLimits", "TestSupport", "Forecast",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -26,20 +26,26 @@ announcing_gateway 22800
   --seed "$SEED" "${MIX[@]}" --json "$WORK/real.json" > "$WORK/simulate.log" 2>&1 \
   || { show_log "$WORK/simulate.log"; fail "the real run failed"; }
 [ -s "$WORK/real.json" ] || { show_log "$WORK/simulate.log"; fail "the real run wrote no figures"; }
-read -r START SPAN < <(python3 -c '
+# The backends' fan-out as the real run had it: from each publication to its announcement's last answer.
+read -r START SPAN FANOUT < <(python3 -c '
 import json, sys
 f = json.load(open(sys.argv[1]))
 first = min(f["published"], key=lambda p: p["version"])
-print(first["publishedAt"], f["seconds"])' "$WORK/real.json") || fail "the real run's figures have no publication"
+at = {p["version"]: p["publishedAt"] for p in f["published"]}
+spreads = [a["sentAt"] + a["milliseconds"] - at.get(a["version"], a["sentAt"]) for a in f["announcements"] if a.get("sentAt")]
+print(first["publishedAt"], f["seconds"], sum(spreads) / len(spreads) / 1000 if spreads else 0)' "$WORK/real.json") \
+  || fail "the real run's figures have no publication"
 need "the real run's start" "$START"
 need "the real run's length" "$SPAN"
+need "the real run's announcement time" "$FANOUT"
 HOURS=$(awk -v s="$SPAN" 'BEGIN {printf "%.6f", s / 3600}')
 # Loopback: the transfers' latency is the link's alone.
 "$PG" forecast --devices "$DEVICES" --hours "$HOURS" --start-ms "$START" --publish-every "$EVERY" \
-  --opens-per-hour "$OPENS" --link-bytes-per-second "$LINK" --latency-ms 1 --seed "$SEED" "${MIX[@]}" --threads 1 \
+  --opens-per-hour "$OPENS" --link-bytes-per-second "$LINK" --latency-ms 1 --announce-seconds "$FANOUT" --seed "$SEED" "${MIX[@]}" --threads 1 \
   --json "$WORK/forecast.json" > "$WORK/forecast.log" 2>&1 || { show_log "$WORK/forecast.log"; fail "the forecast failed"; }
 echo "Forecast against the real run — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'),"
-echo "$DEVICES iPhones, ${SPAN} s, a version every ${EVERY} s, ${OPENS} extra opens an hour, ${LINK} bytes/s, seed $SEED"
+echo "$DEVICES iPhones, ${SPAN} s, a version every ${EVERY} s, ${OPENS} extra opens an hour, ${LINK} bytes/s, seed $SEED,"
+echo "each announcement sent within ${FANOUT} s (the real run's mean, replayed by the forecast)"
 echo
 python3 - "$WORK/real.json" "$WORK/forecast.json" <<'PY'
 import json, sys

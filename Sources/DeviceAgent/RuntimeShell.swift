@@ -4,6 +4,7 @@ import DeviceRuntime
 import NIOCore
 import NIOHTTP1
 import PushModel
+import Synchronization
 
 /// The I/O shell of one device's `DeviceRuntime`: it feeds the runtime its events on the device's event
 /// loop (so the runtime, its timer and its transfers are confined to one thread, no lock), performs the
@@ -21,16 +22,19 @@ public final class RuntimeShell: @unchecked Sendable {
         /// What the device's user does (opens, leaves, force-quits, Low Power Mode); nil: only the
         /// events fed from outside.
         public var users: UserProfile?
+        /// The users do nothing at or after this instant (a run with a planned end); nil: never stop.
+        public var usersUntil: UnixTime?
 
         public init(
             profile: IOSProfile, apps: [(bundleID: String, behaviour: AppBehaviour)], origin: String, seed: UInt64,
-            users: UserProfile? = nil
+            users: UserProfile? = nil, usersUntil: UnixTime? = nil
         ) {
             self.profile = profile
             self.apps = apps
             self.origin = origin
             self.seed = seed
             self.users = users
+            self.usersUntil = usersUntil
         }
     }
 
@@ -47,6 +51,9 @@ public final class RuntimeShell: @unchecked Sendable {
     var deviceLabel = ""
 
     private var iphone: SimulatedIPhone
+    /// When the device first connected (ms; 0: not yet): its runtime started then. A forecast of the
+    /// same run starts the device at the same instant.
+    private let firstConnected = Atomic<Int64>(0)
     private var timer: Scheduled<Void>?
     private var transfers: [Int: Running] = [:]
     private var stopped = false
@@ -70,9 +77,11 @@ public final class RuntimeShell: @unchecked Sendable {
         public var succeeded: Bool
     }
 
-    /// `record` gets every action the runtime asks for; `transferred` every transfer that ended.
+    /// `record` gets every action the runtime asks for; `transferred` every transfer that ended. The
+    /// iPhone (its users' plans) is made at `createdAt` (default: now).
     public init(
         settings: Settings, loop: any EventLoop, http: HTTPClient, clock: @escaping @Sendable () -> UnixTime,
+        createdAt: UnixTime? = nil,
         record: @escaping @Sendable (RuntimeAction, UnixTime) -> Void,
         transferred: @escaping @Sendable (TransferFigures) -> Void = { _ in }
     ) {
@@ -85,9 +94,16 @@ public final class RuntimeShell: @unchecked Sendable {
         self.http = http
         self.clock = clock
         self.record = record
-        let now = clock()
         iphone = SimulatedIPhone(
-            profile: settings.profile, apps: settings.apps, users: settings.users, seed: settings.seed, now: now)
+            profile: settings.profile, apps: settings.apps, users: settings.users, seed: settings.seed,
+            now: createdAt ?? clock())
+        if let until = settings.usersUntil { iphone.usersUntil = until.milliseconds }
+    }
+
+    /// When the device first connected (its runtime started then), or nil.
+    public var connectedAt: UnixTime? {
+        let at = firstConnected.load(ordering: .relaxed)
+        return at == 0 ? nil : UnixTime(milliseconds: at)
     }
 
     /// Connects the shell to its agent: messages go out through `send`; deliveries come in through the
@@ -99,6 +115,7 @@ public final class RuntimeShell: @unchecked Sendable {
             guard !self.stopped else { return }
             var link = HTTPLink(shell: self)
             let now = self.clock()
+            _ = self.firstConnected.compareExchange(expected: 0, desired: now.milliseconds, ordering: .relaxed)
             for action in self.iphone.start(at: now, link: &link) { self.perform(action, now: now) }
             self.armTimer()
         }
@@ -116,6 +133,15 @@ public final class RuntimeShell: @unchecked Sendable {
     /// The app's state now, read on the device's loop.
     public func state(of bundleID: String) -> EventLoopFuture<AppRuntime?> {
         loop.submit { self.iphone.runtime.apps[bundleID] }
+    }
+
+    /// Whether the device has settled: its users have nothing left to do before their end
+    /// (`Settings.usersUntil`) and no transfer is running. Read on the device's loop.
+    public func settled() -> EventLoopFuture<Bool> {
+        loop.submit {
+            let userDone = self.iphone.user?.nextAt.map { $0.milliseconds >= self.iphone.usersUntil } ?? true
+            return userDone && self.transfers.isEmpty
+        }
     }
 
     public func stop() {

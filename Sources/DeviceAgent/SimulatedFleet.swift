@@ -35,10 +35,11 @@ public final class SimulatedFleet: Sendable {
     }
 
     /// A fleet of iPhones: `mix` says how many devices of each kind; they fetch from `origin`
-    /// (`http://host:port`, serving `/manifest` and `/items/<n>`). Device i is seeded `seed + i`.
+    /// (`http://host:port`, serving `/manifest` and `/items/<n>`). Device i is seeded `seed + i`. Every
+    /// device is made at one instant (`freshness.startedAt`); their users stop at `usersUntil`, if given.
     public init(
         host: String, port: Int, mix: [(name: String, profile: IPhoneProfile, devices: Int)], origin: String,
-        enrolment: String? = nil, seed: UInt64 = 1, group: any EventLoopGroup,
+        enrolment: String? = nil, seed: UInt64 = 1, usersUntil: UnixTime? = nil, group: any EventLoopGroup,
         clock: @escaping @Sendable () -> UnixTime
     ) {
         plain = nil
@@ -48,7 +49,8 @@ public final class SimulatedFleet: Sendable {
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(120))
         let http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
         self.http = http
-        let freshness = FleetFreshness(mix: mix.map { ($0.name, $0.profile, $0.devices) }, startedAt: clock())
+        let createdAt = clock()
+        let freshness = FleetFreshness(mix: mix.map { ($0.name, $0.profile, $0.devices) }, startedAt: createdAt)
         self.freshness = freshness
         let counters = self.counters
         var agents: [DeviceAgent] = []
@@ -60,8 +62,8 @@ public final class SimulatedFleet: Sendable {
                 let shell = RuntimeShell(
                     settings: .init(
                         profile: kind.profile.iosProfile, apps: apps, origin: origin, seed: seed &+ index,
-                        users: kind.profile.users),
-                    loop: group.next(), http: http, clock: clock,
+                        users: kind.profile.users, usersUntil: usersUntil),
+                    loop: group.next(), http: http, clock: clock, createdAt: createdAt,
                     record: { action, at in
                         if case .complete(_, _, let result) = action { counters.recordCompletion(result) }
                         freshness.record(action, at: at, profile: name)
@@ -135,6 +137,19 @@ public final class SimulatedFleet: Sendable {
         if let (reason, count) = refused.max(by: { $0.value < $1.value }) {
             throw FleetError.refused(reason: reason, devices: count, of: agents.count)
         }
+    }
+
+    /// When each device (fleet order) first connected and its runtime started; nil: not yet.
+    public var connectedAt: [UnixTime?] { agents.map { $0.runtime?.connectedAt } }
+
+    /// Whether every device has settled: its users are done and no transfer is running
+    /// (`RuntimeShell.settled`).
+    public func settled() async throws -> Bool {
+        for agent in agents {
+            guard let runtime = agent.runtime else { continue }
+            guard try await runtime.settled().get() else { return false }
+        }
+        return true
     }
 
     /// `token bundle_id` lines, sorted (the tokens file backends and `pushgate bench` read).

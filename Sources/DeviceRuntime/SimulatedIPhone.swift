@@ -25,6 +25,9 @@ public struct SimulatedIPhone: Sendable {
     private var backgroundSince: [String: Int64] = [:]
     /// Milliseconds apps spent running in the background (woken, finishing a task, fetching).
     public private(set) var awakeMilliseconds: Int64 = 0
+    /// The users do nothing at or after this instant (ms; a run with a planned end, so that its users'
+    /// opens do not depend on when the run is stopped).
+    public var usersUntil: Int64 = .max
 
     /// `users` nil: only the events fed from outside.
     public init(
@@ -49,7 +52,7 @@ public struct SimulatedIPhone: Sendable {
     /// next event, whichever is first.
     public var nextDeadline: UnixTime? {
         let runtime = self.runtime.nextDeadline()
-        guard let user = user?.nextAt else { return runtime }
+        guard let user = user?.nextAt, user.milliseconds < usersUntil else { return runtime }
         guard let runtime else { return user }
         return min(runtime, user)
     }
@@ -70,7 +73,7 @@ public struct SimulatedIPhone: Sendable {
     /// deadline changes nothing).
     public mutating func advance<Link: TransferLink>(to now: UnixTime, link: inout Link) -> [RuntimeAction] {
         var actions: [RuntimeAction] = []
-        if let at = user?.nextAt, at <= now {
+        if let at = user?.nextAt, at <= now, at.milliseconds < usersUntil {
             for event in user!.fire(at: now) { actions += handle(event, at: now, link: &link) }
         }
         actions += handle(.tick, at: now, link: &link)

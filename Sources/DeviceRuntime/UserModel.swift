@@ -73,13 +73,15 @@ public struct UserModel: Sendable {
         return times.min()
     }
 
-    /// The events due by `now` (the shell calls this at `nextAt`), and plans the next.
+    /// The events due by `now` (the shell calls this at `nextAt`, or later), and plans the next. Each is
+    /// planned from when the last was due, not from when it ran, so the user's own events follow from the
+    /// seed and the start alone, however late a real shell's timer fires.
     public mutating func fire(at now: UnixTime) -> [RuntimeEvent] {
         var events: [RuntimeEvent] = []
         if let at = lowPowerAt, at <= now {
             events.append(.lowPowerMode(true))
-            lowPowerUntil = now.adding(milliseconds: Int64(profile.low_power_hours_per_day * Double(Self.hour)))
-            lowPowerAt = now.adding(milliseconds: Self.day)
+            lowPowerUntil = at.adding(milliseconds: Int64(profile.low_power_hours_per_day * Double(Self.hour)))
+            lowPowerAt = at.adding(milliseconds: Self.day)
         }
         if let until = lowPowerUntil, until <= now {
             events.append(.lowPowerMode(false))
@@ -87,12 +89,12 @@ public struct UserModel: Sendable {
         }
         if let at = locationAt, at <= now {
             events += locationApps.map { .locationChanged(bundleID: $0) }
-            planLocationChange(after: now)
+            planLocationChange(after: at)
         }
         if let current = visit, current.leaveAt <= now {
             events += [leaving(current), .screen(on: false)]
             visit = nil
-            if current.own { planOpen(after: now) }
+            if current.own { planOpen(after: current.leaveAt) }
         }
         if let own = ownOpen, own.at <= now {
             // The user's own open; during a prompted visit they switch to it.
@@ -104,11 +106,11 @@ public struct UserModel: Sendable {
             events.append(.userOpened(bundleID: own.app))
             ownOpen = nil
             promptedOpen = nil
-            visit = Self.visit(own.app, own: true, at: now, profile: profile, random: &random)
+            visit = Self.visit(own.app, own: true, at: own.at, profile: profile, random: &random)
         } else if visit == nil, let prompted = promptedOpen, prompted.at <= now {
             events += [.screen(on: true), .userOpened(bundleID: prompted.app)]
             promptedOpen = nil
-            visit = Self.visit(prompted.app, own: false, at: now, profile: profile, random: &prompts)
+            visit = Self.visit(prompted.app, own: false, at: prompted.at, profile: profile, random: &prompts)
         }
         return events
     }

@@ -24,6 +24,10 @@ struct EventQueue {
         case publish
         /// The policy engine's timers (deadline misses, expiries).
         case policyTimer
+        /// A device connects for the first time (its runtime starts).
+        case connect
+        /// A publication's pushes for one device reach the gateway (a fan-out spread over time).
+        case announce
     }
 
     private var others = EntryHeap(tracked: false)

@@ -35,6 +35,15 @@ public struct ForecastScenario: Sendable {
     public var seed: UInt64
     /// Devices (fleet-wide indexes) whose every event is written to the trace.
     public var traced: Set<Int> = []
+    /// When each device (fleet order) first connects and its runtime starts, in ms: a replay of a real
+    /// run, whose devices are made at `start` and connect one by one. Nil: every device at the start.
+    public var connectedAt: [Int64]?
+    /// The backends' fan-out: each publication's pushes reach the gateway spread evenly over this many
+    /// seconds after it, device by device in fleet order (0: all at the publication). A replay takes it
+    /// from the real run's announcements (`ContentAnnouncer.Outcome`); a what-if, from a backend's rate.
+    public var announcementSeconds: Double = 0
+    /// The users do nothing at or after this instant (a replayed run's planned end); nil: until the end.
+    public var usersUntil: UnixTime?
 
     public init(
         kinds: [Kind], start: UnixTime, hours: Double, publications: PublicationSchedule,

@@ -35,6 +35,7 @@ final class ForecastShard {
     private var pushCounter: UInt64 = 0
     /// Announcement pushes of the current version, by bundle id (parsed once, copied per device).
     private var templates: [String: [PushNotification]] = [:]
+    private var templatesVersion = 0
 
     /// Folds each open as it comes (the publications are known in advance).
     private(set) var ledger: FreshnessLedger
@@ -108,13 +109,14 @@ final class ForecastShard {
                 defer { index += 1 }
                 guard range.contains(index) else { continue }
                 let seed = scenario.seed &+ UInt64(index)
-                iphones.append(
-                    SimulatedIPhone(profile: ios, apps: kindApps, users: kind.profile.users, seed: seed, now: start))
+                var iphone = SimulatedIPhone(profile: ios, apps: kindApps, users: kind.profile.users, seed: seed, now: start)
+                if let until = scenario.usersUntil { iphone.usersUntil = until.milliseconds }
+                iphones.append(iphone)
                 kindOf.append(UInt8(kindIndex))
                 keepAlives.append(
                     KeepAliveSchedule(
-                        connectedAt: start, intervalSeconds: scenario.keepAliveSeconds, jitter: scenario.keepAliveJitter,
-                        seed: seed))
+                        connectedAt: UnixTime(milliseconds: connectionTime(index)),
+                        intervalSeconds: scenario.keepAliveSeconds, jitter: scenario.keepAliveJitter, seed: seed))
             }
         }
         deadlineAt = Array(repeating: .max, count: iphones.count)
@@ -126,16 +128,20 @@ final class ForecastShard {
 
     var deviceCount: Int { iphones.count }
 
+    /// When fleet-wide device `index` first connects: the start, or its replayed instant.
+    private func connectionTime(_ index: Int) -> Int64 {
+        let start = scenario.start.milliseconds
+        guard let times = scenario.connectedAt, times.indices.contains(index) else { return start }
+        return max(start, times[index])
+    }
+
     /// Runs to the scenario's end; `progress` hears the virtual time now and then.
     func run(progress: (Int64) -> Void = { _ in }) {
-        // Every device connects at the start (the gateway delivers what it stored; nothing yet).
+        // Every device connects at the start, or when the replayed run's did (its users' events wait
+        // for it, as the real shell's timer does).
         for device in iphones.indices {
-            var actions: [PolicyAction] = []
-            engine.connected(device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
-            apply(actions)
-            var link = ShardLink(shard: self, device: device)
-            let started = iphones[device].start(at: UnixTime(milliseconds: now), link: &link)
-            after(device, started)
+            let at = connectionTime(firstDevice + device)
+            if at <= now { connect(device) } else { queue.schedule(at: at, .connect, target: UInt32(device)) }
         }
         var sinceProgress = 0
         while let entry = queue.pop() {
@@ -168,6 +174,10 @@ final class ForecastShard {
                 transferEnded(device, id: Int(entry.argument), at: entry.time)
             case .publish:
                 publish(Int(entry.argument))
+            case .connect:
+                connect(device)
+            case .announce:
+                announce(Int(entry.argument), to: device)
             case .policyTimer:
                 guard policyTimerAt == entry.time else { continue }
                 policyTimerAt = .max
@@ -185,46 +195,73 @@ final class ForecastShard {
         progress(end)
     }
 
+    /// The device connects: the gateway delivers what it stored (nothing: a forecast's publications
+    /// come after its devices connect), and its runtime starts.
+    private func connect(_ device: Int) {
+        var actions: [PolicyAction] = []
+        engine.connected(device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+        apply(actions)
+        var link = ShardLink(shard: self, device: device)
+        let started = iphones[device].start(at: UnixTime(milliseconds: now), link: &link)
+        after(device, started)
+    }
+
     // MARK: Publications
 
-    /// Version `index + 1` is out: every device's announcing apps get their backend's pushes. The first
-    /// too: a real run publishes and announces it once every device has its tokens (`pushgate simulate`,
-    /// the demo), and a forecast's devices have theirs from the start.
+    /// Version `index + 1` is out: every device's announcing apps get their backend's pushes, at once or
+    /// spread over `announcementSeconds` (device by device, fleet order). The first too: a real run
+    /// publishes and announces it once every device has its tokens (`pushgate simulate`, the demo), and a
+    /// forecast's devices have theirs from the start.
     private func publish(_ index: Int) {
+        let spread = Int64(scenario.announcementSeconds * 1000)
+        guard spread > 0 else {
+            for device in iphones.indices { announce(index, to: device) }
+            return
+        }
+        let devices = Int64(max(1, scenario.devices))
+        for device in iphones.indices {
+            let at = now + spread * Int64(firstDevice + device + 1) / devices
+            queue.schedule(at: at, .announce, target: UInt32(device), argument: Int32(index))
+        }
+    }
+
+    /// The pushes announcing version `index + 1` to one device's apps reach the gateway now.
+    private func announce(_ index: Int, to device: Int) {
         let version = index + 1
-        let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
-        templates = [:]
-        for kind in apps {
-            for app in kind where templates[app.bundleID] == nil {
-                templates[app.bundleID] = AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
-                    .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+        if templatesVersion != version {
+            templatesVersion = version
+            templates = [:]
+            for kind in apps {
+                for app in kind where templates[app.bundleID] == nil {
+                    templates[app.bundleID] = AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
+                        .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+                }
             }
         }
-        for device in iphones.indices {
-            let kind = Int(kindOf[device])
-            for app in apps[kind] {
-                for template in templates[app.bundleID] ?? [] {
-                    costs[kind].pushesSent += 1
-                    hourlyPushes[hour] += 1
-                    if template.pushType == .background { costs[kind].silentSent += 1 } else { costs[kind].alertsSent += 1 }
-                    pushCounter += 1
-                    let push = PushNotification(
-                        id: APNsID(high: UInt64(firstDevice + device), low: pushCounter),
-                        deviceToken: template.deviceToken, topic: template.topic, bundleID: template.bundleID,
-                        pushType: template.pushType, priority: template.priority, expiration: template.expiration,
-                        collapseID: template.collapseID, notificationClass: template.notificationClass,
-                        mismatch: template.mismatch, payload: template.payload, teamID: nil,
-                        receivedAt: UnixTime(milliseconds: now))
-                    if isTraced(device) {
-                        record(
-                            device,
-                            #""event":"push","app":"\#(app.bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
-                        )
-                    }
-                    var actions: [PolicyAction] = []
-                    engine.received(push, device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
-                    apply(actions)
+        let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
+        let kind = Int(kindOf[device])
+        for app in apps[kind] {
+            for template in templates[app.bundleID] ?? [] {
+                costs[kind].pushesSent += 1
+                hourlyPushes[hour] += 1
+                if template.pushType == .background { costs[kind].silentSent += 1 } else { costs[kind].alertsSent += 1 }
+                pushCounter += 1
+                let push = PushNotification(
+                    id: APNsID(high: UInt64(firstDevice + device), low: pushCounter),
+                    deviceToken: template.deviceToken, topic: template.topic, bundleID: template.bundleID,
+                    pushType: template.pushType, priority: template.priority, expiration: template.expiration,
+                    collapseID: template.collapseID, notificationClass: template.notificationClass,
+                    mismatch: template.mismatch, payload: template.payload, teamID: nil,
+                    receivedAt: UnixTime(milliseconds: now))
+                if isTraced(device) {
+                    record(
+                        device,
+                        #""event":"push","app":"\#(app.bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
+                    )
                 }
+                var actions: [PolicyAction] = []
+                engine.received(push, device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+                apply(actions)
             }
         }
     }

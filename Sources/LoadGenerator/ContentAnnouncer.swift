@@ -38,6 +38,10 @@ public enum ContentAnnouncer {
         public var accepted = 0
         /// Answers other than 200 (`status reason`) and failures, with their counts.
         public var refused: [String: Int] = [:]
+        /// When the sending began (ms since 1970), and how long it took to the last answer: the
+        /// backend's fan-out, which a forecast replays (`ForecastScenario.announcementSeconds`).
+        public var sentAt: Int64 = 0
+        public var milliseconds: Int64 = 0
     }
 
     /// The pushes announcing `version`, for each target whose topic has a strategy. The silent push
@@ -62,6 +66,12 @@ public enum ContentAnnouncer {
         signer: ProviderTokenSigner?, now: UnixTime, group: any EventLoopGroup, concurrency: Int = 64
     ) async -> Outcome {
         var outcome = Outcome(version: version)
+        outcome.sentAt = now.milliseconds
+        let started = ContinuousClock.now
+        func elapsed() -> Int64 {
+            let duration = ContinuousClock.now - started
+            return duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        }
         outcome.silent = pushes.filter(\.silent).count
         outcome.alerts = pushes.count - outcome.silent
         guard !pushes.isEmpty else { return outcome }
@@ -70,6 +80,7 @@ public enum ContentAnnouncer {
             client = try await ProviderClient.connect(host: host, port: port, security: security, group: group)
         } catch {
             outcome.refused["cannot connect: \(error)"] = pushes.count
+            outcome.milliseconds = elapsed()
             return outcome
         }
         let authorization = signer.flatMap { try? "bearer " + $0.token(issuedAt: now) }
@@ -102,6 +113,7 @@ public enum ContentAnnouncer {
         await client.close()
         outcome.accepted = answers["200", default: 0]
         outcome.refused = answers.filter { $0.key != "200" }
+        outcome.milliseconds = elapsed()
         return outcome
     }
 }

@@ -47,6 +47,12 @@ struct ForecastCommand: AsyncParsableCommand {
     var publishEvery: Double = 600
 
     @Option(
+        help:
+            "Seconds the backends take to send each publication's pushes: they reach the gateway spread evenly over this span, device by device; 0: all at once."
+    )
+    var announceSeconds: Double = 0
+
+    @Option(
         help: ArgumentHelp(
             "Publish only between these hours of the day, UTC (e.g. 6-23; 22-6 wraps past midnight); default: round the clock.",
             valueName: "from-to"))
@@ -113,6 +119,9 @@ struct ForecastCommand: AsyncParsableCommand {
         guard (0..<24).contains(startHour) else { throw ValidationError("--start-hour: from 0 to 24, got \(startHour)") }
         if let startMs, startMs < 0 { throw ValidationError("--start-ms: milliseconds since 1970, got \(startMs)") }
         guard publishEvery >= 0 else { throw ValidationError("--publish-every: must not be negative") }
+        guard announceSeconds >= 0, announceSeconds <= 86_400 else {
+            throw ValidationError("--announce-seconds: from 0 to 86400, got \(announceSeconds)")
+        }
         guard opensPerHour >= 0 else { throw ValidationError("--opens-per-hour: must not be negative") }
         guard itemBytes >= 1 else { throw ValidationError("--item-bytes: at least 1") }
         guard linkBytesPerSecond >= 0 else { throw ValidationError("--link-bytes-per-second: must not be negative") }
@@ -152,6 +161,7 @@ struct ForecastCommand: AsyncParsableCommand {
             link: LinkModel(bytesPerSecond: linkBytesPerSecond, latencyMilliseconds: latencyMs), itemBytes: itemBytes,
             seed: seed)
         scenario.traced = tracedDevices()
+        scenario.announcementSeconds = announceSeconds
         return scenario
     }
 
