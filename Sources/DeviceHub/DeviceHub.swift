@@ -12,6 +12,10 @@ import Synchronization
 public protocol DeviceSession: AnyObject, Sendable {
     func send(_ message: GatewayMessage)
     func close(reason: String, reconnectAfterMilliseconds: Int?)
+    /// Whether the session has ended. Set before the hub hears `disconnected`, so that a session that
+    /// ends while its device is being claimed is never installed afterwards (the hub reads it under its
+    /// lock when it installs the session).
+    var hasEnded: Bool { get }
 }
 
 /// The device hub: it carries out the policy's decisions. Accepted pushes come in from the provider API
@@ -98,16 +102,21 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Runs the policy for a push to a device this node owns. A device with `maximumWaiting` pushes not
     /// yet acknowledged gets no more: 429 TooManyRequests, not a 200 and a later drop.
     func submitHere(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop) -> IntakeReply {
-        if core.withLock({ $0.deliveries.isFull(device) }) {
+        let accepted = NIODeadline.now()
+        let now = clock()
+        // Enqueued for the store before it is delivered, so that the device's ack follows the insert. The
+        // limit is checked under the same lock as the decision that fills the queue (pushes arriving
+        // together never take a device past it).
+        let (decided, committed, writes) = decideAndCommit(
+            now: now, device: device, inserting: (notification, device, true), answeringOn: eventLoop,
+            { core -> [PolicyAction]? in
+                guard !core.deliveries.isFull(device) else { return nil }
+                return core.received(notification, device: device, now: now)
+            }, actions: { $0 })
+        guard decided != nil else {
             hubCounters.withLock { $0.refusedQueueFull += 1 }
             return .now(.rejected(Rejection(.tooManyRequests)))
         }
-        let accepted = NIODeadline.now()
-        let now = clock()
-        // Enqueued for the store before it is delivered, so that the device's ack follows the insert.
-        let (_, committed, writes) = decideAndCommit(
-            now: now, device: device, inserting: (notification, device, true), answeringOn: eventLoop,
-            { $0.received(notification, device: device, now: now) }, actions: { $0 })
         guard let committed else {
             // No store: nothing waits for a commit.
             noteAwaitingAck(notification, accepted: accepted, in: writes)
@@ -374,15 +383,17 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// `device`, or the device of each push's token); what the windows let through is returned to write
     /// after unlocking. A push that is not `new` is already stored (another node accepted it): what the
     /// policy decided for it is written as an outcome. With `answeringOn`, the future (on that loop) of
-    /// the commit that carries what was decided: the provider's 200.
+    /// the commit that carries what was decided: the provider's 200. `actions` answering nil refuses the event:
+    /// nothing is routed or stored.
     func decideAndCommit<R>(
         now: UnixTime, device: DeviceID?, inserting: (push: PushNotification, device: DeviceID, new: Bool)?,
         answeringOn eventLoop: (any EventLoop)?,
-        _ body: (inout HubCore) -> R, actions pick: (R) -> [PolicyAction]
+        _ body: (inout HubCore) -> R, actions pick: (R) -> [PolicyAction]?
     ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubCore.Write]) {
         let (result, writes, posted) = core.withLock { core -> (R, [HubCore.Write], UInt64?) in
             let result = body(&core)
-            let actions = pick(result)
+            // nil: the event was refused (nothing decided, nothing to store).
+            guard let actions = pick(result) else { return (result, [], nil) }
             var writes = core.pendingWrites
             core.pendingWrites = []
             // A new push's delivery waits for the commit that answers its provider (`settle`).

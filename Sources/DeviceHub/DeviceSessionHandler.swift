@@ -4,6 +4,7 @@ import NIOCore
 import NIOWebSocket
 import PushModel
 import PushPolicy
+import Synchronization
 
 /// One device's WebSocket connection: reads its messages, answers them through the hub, and closes the
 /// connection alone when the device misbehaves (garbage, floods, never reading) — nothing it does
@@ -59,6 +60,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         helloTimeout?.cancel()
         notReadingTimeout?.cancel()
         if case .authenticated(let device) = state, let session {
+            session.end()
             hub.disconnected(device, session: session)
             logger.info("device disconnected")
         }
@@ -128,6 +130,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             // The device ends the session: it is gone now, not when TCP closes, and what it had not
             // acknowledged waits for its next connection.
             if case .authenticated(let device) = state, let session {
+                session.end()
                 hub.disconnected(device, session: session)
                 logger.info("device disconnected", metadata: ["close": "by the device"])
             }
@@ -233,7 +236,10 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     private func close(_ context: ChannelHandlerContext, reason: String, _ detail: String) {
         guard !state.isClosed else { return }
-        if case .authenticated(let device) = state, let session { hub.disconnected(device, session: session) }
+        if case .authenticated(let device) = state, let session {
+            session.end()
+            hub.disconnected(device, session: session)
+        }
         state = .closed
         logger.notice("device connection closed", metadata: ["reason": "\(reason)", "detail": "\(detail)"])
         session?.close(reason: reason, reconnectAfterMilliseconds: nil, detail: detail)
@@ -243,8 +249,14 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 /// Reaches a device from any thread: NIO channel writes are thread-safe.
 final class ChannelSession: DeviceSession {
     let channel: any Channel
+    private let ended = Atomic<Bool>(false)
 
     init(channel: any Channel) { self.channel = channel }
+
+    var hasEnded: Bool { ended.load(ordering: .acquiring) }
+
+    /// The session is over (called before the hub hears `disconnected`).
+    func end() { ended.store(true, ordering: .releasing) }
 
     func send(_ message: GatewayMessage) {
         let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: message.encoded()))

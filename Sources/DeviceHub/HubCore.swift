@@ -74,10 +74,13 @@ struct HubCore: Sendable {
     }
 
     /// `session` is the device's connection now: an earlier one is returned to close, what its queue
-    /// kept is written, then what the policy held for it.
+    /// kept is written, then what the policy held for it. A session that has already ended (while its
+    /// device was being claimed: its `disconnected` came first and found nothing to remove) changes
+    /// nothing.
     mutating func connected(
         _ device: DeviceID, session: Session, now: UnixTime, writes: inout [Write]
     ) -> (previous: Session?, actions: [PolicyAction]) {
+        guard !session.hasEnded else { return (nil, []) }
         let previous = sessions.updateValue(session, forKey: device)
         if previous != nil { deliveries.disconnected(device) }
         var items: [Outgoing] = []

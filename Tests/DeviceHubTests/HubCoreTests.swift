@@ -12,8 +12,11 @@ import Testing
 @Suite struct HubCoreTests {
     final class FakeSession: DeviceSession {
         let closed = Mutex(false)
+        let ended = Mutex(false)
         func send(_ message: GatewayMessage) {}
         func close(reason: String, reconnectAfterMilliseconds: Int?) { closed.withLock { $0 = true } }
+        var hasEnded: Bool { ended.withLock { $0 } }
+        func end() { ended.withLock { $0 = true } }
     }
 
     static let t0 = UnixTime(seconds: 1_800_000_000)
@@ -94,6 +97,27 @@ import Testing
         let ended = core.disconnected(1, session: first, now: Self.t0)
         #expect(ended == false)
         #expect(core.session(of: 1) === second)
+    }
+
+    /// A device connecting to a node that does not own it is claimed first (a store round trip); a
+    /// session that ends meanwhile is heard of before it is installed, and must not be installed after.
+    @Test mutating func aSessionThatEndedWhileItsDeviceWasClaimedIsNeverInstalled() {
+        var core = core()
+        let session = FakeSession()
+        session.end()
+        #expect(core.disconnected(1, session: session, now: Self.t0) == false, "not installed yet")
+        // The claim is done: the hub installs the session it was claiming for.
+        let (previous, writes) = connect(session, &core)
+        #expect(previous == nil && writes.isEmpty)
+        #expect(core.session(of: 1) == nil)
+        #expect(core.connectedCount == 0)
+        // A push now waits for the device's next session, which gets it.
+        let alert = push(.alerting)
+        #expect(receive(alert, &core).isEmpty)
+        #expect(core.policy.conditions(of: 1).online == false, "no session: offline for the policy")
+        let next = FakeSession()
+        #expect(connect(next, &core).writes.map(\.item.id) == [alert.id])
+        #expect(core.session(of: 1) === next)
     }
 
     @Test mutating func whatIsQueuedForAGoneDeviceIsNeverCoalescedByLaterArrivals() {
