@@ -39,6 +39,16 @@ public struct GatewayServices: Sendable {
         (admin.map { [$0] } ?? []) + [store] + (cluster.map { [$0] } ?? []) + [devices, provider, reloader]
     }
 
+    /// The one composition: `pushgate serve` (shut down by SIGTERM and SIGINT), the demo and the tests
+    /// (`LocalGateway`, shut down when they are done) run these services in this group, so every run
+    /// starts and shuts down in the same order.
+    public func serviceGroup(stoppedBySignals: Bool, logger: Logger) -> ServiceGroup {
+        ServiceGroup(
+            configuration: .init(
+                services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+                gracefulShutdownSignals: stoppedBySignals ? [.sigterm, .sigint] : [], logger: logger))
+    }
+
     /// Opens the store (migrations, then what it kept is restored into the hub) and assembles the services.
     public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) async throws {
         self.configuration = configuration

@@ -17,8 +17,6 @@ public final class StoreService: Service, Sendable {
     let clock: @Sendable () -> UnixTime
 
     private struct State {
-        var writing: Task<Void, Never>?
-        var pruning: Task<Void, Never>?
         var pruned = PruneResult(removed: 0, expired: 0)
     }
 
@@ -120,30 +118,16 @@ public final class StoreService: Service, Sendable {
     /// Totals of the pruning passes so far.
     public var pruned: PruneResult { state.withLock { $0.pruned } }
 
-    /// Starts the writer and the pruning pass.
-    public func start() {
-        let writer = self.writer
-        let writing = Task { await writer.run() }
-        let pruning = Task { [self] in await self.pruneLoop() }
-        state.withLock {
-            $0.writing = writing
-            $0.pruning = pruning
-        }
-    }
-
+    /// Runs the writer and the pruning pass; on graceful shutdown (after the provider API and the device
+    /// port, which are shut down before it) commits what was enqueued and closes the database.
     public func run() async throws {
-        start()
-        try? await gracefulShutdown()
-        await shutdown()
-    }
-
-    /// Commits what was enqueued and closes the database.
-    public func shutdown() async {
-        let (writing, pruning) = state.withLock { ($0.writing, $0.pruning) }
-        pruning?.cancel()
-        await pruning?.value
-        writer.finish()
-        await writing?.value
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.writer.run() }
+            // Ends on graceful shutdown (its sleep is cancelled then).
+            group.addTask { await self.pruneLoop() }
+            try? await gracefulShutdown()
+            writer.finish()
+        }
         do {
             try await backend.close()
         } catch {
@@ -158,9 +142,10 @@ public final class StoreService: Service, Sendable {
     }
 
     private func pruneLoop() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(settings.pruneSeconds))
-            if Task.isCancelled { return }
+        let every = settings.pruneSeconds
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(every)) }
+            if Task.isCancelled || Task.isShuttingDownGracefully { return }
             let now = clock()
             var failed = false
             do {

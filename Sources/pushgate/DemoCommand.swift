@@ -85,12 +85,26 @@ struct DemoCommand: AsyncParsableCommand {
         let gatewayGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let fleetGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let benchGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        // Free loopback ports and a fresh data directory: the demo never disturbs a running gateway.
-        let gateway = try await failing {
-            try await LocalGateway.start(
+        // Free loopback ports and a fresh data directory: the demo never disturbs a running gateway. The
+        // gateway runs the services `serve` runs, in the same group, until the demo is over.
+        try await failing {
+            try await LocalGateway.run(
                 topics: topics, settings: ["devices.keep_alive_seconds=\(keepAlive)"], group: gatewayGroup,
-                logger: Logger(label: "pushgate"))
+                logger: Logger(label: "pushgate")
+            ) { gateway in
+                try await demo(
+                    on: gateway, scenario: scenario, plain: plain, plainBundle: plainBundle, mix: mix, topics: topics,
+                    fleetGroup: fleetGroup, benchGroup: benchGroup)
+            }
         }
+        for group in [benchGroup, fleetGroup, gatewayGroup] { try await group.shutdownGracefully() }
+    }
+
+    /// The demo's fleet, content and load against `gateway`, and the reports.
+    private func demo(
+        on gateway: LocalGateway, scenario: Scenario, plain: AgentProfile?, plainBundle: String, mix: IPhoneMix,
+        topics: [String], fleetGroup: MultiThreadedEventLoopGroup, benchGroup: MultiThreadedEventLoopGroup
+    ) async throws {
         let devicePort = gateway.devicePort
         print(
             "gateway: provider API http://127.0.0.1:\(gateway.providerPort), devices ws://127.0.0.1:\(devicePort), admin http://127.0.0.1:\(gateway.adminPort)"
@@ -120,7 +134,6 @@ struct DemoCommand: AsyncParsableCommand {
         } catch let problem as FleetError {
             await fleet.stop()
             await content?.stop()
-            try? await gateway.stop()
             throw CommandFailure(problem.explained(host: "127.0.0.1", port: devicePort, dataDir: nil))
         }
         let took = ContinuousClock.now - connecting
@@ -177,8 +190,6 @@ struct DemoCommand: AsyncParsableCommand {
         await fleet.stop()
         await content?.stop()
         gateway.services.attached.detach()
-        try await gateway.stop()
-        for group in [benchGroup, fleetGroup, gatewayGroup] { try await group.shutdownGracefully() }
     }
 
     /// The fleet's freshness on the gateway's admin port: `/v1/fleet`, more `/metrics`, the dashboard's table.

@@ -3,7 +3,6 @@ import Gateway
 import Logging
 import NIOCore
 import NIOPosix
-import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,12 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
         let gateway = try await failing {
             try await GatewayServices(configuration: configuration, group: group, logger: logger)
         }
-        let services = ServiceGroup(
-            configuration: .init(
-                services: gateway.services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
-        try await services.run()
+        try await gateway.serviceGroup(stoppedBySignals: true, logger: logger).run()
         try await group.shutdownGracefully()
     }
 }

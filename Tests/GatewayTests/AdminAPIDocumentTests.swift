@@ -7,43 +7,43 @@ import Testing
 /// (`Interop/admin-api.sh` runs schemathesis on the same document in `.ci/run`.)
 @Suite struct AdminAPIDocumentTests {
     @Test func realAnswersConformToTheDocument() async throws {
-        let setup = try await GatewayWithDevice.start(topic: "com.example.openapi", settings: [])
-        let id = "01a3185c-5000-7abc-8def-0123456789ab"
-        #expect(try await setup.post(silent: false, id: id) == 200)
-        let deviceID = try #require(setup.agent.identity?.deviceID)
-        try await eventually("delivered") { setup.gateway.services.hub.counters.delivered == 1 }
+        try await GatewayWithDevice.run(topic: "com.example.openapi", settings: []) { setup in
+            let id = "01a3185c-5000-7abc-8def-0123456789ab"
+            #expect(try await setup.post(silent: false, id: id) == 200)
+            let deviceID = try #require(setup.agent.identity?.deviceID)
+            try await eventually("delivered") { setup.gateway.services.hub.counters.delivered == 1 }
 
-        let (status, body) = try await setup.admin("/openapi.json")
-        #expect(status == 200)
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
-        let paths = try #require(document["paths"] as? [String: [String: Any]])
-        #expect(
-            Set(paths.keys) == [
-                "/health", "/ready", "/metrics", "/openapi.json", "/v1/counters", "/v1/notifications/{apnsID}",
-                "/v1/devices/{deviceID}", "/v1/tokens/{token}", "/v1/live", "/dashboard", "/v1/fleet",
-            ])
-        let checker = SchemaChecker(document: document)
-        let requests: [(path: String, template: String, status: Int)] = [
-            ("/health", "/health", 200), ("/ready", "/ready", 200), ("/v1/counters", "/v1/counters", 200),
-            ("/v1/notifications/\(id)", "/v1/notifications/{apnsID}", 200),
-            ("/v1/notifications/not-an-id", "/v1/notifications/{apnsID}", 400),
-            ("/v1/notifications/01a3185c-5000-7abc-8def-000000000000", "/v1/notifications/{apnsID}", 404),
-            ("/v1/devices/\(deviceID)", "/v1/devices/{deviceID}", 200),
-            ("/v1/devices/nobody", "/v1/devices/{deviceID}", 404),
-            ("/v1/tokens/\(setup.token)", "/v1/tokens/{token}", 200),
-            ("/v1/tokens/zz", "/v1/tokens/{token}", 400),
-            ("/v1/fleet", "/v1/fleet", 404),
-        ]
-        for request in requests {
-            let (status, body) = try await setup.admin(request.path)
-            #expect(status == request.status, "\(request.path): \(body)")
-            let operation = try #require(paths[request.template]?["get"] as? [String: Any])
-            let schema = try checker.responseSchema(operation, status: status)
-            let value = try JSONSerialization.jsonObject(with: Data(body.utf8), options: .fragmentsAllowed)
-            let problems = checker.problems(value, schema, at: request.path)
-            #expect(problems.isEmpty, "\(problems)")
+            let (status, body) = try await setup.admin("/openapi.json")
+            #expect(status == 200)
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+            let paths = try #require(document["paths"] as? [String: [String: Any]])
+            #expect(
+                Set(paths.keys) == [
+                    "/health", "/ready", "/metrics", "/openapi.json", "/v1/counters", "/v1/notifications/{apnsID}",
+                    "/v1/devices/{deviceID}", "/v1/tokens/{token}", "/v1/live", "/dashboard", "/v1/fleet",
+                ])
+            let checker = SchemaChecker(document: document)
+            let requests: [(path: String, template: String, status: Int)] = [
+                ("/health", "/health", 200), ("/ready", "/ready", 200), ("/v1/counters", "/v1/counters", 200),
+                ("/v1/notifications/\(id)", "/v1/notifications/{apnsID}", 200),
+                ("/v1/notifications/not-an-id", "/v1/notifications/{apnsID}", 400),
+                ("/v1/notifications/01a3185c-5000-7abc-8def-000000000000", "/v1/notifications/{apnsID}", 404),
+                ("/v1/devices/\(deviceID)", "/v1/devices/{deviceID}", 200),
+                ("/v1/devices/nobody", "/v1/devices/{deviceID}", 404),
+                ("/v1/tokens/\(setup.token)", "/v1/tokens/{token}", 200),
+                ("/v1/tokens/zz", "/v1/tokens/{token}", 400),
+                ("/v1/fleet", "/v1/fleet", 404),
+            ]
+            for request in requests {
+                let (status, body) = try await setup.admin(request.path)
+                #expect(status == request.status, "\(request.path): \(body)")
+                let operation = try #require(paths[request.template]?["get"] as? [String: Any])
+                let schema = try checker.responseSchema(operation, status: status)
+                let value = try JSONSerialization.jsonObject(with: Data(body.utf8), options: .fragmentsAllowed)
+                let problems = checker.problems(value, schema, at: request.path)
+                #expect(problems.isEmpty, "\(problems)")
+            }
         }
-        try await setup.stop()
     }
 }
 

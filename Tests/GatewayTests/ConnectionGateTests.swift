@@ -17,47 +17,47 @@ import Testing
     }
 
     @Test func silentConnectionsAreClosedAfterTheHandshakeTimeout() async throws {
-        let setup = try await GatewayWithDevice.start(
-            topic: Self.topic, settings: ["provider.handshake_timeout_seconds=1", "devices.upgrade_timeout_seconds=1"])
-        let toProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
-        let toDevices = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
-        try await eventually("both silent connections are closed") { !toProvider.isActive && !toDevices.isActive }
-        let counters = try JSONSerialization.jsonObject(with: Data(try await setup.admin("/v1/counters").body.utf8))
-        let connections = (counters as? [String: Any])?["connections"] as? [String: [String: Int]]
-        #expect(connections?["provider"]?["handshakeTimeouts"] == 1)
-        #expect(connections?["devices"]?["handshakeTimeouts"] == 1)
-        // The established ones are not touched: the device (upgraded long ago) and the provider client.
-        #expect(try await setup.post(silent: false) == 200)
-        let metrics = try await setup.admin("/metrics").body
-        #expect(metrics.contains(#"pushgate_handshake_timeouts_total{listener="provider"} 1"#))
-        try await setup.stop()
+        try await GatewayWithDevice.run(
+            topic: Self.topic, settings: ["provider.handshake_timeout_seconds=1", "devices.upgrade_timeout_seconds=1"]) { setup in
+            let toProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
+            let toDevices = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
+            try await eventually("both silent connections are closed") { !toProvider.isActive && !toDevices.isActive }
+            let counters = try JSONSerialization.jsonObject(with: Data(try await setup.admin("/v1/counters").body.utf8))
+            let connections = (counters as? [String: Any])?["connections"] as? [String: [String: Int]]
+            #expect(connections?["provider"]?["handshakeTimeouts"] == 1)
+            #expect(connections?["devices"]?["handshakeTimeouts"] == 1)
+            // The established ones are not touched: the device (upgraded long ago) and the provider client.
+            #expect(try await setup.post(silent: false) == 200)
+            let metrics = try await setup.admin("/metrics").body
+            #expect(metrics.contains(#"pushgate_handshake_timeouts_total{listener="provider"} 1"#))
+        }
     }
 
     @Test func theCapsRefuseTheExcessAndTheConnectionsInKeepWorking() async throws {
         // One device agent and one provider client are in; the caps leave room for one more of each.
-        let setup = try await GatewayWithDevice.start(
+        try await GatewayWithDevice.run(
             topic: Self.topic,
             // Long handshake timeouts: the silent connections admitted here must outlive a slow machine's
             // test (they were closed by the 5 s defaults on a loaded CI run).
             settings: [
                 "devices.max_connections=2", "provider.max_connections_per_address=2",
                 "devices.upgrade_timeout_seconds=300", "provider.handshake_timeout_seconds=300",
-            ])
-        let device = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
-        let provider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
-        let refusedDevice = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
-        let refusedProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
-        try await eventually("the excess is closed at accept") { !refusedDevice.isActive && !refusedProvider.isActive }
-        #expect(device.isActive && provider.isActive)
-        #expect(try await setup.post(silent: false) == 200, "the provider client in still works")
-        try await eventually("and the device in still gets its pushes") { setup.gateway.services.hub.counters.delivered == 1 }
-        let metrics = try await setup.admin("/metrics").body
-        #expect(metrics.contains(#"pushgate_connections_refused_total{listener="devices",reason="listener_cap"} 1"#))
-        #expect(metrics.contains(#"pushgate_connections_refused_total{listener="provider",reason="address_cap"} 1"#))
-        #expect(metrics.contains(#"pushgate_connections_open{listener="devices"} 2"#))
-        try await device.close()
-        try await provider.close()
-        try await setup.stop()
+            ]) { setup in
+            let device = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
+            let provider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
+            let refusedDevice = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
+            let refusedProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
+            try await eventually("the excess is closed at accept") { !refusedDevice.isActive && !refusedProvider.isActive }
+            #expect(device.isActive && provider.isActive)
+            #expect(try await setup.post(silent: false) == 200, "the provider client in still works")
+            try await eventually("and the device in still gets its pushes") { setup.gateway.services.hub.counters.delivered == 1 }
+            let metrics = try await setup.admin("/metrics").body
+            #expect(metrics.contains(#"pushgate_connections_refused_total{listener="devices",reason="listener_cap"} 1"#))
+            #expect(metrics.contains(#"pushgate_connections_refused_total{listener="provider",reason="address_cap"} 1"#))
+            #expect(metrics.contains(#"pushgate_connections_open{listener="devices"} 2"#))
+            try await device.close()
+            try await provider.close()
+        }
     }
 
     @Test func aGateCountsAndReleasesByAddress() {

@@ -34,47 +34,48 @@ import Testing
             }
         }
         let configuration = try GatewayConfiguration(RawConfiguration.load(path: nil, environment: [:], flags: []))
-        let gateway = try await LocalGateway.start(
-            topics: Array(mix.strategies.keys), settings: ["log.level=error"], group: group,
-            logger: Logger(label: "test"))
-        var settings = OriginServer.Settings()
-        settings.itemBytes = 16 * 1024
-        let content = try await ContentScenario(url: nil, settings: settings, group: group)
         // The users stop at a planned instant, so that their opens do not depend on when the run is stopped.
         let usersUntil = UnixTime.now().adding(milliseconds: 20_000)
-        let fleet = SimulatedFleet(
-            host: "127.0.0.1", port: gateway.devicePort, mix: kinds, origin: content.originURL,
-            enrolment: gateway.services.hub.settings.enrolmentSecret, seed: 7, usersUntil: usersUntil, group: group,
-            clock: UnixTime.now)
-        fleet.start()
-        try await eventually("200 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
-        content.run(
-            fleet: fleet, strategies: mix.strategies,
-            provider: .init(host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-            publishEvery: 0)
-        // Three versions, 5 s apart, each announced to every app; then the users' end, and every device
-        // settled (nothing due before the end, no transfer running).
-        let installed = UnixTime.now()
-        for version in 1...3 {
-            let at = installed.adding(milliseconds: Int64(version - 1) * 5_000)
-            try await eventually("the wall clock at \(at)") { UnixTime.now() >= at }
-            await content.publish()
-            try await eventually("version \(version) announced", seconds: 30) {
-                (content.figures(fleet)?.announcements.count ?? 0) >= version
+        let (real, startedAt, connectedAt, end, itemBytes) = try await LocalGateway.run(
+            topics: Array(mix.strategies.keys), settings: ["log.level=error"], group: group,
+            logger: Logger(label: "test")
+        ) { gateway in
+            var settings = OriginServer.Settings()
+            settings.itemBytes = 16 * 1024
+            let content = try await ContentScenario(url: nil, settings: settings, group: group)
+            let fleet = SimulatedFleet(
+                host: "127.0.0.1", port: gateway.devicePort, mix: kinds, origin: content.originURL,
+                enrolment: gateway.services.hub.settings.enrolmentSecret, seed: 7, usersUntil: usersUntil, group: group,
+                clock: UnixTime.now)
+            fleet.start()
+            try await eventually("200 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
+            content.run(
+                fleet: fleet, strategies: mix.strategies,
+                provider: .init(host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                publishEvery: 0)
+            // Three versions, 5 s apart, each announced to every app; then the users' end, and every device
+            // settled (nothing due before the end, no transfer running).
+            let installed = UnixTime.now()
+            for version in 1...3 {
+                let at = installed.adding(milliseconds: Int64(version - 1) * 5_000)
+                try await eventually("the wall clock at \(at)") { UnixTime.now() >= at }
+                await content.publish()
+                try await eventually("version \(version) announced", seconds: 30) {
+                    (content.figures(fleet)?.announcements.count ?? 0) >= version
+                }
             }
+            try await eventually("the users' end", seconds: 60) { UnixTime.now() >= usersUntil }
+            // Every push decided for delivery acknowledged (the announcements were answered above).
+            try await eventually("every delivery acknowledged", seconds: 30) { gateway.services.hub.outstandingCount == 0 }
+            try await eventually("every iPhone settled", seconds: 30) { try await fleet.settled() }
+            let end = UnixTime.now()
+            let real = try #require(content.figures(fleet))
+            let freshness = try #require(fleet.freshness)
+            let connectedAt = fleet.connectedAt
+            await fleet.stop()
+            await content.stop()
+            return (real, freshness.startedAt, connectedAt, end, settings.itemBytes)
         }
-        try await eventually("the users' end", seconds: 60) { UnixTime.now() >= usersUntil }
-        // Every push decided for delivery acknowledged (the announcements were answered above).
-        try await eventually("every delivery acknowledged", seconds: 30) { gateway.services.hub.outstandingCount == 0 }
-        try await eventually("every iPhone settled", seconds: 30) { try await fleet.settled() }
-        let end = UnixTime.now()
-        let real = try #require(content.figures(fleet))
-        let freshness = try #require(fleet.freshness)
-        let connectedAt = fleet.connectedAt
-        await fleet.stop()
-        await content.stop()
-        gateway.services.attached.detach()
-        try await gateway.stop()
         try await group.shutdownGracefully()
 
         for outcome in real.announcements {
@@ -84,13 +85,13 @@ import Testing
         publications.times = real.published.map(\.publishedAt)
         var scenario = ForecastScenario(
             kinds: kinds.map { ForecastScenario.Kind(name: $0.name, profile: $0.profile, devices: $0.devices) },
-            start: freshness.startedAt, hours: Double(end.milliseconds - freshness.startedAt.milliseconds) / 3_600_000,
+            start: startedAt, hours: Double(end.milliseconds - startedAt.milliseconds) / 3_600_000,
             publications: publications, policy: configuration.policy,
             keepAliveSeconds: configuration.hub.keepAliveSeconds,
             link: LinkModel(
                 bytesPerSecond: 0,
                 latencyMilliseconds: Int64(((real.report.rows.last?.transferP50Seconds ?? 0) * 1000).rounded())),
-            itemBytes: settings.itemBytes, seed: 7)
+            itemBytes: itemBytes, seed: 7)
         scenario.connectedAt = try connectedAt.map { try #require($0).milliseconds }
         scenario.usersUntil = usersUntil
         // The backend's fan-out as the real run had it (from each publication to its last answer), and its

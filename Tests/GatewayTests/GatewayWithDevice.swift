@@ -19,21 +19,50 @@ struct GatewayWithDevice {
     let client: ProviderClient
     let authorization: String
 
-    static func start(topic: String, settings: [String]) async throws -> GatewayWithDevice {
+    /// Runs a gateway with the device while `body` runs; then stops the device, the connection and the
+    /// gateway.
+    static func run<Result>(
+        topic: String, settings: [String], _ body: (GatewayWithDevice) async throws -> Result
+    ) async throws -> Result {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let gateway = try await LocalGateway.start(
-            topic: topic, settings: ["log.level=error"] + settings, group: group, logger: Logger(label: "test"))
-        let agent = DeviceAgent(
-            host: "127.0.0.1", port: gateway.devicePort, apps: [topic],
-            enrolment: gateway.services.hub.settings.enrolmentSecret, behaviour: .prompt, group: group)
-        agent.start()
-        try await eventually("the device installed the app") { agent.tokens[topic] != nil }
-        let token = try #require(agent.tokens[topic])
-        let client = try await ProviderClient.connect(
-            host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
-        return GatewayWithDevice(
-            topic: topic, group: group, gateway: gateway, agent: agent, token: token, client: client,
-            authorization: "bearer " + (try gateway.signer.token(issuedAt: UnixTime.now())))
+        do {
+            let result = try await running(topic: topic, settings: settings, group: group, body)
+            try await group.shutdownGracefully()
+            return result
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    private static func running<Result>(
+        topic: String, settings: [String], group: MultiThreadedEventLoopGroup,
+        _ body: (GatewayWithDevice) async throws -> Result
+    ) async throws -> Result {
+        try await LocalGateway.run(
+            topic: topic, settings: ["log.level=error"] + settings, group: group, logger: Logger(label: "test")
+        ) { gateway in
+            let agent = DeviceAgent(
+                host: "127.0.0.1", port: gateway.devicePort, apps: [topic],
+                enrolment: gateway.services.hub.settings.enrolmentSecret, behaviour: .prompt, group: group)
+            agent.start()
+            defer { agent.stop() }
+            try await eventually("the device installed the app") { agent.tokens[topic] != nil }
+            let token = try #require(agent.tokens[topic])
+            let client = try await ProviderClient.connect(
+                host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
+            let setup = GatewayWithDevice(
+                topic: topic, group: group, gateway: gateway, agent: agent, token: token, client: client,
+                authorization: "bearer " + (try gateway.signer.token(issuedAt: UnixTime.now())))
+            do {
+                let result = try await body(setup)
+                await client.close()
+                return result
+            } catch {
+                await client.close()
+                throw error
+            }
+        }
     }
 
     /// POSTs a silent push or an alert (to the agent's token unless another is given); the status.
@@ -52,12 +81,6 @@ struct GatewayWithDevice {
         try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: path, token: nil)
     }
 
-    func stop() async throws {
-        await client.close()
-        agent.stop()
-        try await gateway.stop()
-        try await group.shutdownGracefully()
-    }
 }
 
 func eventually(_ what: String, seconds: Int = 15, _ condition: () async throws -> Bool) async throws {

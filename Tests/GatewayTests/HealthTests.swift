@@ -9,29 +9,29 @@ import Testing
 @Suite struct HealthTests {
     @Test func readyUntilTheProviderAPIDrains() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let gateway = try await LocalGateway.start(
-            topic: "com.example.app", settings: ["log.level=error"], group: group, logger: Logger(label: "test"))
-        func get(_ path: String) async throws -> (Int, String) {
-            try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: path, token: nil)
+        try await LocalGateway.run(
+            topic: "com.example.app", settings: ["log.level=error"], group: group, logger: Logger(label: "test")) { gateway in
+            func get(_ path: String) async throws -> (Int, String) {
+                try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: path, token: nil)
+            }
+            #expect(try await get("/health").0 == 200)
+            let (status, body) = try await get("/ready")
+            #expect(status == 200)
+            let ready = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+            #expect(ready?["status"] as? String == "ready")
+            #expect(
+                (ready?["checks"] as? [String: Bool]) == [
+                    "provider_listeners": true, "device_listeners": true, "not_draining": true, "store": true,
+                ])
+
+            // Shutting the provider API down drains it: not ready any more, still alive.
+            try await gateway.services.provider.shutdown()
+            let (after, afterBody) = try await get("/ready")
+            #expect(after == 503)
+            #expect(afterBody.contains(#""not_draining" : false"#))
+            #expect(try await get("/health").0 == 200)
+
         }
-        #expect(try await get("/health").0 == 200)
-        let (status, body) = try await get("/ready")
-        #expect(status == 200)
-        let ready = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-        #expect(ready?["status"] as? String == "ready")
-        #expect(
-            (ready?["checks"] as? [String: Bool]) == [
-                "provider_listeners": true, "device_listeners": true, "not_draining": true, "store": true,
-            ])
-
-        // Shutting the provider API down drains it: not ready any more, still alive.
-        try await gateway.services.provider.shutdown()
-        let (after, afterBody) = try await get("/ready")
-        #expect(after == 503)
-        #expect(afterBody.contains(#""not_draining" : false"#))
-        #expect(try await get("/health").0 == 200)
-
-        try await gateway.stop()
         try await group.shutdownGracefully()
     }
 }

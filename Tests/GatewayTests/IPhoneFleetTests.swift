@@ -131,80 +131,80 @@ import Yams
                 kinds[index].profile.apps[app].item_bytes = 64 * 1024
             }
         }
-        let gateway = try await LocalGateway.start(
+        try await LocalGateway.run(
             topics: Array(mix.strategies.keys), settings: ["log.level=error"], group: group,
-            logger: Logger(label: "test"))
-        var settings = OriginServer.Settings()
-        settings.itemBytes = 16 * 1024
-        let content = try await ContentScenario(url: nil, settings: settings, group: group)
-        let fleet = SimulatedFleet(
-            host: "127.0.0.1", port: gateway.devicePort, mix: kinds, origin: content.originURL,
-            enrolment: gateway.services.hub.settings.enrolmentSecret, seed: 7, group: group, clock: UnixTime.now)
-        let metrics = FleetMetrics()
-        gateway.services.attached.attach(
-            .init(
-                json: { (try? content.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}" },
-                metrics: { content.figures(fleet).map { metrics.text($0.report) } ?? "" }))
-        fleet.start()
-        try await eventually("300 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
-        content.run(
-            fleet: fleet, strategies: mix.strategies,
-            provider: .init(
-                host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-            publishEvery: 2, sampleEvery: 1)
-        await content.publish()
-        let freshness = try #require(fleet.freshness)
-        try await eventually("600 opens, three versions announced, a watchdog termination", seconds: 60) {
+            logger: Logger(label: "test")) { gateway in
+            var settings = OriginServer.Settings()
+            settings.itemBytes = 16 * 1024
+            let content = try await ContentScenario(url: nil, settings: settings, group: group)
+            let fleet = SimulatedFleet(
+                host: "127.0.0.1", port: gateway.devicePort, mix: kinds, origin: content.originURL,
+                enrolment: gateway.services.hub.settings.enrolmentSecret, seed: 7, group: group, clock: UnixTime.now)
+            let metrics = FleetMetrics()
+            gateway.services.attached.attach(
+                .init(
+                    json: { (try? content.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}" },
+                    metrics: { content.figures(fleet).map { metrics.text($0.report) } ?? "" }))
+            fleet.start()
+            try await eventually("300 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
+            content.run(
+                fleet: fleet, strategies: mix.strategies,
+                provider: .init(
+                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                publishEvery: 2, sampleEvery: 1)
+            await content.publish()
+            let freshness = try #require(fleet.freshness)
+            try await eventually("600 opens, three versions announced, a watchdog termination", seconds: 60) {
+                let figures = try #require(content.figures(fleet))
+                let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
+                return freshness.opens >= 600 && figures.announcements.count >= 3
+                    && (misbehaving?.terminations["watchdog"] ?? 0) > 0
+            }
+            let (status, body) = try await AdminClient.get(
+                host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
+            #expect(status == 200 && body.contains(#""profile" : "news""#))
+            let scrape = try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
+            #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
+            #expect(scrape.body.contains("pushgate_provider_requests_total"))
+
+            await fleet.stop()
+            await content.stop()
             let figures = try #require(content.figures(fleet))
-            let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
-            return freshness.opens >= 600 && figures.announcements.count >= 3
-                && (misbehaving?.terminations["watchdog"] ?? 0) > 0
-        }
-        let (status, body) = try await AdminClient.get(
-            host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
-        #expect(status == 200 && body.contains(#""profile" : "news""#))
-        let scrape = try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
-        #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
-        #expect(scrape.body.contains("pushgate_provider_requests_total"))
+            let rows = figures.report.rows
+            #expect(rows.map(\.profile) == ["chat", "misbehaving", "news", "podcast", "all"])
+            let all = try #require(rows.last)
+            let each = rows.dropLast()
+            // Every open counted once: in one kind's row, and in "all".
+            #expect(all.opens == freshness.opens)
+            #expect(each.map(\.opens).reduce(0, +) == all.opens)
+            #expect(each.map(\.freshOpens).reduce(0, +) == all.freshOpens)
+            #expect(each.map(\.opensWithoutContent).reduce(0, +) == all.opensWithoutContent)
+            #expect(each.map(\.silentWakes).reduce(0, +) == all.silentWakes)
+            #expect(each.map(\.relaunches).reduce(0, +) == all.relaunches)
+            let terminations: [Int] = each.map { row in row.terminations.values.reduce(0, +) }
+            #expect(terminations.reduce(0, +) == all.terminations.values.reduce(0, +))
+            #expect(each.map(\.foregroundBytes).reduce(0, +) == all.foregroundBytes)
+            for row in rows {
+                #expect(row.opens > 0, "\(row.profile)")
+                #expect(row.freshOpens <= row.opens && row.opensWithoutContent <= row.opens - row.freshOpens + 1)
+                #expect(row.freshAtOpen == Double(row.freshOpens) / Double(row.opens))
+                #expect(row.silentWakesWithNewContent <= row.silentWakes)
+            }
+            // The strategies: chat's backend sends alerts only, so its apps have no silent wake of their own.
+            #expect(rows.first { $0.profile == "chat" }?.silentWakes == 0)
+            #expect(rows.first { $0.profile == "news" }?.strategy == "silent, fetch minimum")
+            // Each announcement reached every token of an announcing app, all accepted.
+            let silentTokens = kinds.filter { $0.profile.apps[0].announce.sendsSilent }.map(\.devices).reduce(0, +)
+            let alertTokens = kinds.filter { $0.profile.apps[0].announce.sendsAlert }.map(\.devices).reduce(0, +)
+            for outcome in figures.announcements {
+                #expect(outcome.silent == silentTokens && outcome.alerts == alertTokens, "\(outcome)")
+                #expect(outcome.accepted == outcome.silent + outcome.alerts && outcome.refused.isEmpty, "\(outcome)")
+            }
+            #expect(figures.published.count >= 3)
+            #expect(!figures.timeline.isEmpty)
 
-        await fleet.stop()
-        await content.stop()
-        let figures = try #require(content.figures(fleet))
-        let rows = figures.report.rows
-        #expect(rows.map(\.profile) == ["chat", "misbehaving", "news", "podcast", "all"])
-        let all = try #require(rows.last)
-        let each = rows.dropLast()
-        // Every open counted once: in one kind's row, and in "all".
-        #expect(all.opens == freshness.opens)
-        #expect(each.map(\.opens).reduce(0, +) == all.opens)
-        #expect(each.map(\.freshOpens).reduce(0, +) == all.freshOpens)
-        #expect(each.map(\.opensWithoutContent).reduce(0, +) == all.opensWithoutContent)
-        #expect(each.map(\.silentWakes).reduce(0, +) == all.silentWakes)
-        #expect(each.map(\.relaunches).reduce(0, +) == all.relaunches)
-        let terminations: [Int] = each.map { row in row.terminations.values.reduce(0, +) }
-        #expect(terminations.reduce(0, +) == all.terminations.values.reduce(0, +))
-        #expect(each.map(\.foregroundBytes).reduce(0, +) == all.foregroundBytes)
-        for row in rows {
-            #expect(row.opens > 0, "\(row.profile)")
-            #expect(row.freshOpens <= row.opens && row.opensWithoutContent <= row.opens - row.freshOpens + 1)
-            #expect(row.freshAtOpen == Double(row.freshOpens) / Double(row.opens))
-            #expect(row.silentWakesWithNewContent <= row.silentWakes)
+            gateway.services.attached.detach()
         }
-        // The strategies: chat's backend sends alerts only, so its apps have no silent wake of their own.
-        #expect(rows.first { $0.profile == "chat" }?.silentWakes == 0)
-        #expect(rows.first { $0.profile == "news" }?.strategy == "silent, fetch minimum")
-        // Each announcement reached every token of an announcing app, all accepted.
-        let silentTokens = kinds.filter { $0.profile.apps[0].announce.sendsSilent }.map(\.devices).reduce(0, +)
-        let alertTokens = kinds.filter { $0.profile.apps[0].announce.sendsAlert }.map(\.devices).reduce(0, +)
-        for outcome in figures.announcements {
-            #expect(outcome.silent == silentTokens && outcome.alerts == alertTokens, "\(outcome)")
-            #expect(outcome.accepted == outcome.silent + outcome.alerts && outcome.refused.isEmpty, "\(outcome)")
-        }
-        #expect(figures.published.count >= 3)
-        #expect(!figures.timeline.isEmpty)
-
-        gateway.services.attached.detach()
-        try await gateway.stop()
         try await group.shutdownGracefully()
     }
 }

@@ -14,65 +14,65 @@ import Testing
     @Test func aShortBenchAddsUp() async throws {
         let topic = "com.example.app"
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let gateway = try await LocalGateway.start(
+        try await LocalGateway.run(
             topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
-            logger: Logger(label: "test"))
-        var profile = AgentProfile()
-        profile.work_ms_min = 1
-        profile.work_ms_max = 5
-        profile.never_fraction = 0
-        profile.force_quit_per_hour = 0
-        profile.low_power_per_hour = 0
-        let fleet = SimulatedFleet(
-            host: "127.0.0.1", port: gateway.devicePort, devices: 20, apps: [topic], profile: profile,
-            enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
-        fleet.start()
-        try await eventually("every device installed the app") { fleet.allInstalled }
+            logger: Logger(label: "test")) { gateway in
+            var profile = AgentProfile()
+            profile.work_ms_min = 1
+            profile.work_ms_max = 5
+            profile.never_fraction = 0
+            profile.force_quit_per_hour = 0
+            profile.low_power_per_hour = 0
+            let fleet = SimulatedFleet(
+                host: "127.0.0.1", port: gateway.devicePort, devices: 20, apps: [topic], profile: profile,
+                enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
+            fleet.start()
+            try await eventually("every device installed the app") { fleet.allInstalled }
 
-        // 20 devices and one token nobody has: every 21st request is rejected with BadDeviceToken.
-        var targets = fleet.tokenLines.map {
-            let fields = $0.split(separator: " ")
-            return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+            // 20 devices and one token nobody has: every 21st request is rejected with BadDeviceToken.
+            var targets = fleet.tokenLines.map {
+                let fields = $0.split(separator: " ")
+                return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+            }
+            targets.append(PushTarget(token: String(repeating: "0f", count: 32), topic: topic))
+            let scenario = Scenario(
+                rate: 420, duration_seconds: 1, count: 420, connections: 3, streams: 20,
+                mix: try Scenario.mix(flag: "silent=60,alert=30,silent-collapsing=10"))
+            var options = BenchOptions(
+                host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario, targets: targets)
+            options.signer = gateway.signer
+            options.seed = 42
+
+            let before = try await counters(gateway)
+            var result = try await BenchRunner.run(options, group: group)
+            // Deliveries are written before the 200 is answered; their acknowledgements follow closely.
+            try await eventually("acknowledgements counted") {
+                let hub = gateway.services.hub.counters
+                return hub.acknowledged >= hub.delivered
+            }
+            result.gateway = GatewayFigures(from: before, to: try await counters(gateway))
+
+            #expect(result.sent == 420)
+            #expect(result.sent == result.accepted + result.rejectedCount + result.failedCount)
+            #expect(result.failed.isEmpty)
+            #expect(result.rejected == ["400 BadDeviceToken": 20])
+            #expect(result.kinds.reduce(0) { $0 + $1.sent } == 420)
+            let figures = try #require(result.gateway)
+            #expect(figures.silentAccepted == result.acceptedSilent)
+            #expect(figures.alertingAccepted == result.accepted - result.acceptedSilent)
+            #expect(figures.silentOutcomes == figures.silentAccepted, "every accepted silent push has one outcome")
+            #expect(figures.acceptToDeviceAck != nil)
+            #expect(figures.connectedDevices == 20)
+            #expect(result.timeline.reduce(0) { $0 + $1.sent } == 420)
+
+            // Closed loop: as fast as 2 × 5 streams allow, stopped by the count.
+            options.scenario = Scenario(count: 210, connections: 2, streams: 5, mix: [PushKind.builtIn[0]])
+            let closed = try await BenchRunner.run(options, group: group)
+            #expect(closed.sent == 210)
+            #expect(closed.accepted == 200 && closed.rejected == ["400 BadDeviceToken": 10])
+
+            await fleet.stop()
         }
-        targets.append(PushTarget(token: String(repeating: "0f", count: 32), topic: topic))
-        let scenario = Scenario(
-            rate: 420, duration_seconds: 1, count: 420, connections: 3, streams: 20,
-            mix: try Scenario.mix(flag: "silent=60,alert=30,silent-collapsing=10"))
-        var options = BenchOptions(
-            host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario, targets: targets)
-        options.signer = gateway.signer
-        options.seed = 42
-
-        let before = try await counters(gateway)
-        var result = try await BenchRunner.run(options, group: group)
-        // Deliveries are written before the 200 is answered; their acknowledgements follow closely.
-        try await eventually("acknowledgements counted") {
-            let hub = gateway.services.hub.counters
-            return hub.acknowledged >= hub.delivered
-        }
-        result.gateway = GatewayFigures(from: before, to: try await counters(gateway))
-
-        #expect(result.sent == 420)
-        #expect(result.sent == result.accepted + result.rejectedCount + result.failedCount)
-        #expect(result.failed.isEmpty)
-        #expect(result.rejected == ["400 BadDeviceToken": 20])
-        #expect(result.kinds.reduce(0) { $0 + $1.sent } == 420)
-        let figures = try #require(result.gateway)
-        #expect(figures.silentAccepted == result.acceptedSilent)
-        #expect(figures.alertingAccepted == result.accepted - result.acceptedSilent)
-        #expect(figures.silentOutcomes == figures.silentAccepted, "every accepted silent push has one outcome")
-        #expect(figures.acceptToDeviceAck != nil)
-        #expect(figures.connectedDevices == 20)
-        #expect(result.timeline.reduce(0) { $0 + $1.sent } == 420)
-
-        // Closed loop: as fast as 2 × 5 streams allow, stopped by the count.
-        options.scenario = Scenario(count: 210, connections: 2, streams: 5, mix: [PushKind.builtIn[0]])
-        let closed = try await BenchRunner.run(options, group: group)
-        #expect(closed.sent == 210)
-        #expect(closed.accepted == 200 && closed.rejected == ["400 BadDeviceToken": 10])
-
-        await fleet.stop()
-        try await gateway.stop()
         try await group.shutdownGracefully()
     }
 
