@@ -33,6 +33,8 @@ let package = Package(
     targets: [
         // Typed values, the reason table, header and payload validation. No NIO.
         .target(name: "PushModel", swiftSettings: hotPath),
+        // Work handed from event-loop code to a service's task group (no unstructured tasks).
+        .target(name: "JobQueue"),
         // The silent-push policy: pure state machines (throttle, piggyback, deadlines, expiry). No I/O, no clock.
         .target(name: "PushPolicy", dependencies: ["PushModel"], swiftSettings: hotPath),
         // What the gateway measures: every metric's name, and the handles the request path records into
@@ -76,7 +78,7 @@ let package = Package(
         .target(
             name: "DeviceHub",
             dependencies: [
-                "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore", "ConnectionLimits",
+                "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore", "ConnectionLimits", "JobQueue",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -192,7 +194,7 @@ let package = Package(
         .target(
             name: "AdminAPI",
             dependencies: [
-                "PushModel", "PushPolicy", "PushMetrics", "PushStore", "DeviceHub", "ConnectionLimits",
+                "PushModel", "PushPolicy", "PushMetrics", "PushStore", "DeviceHub", "ConnectionLimits", "JobQueue",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -292,7 +294,7 @@ let package = Package(
             dependencies: [
                 "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
                 "ProviderAuth",
-                "ProviderClient", "Gateway", "TestSupport", "PushStore",
+                "ProviderClient", "Gateway", "TestSupport", "PushStore", "JobQueue",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,4 +1,5 @@
 import Foundation
+import JobQueue
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -18,6 +19,8 @@ public final class AdminServer: Service, Sendable {
     let group: any EventLoopGroup
     let logger: Logger
     private let channel = Mutex<(any Channel)?>(nil)
+    /// Lookups (they may read the store), run as children of `run`'s task group.
+    private let lookups = JobQueue()
 
     public init(
         routes: AdminRoutes, host: String, port: Int, token: String?, live: LiveFeedSettings = .init(),
@@ -34,10 +37,12 @@ public final class AdminServer: Service, Sendable {
 
     public var boundPort: Int? { channel.withLock { $0?.localAddress?.port } }
 
-    public func start() async throws {
+    private func start() async throws {
         let routes = self.routes
         let token = self.token
         let live = self.live
+        let lookups = self.lookups
+        let logger = self.logger
         let bound = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // The admin API's answers are small: a fixed send buffer (the kernel doubles it) keeps what the
@@ -48,7 +53,7 @@ public final class AdminServer: Service, Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(
-                        AdminHandler(routes: routes, token: token, live: live))
+                        AdminHandler(routes: routes, token: token, live: live, lookups: lookups, logger: logger))
                 }
             }
             .bind(host: host, port: port).get()
@@ -56,14 +61,23 @@ public final class AdminServer: Service, Sendable {
         logger.info("admin API listening", metadata: ["address": "\(bound.localAddress.map { "\($0)" } ?? "?")"])
     }
 
+    /// Listens until graceful shutdown; the lookups under way finish before it returns, and a request
+    /// that comes after is answered 503.
     public func run() async throws {
         try await start()
-        try? await gracefulShutdown()
-        await shutdown()
+        await withDiscardingTaskGroup { group in
+            group.addTask { [self] in
+                try? await gracefulShutdown()
+                await shutdown()
+            }
+            await lookups.run(in: &group)
+        }
     }
 
+    /// Stops listening and taking lookups (the ones under way finish).
     public func shutdown() async {
         try? await channel.withLock { $0 }?.close()
+        lookups.finish()
     }
 }
 
@@ -74,6 +88,8 @@ private final class AdminHandler: ChannelInboundHandler {
     let routes: AdminRoutes
     let token: String?
     let live: LiveFeedSettings
+    let lookups: JobQueue
+    let logger: Logger
     private var head: HTTPRequestHead?
     /// A dashboard following `/v1/live`: its feed and the task that writes an event each interval.
     private var feed: LiveFeed?
@@ -83,10 +99,12 @@ private final class AdminHandler: ChannelInboundHandler {
     private var waitingSince: NIODeadline?
     private let encoder = JSONEncoder()
 
-    init(routes: AdminRoutes, token: String?, live: LiveFeedSettings) {
+    init(routes: AdminRoutes, token: String?, live: LiveFeedSettings, lookups: JobQueue, logger: Logger) {
         self.routes = routes
         self.token = token
         self.live = live
+        self.lookups = lookups
+        self.logger = logger
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -119,16 +137,21 @@ private final class AdminHandler: ChannelInboundHandler {
                     .init(status: 401, json: #"{"error":"admin API needs authorization: Bearer <admin.token>"}"#), head,
                     context)
             } else {
-                // Lookups may read the store: answered from a task, written back on the channel's loop.
+                // Lookups may read the store: answered by the server's task group, written back on the
+                // channel's loop; after shutdown began, 503.
                 let routes = self.routes
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 let loop = context.eventLoop
-                Task {
+                let offered = lookups.offer {
                     let response = await routes.respond(method: head.method.rawValue, path: head.uri)
                     loop.execute {
                         let (handler, context) = bound.value
                         handler.write(response, head, context)
                     }
+                }
+                if !offered {
+                    logger.notice("admin lookup refused: the admin API is shutting down", metadata: ["path": "\(path)"])
+                    write(.init(status: 503, json: #"{"error":"the admin API is shutting down"}"#), head, context)
                 }
             }
         }

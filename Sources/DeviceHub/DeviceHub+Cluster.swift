@@ -207,18 +207,19 @@ extension DeviceHub {
 
     // MARK: Jobs, takeover, sweep
 
-    /// Store work the hub starts, for the cluster service's task group.
-    public var jobs: AsyncStream<@Sendable () async -> Void> { jobQueue.stream }
+    /// Runs the store work the hub starts, each job a child of the cluster service's task group, until
+    /// `finishJobs()`.
+    public func runJobs(in group: inout DiscardingTaskGroup) async { await jobQueue.run(in: &group) }
 
     /// No more jobs (shutdown): the cluster service's task group finishes what it has.
-    public func finishJobs() { jobQueue.continuation.finish() }
+    public func finishJobs() { jobQueue.finish() }
 
     /// Runs `job` in the cluster service's task group; false, said loudly, when that group has finished
     /// (after shutdown): the caller then settles what the job would have (a claim fails, and what waited
     /// for it is decided without it).
     @discardableResult
     public func spawn(_ job: @escaping @Sendable () async -> Void) -> Bool {
-        if case .terminated = jobQueue.continuation.yield(job) {
+        guard jobQueue.offer(job) else {
             logger.error("store work refused: the cluster service has stopped")
             return false
         }

@@ -1,4 +1,5 @@
 import DeviceProtocol
+import JobQueue
 import Histogram
 import Logging
 import NIOCore
@@ -42,8 +43,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Routed notices waiting to be loaded, in the order they came, and whether a task is loading them.
     let routes = Mutex<(keys: [NotificationKey], draining: Bool)>(([], false))
     /// Several nodes: the store work the hub starts (claims, loading routed pushes), run by the cluster
-    /// service's task group (`jobs`), not by tasks of their own.
-    let jobQueue = AsyncStream<@Sendable () async -> Void>.makeStream()
+    /// service's task group (`runJobs`), not by tasks of their own.
+    let jobQueue = JobQueue()
     private let deadlineSeconds: Int
     let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack

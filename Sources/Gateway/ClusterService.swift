@@ -130,7 +130,7 @@ public final class ClusterService: Service, Sendable {
                 stop()
             }
             // The hub's store work, each job a child of this group; ends when the hub has no more.
-            for await job in hub.jobs { group.addTask { await job() } }
+            await hub.runJobs(in: &group)
             group.cancelAll()
         }
     }
