@@ -280,6 +280,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
+                "PushModel",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -11,6 +11,7 @@ import ProviderClient
 import PushModel
 import PushStore
 import Synchronization
+import TestSupport
 import Testing
 
 /// A 200 means committed: a gateway killed with SIGKILL while pushes flow, then restarted on the same

@@ -80,13 +80,6 @@ func metricValue(_ series: String, adminPort: Int) async throws -> Double? {
     return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
 }
 
-func eventually(_ what: String, seconds: Int = 30, _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<(seconds * 20) {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))  // clock-ok: polling a real process's effect, bounded
-    }
-    Issue.record("timed out waiting: \(what)")
-}
 
 /// A fresh data directory for a gateway under test, with a provider key for `topic` in its keys file;
 /// returns the directory and a signer of that key's tokens. The caller removes the directory.

@@ -1,5 +1,6 @@
 import AdminAPI
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import GatewayFiles
 import NIOCore
 import NIOHPACK
 import PushModel
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

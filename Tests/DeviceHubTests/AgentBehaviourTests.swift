@@ -10,6 +10,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import PushModel
+import TestSupport
 import Testing
 import Yams
 

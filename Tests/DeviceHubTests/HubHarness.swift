@@ -15,11 +15,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-final class ManualClock: Sendable {
-    private let value = Atomic<Int64>(1_800_000_000_000)
-    var now: UnixTime { UnixTime(milliseconds: value.load(ordering: .relaxed)) }
-    func advance(seconds: Int64) { value.add(seconds * 1000, ordering: .relaxed) }
-}
 
 /// Collects what an agent saw.
 final class EventLog: Sendable {
@@ -111,16 +106,6 @@ final class HubHarness: Sendable {
 }
 
 /// Waits for a condition, polling, bounded by a deadline (no fixed sleeps).
-func eventually(_ what: String, within seconds: Int = 10, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("timed out waiting: \(what)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(5))  // clock-ok: polling a condition on a real socket
-    }
-}
 
 let alert = #"{"aps":{"alert":"hello"}}"#
 let silent = #"{"aps":{"content-available":1}}"#

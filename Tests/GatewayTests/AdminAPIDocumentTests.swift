@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import TestSupport
 import Testing
 
 /// `/openapi.json` describes what the admin API answers: real answers of a gateway with a device (every

@@ -4,6 +4,7 @@ import Gateway
 import Logging
 import NIOCore
 import NIOPosix
+import TestSupport
 import Testing
 
 /// The listeners' doors on a real gateway: connections that never finish their handshake are closed,

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import LoadGenerator
 import PushModel
+import TestSupport
 import Testing
 
 /// The live dashboard in a real browser: headless Chromium loads `/dashboard` from a real gateway while

@@ -8,6 +8,7 @@ import LoadGenerator
 import Logging
 import NIOPosix
 import PushModel
+import TestSupport
 import Testing
 
 @testable import pushgate

@@ -6,6 +6,7 @@ import Logging
 import NIOPosix
 import ProviderClient
 import PushModel
+import TestSupport
 import Testing
 
 /// A real gateway (`LocalGateway`, SQLite store) with one device agent that installed `topic`, and a
@@ -83,10 +84,3 @@ struct GatewayWithDevice {
 
 }
 
-func eventually(_ what: String, seconds: Int = 15, _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<(seconds * 20) {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))  // clock-ok: a real gateway's or browser's effect, bounded
-    }
-    Issue.record("timed out waiting: \(what)")
-}

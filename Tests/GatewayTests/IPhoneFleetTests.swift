@@ -10,6 +10,7 @@ import Logging
 import NIOPosix
 import PushModel
 import Synchronization
+import TestSupport
 import Testing
 import Yams
 

@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import TestSupport
 import Testing
 
 @testable import pushgate

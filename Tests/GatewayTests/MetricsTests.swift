@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import PushMetrics
 import PushModel
+import TestSupport
 import Testing
 
 /// `/metrics` on a real gateway (SQLite store, one device agent): after a scripted set of pushes, the

@@ -1,6 +1,7 @@
 import DeviceRuntime
 import Foundation
 import PushModel
+import TestSupport
 import Testing
 
 @testable import LoadGenerator

@@ -11,6 +11,7 @@ import ProviderClient
 import PushModel
 import PushPolicy
 import Synchronization
+import TestSupport
 import Testing
 
 /// A simulated iPhone end to end over loopback: a real gateway, a device agent running iOS's background

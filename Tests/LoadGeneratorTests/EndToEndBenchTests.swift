@@ -5,6 +5,7 @@ import Gateway
 import Logging
 import NIOPosix
 import PushModel
+import TestSupport
 import Testing
 
 @testable import LoadGenerator
@@ -85,10 +86,3 @@ import Testing
 }
 
 /// Polls a condition a test waits for across real connections (bounded; no sleeps on timed outcomes).
-func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-    for _ in 0..<500 {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(10))  // clock-ok: polling a real socket's effect, bounded
-    }
-    Issue.record("timed out waiting: \(what)")
-}

@@ -6,6 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import ProviderAuth
 import PushModel
+import TestSupport
 import Testing
 
 @testable import ProviderAPI

@@ -6,6 +6,7 @@ import ProviderClient
 import PushIntake
 import PushModel
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ProviderAPI

@@ -11,16 +11,11 @@ import ProviderClient
 import PushIntake
 import PushModel
 import Synchronization
+import TestSupport
 
 @testable import ProviderAPI
 
 /// A wall clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let value: Atomic<Int64>
-    init(_ start: UnixTime = UnixTime(seconds: 1_800_000_000)) { value = Atomic(start.milliseconds) }
-    var now: UnixTime { UnixTime(milliseconds: value.load(ordering: .relaxed)) }
-    func advance(seconds: Int64) { value.add(seconds * 1000, ordering: .relaxed) }
-}
 
 /// Records what the provider API hands on; answers as told for some tokens.
 final class RecordingIntake: NotificationIntake {

@@ -181,13 +181,6 @@ import Testing
         heard.messages.withLock { $0.removeAll() }
     }
 
-    func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-        for _ in 0..<200 {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(25))  // clock-ok: polling a real server, bounded
-        }
-        Issue.record("timed out waiting: \(what)")
-    }
 }
 
 /// What a listening node heard.
