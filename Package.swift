@@ -57,7 +57,7 @@ let package = Package(
             ]),
         // A simulated iPhone's background rules (app states, background tasks, fetch, silent and location
         // wakes, background URL sessions) as a pure state machine per device. No NIO, no clock.
-        .target(name: "DeviceRuntime", dependencies: ["PushModel", "PushPolicy"], swiftSettings: hotPath),
+        .target(name: "DeviceRuntime", dependencies: ["PushModel"], swiftSettings: hotPath),
         // A day of a fleet in virtual time: the simulated iPhones and the gateway's policy on one event
         // queue, no sockets (`pushgate forecast`). No NIO, no clock.
         .target(name: "Forecast", dependencies: ["PushModel", "PushPolicy", "DeviceRuntime"], swiftSettings: hotPath),
@@ -174,7 +174,6 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
-                .product(name: "Yams", package: "Yams"),
             ]
         ),
         // The files the gateway keeps in data_dir: the registries of provider keys, client certificates
@@ -208,13 +207,14 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits",
-                "PushStore", "PushMetrics", "AdminAPI", "GatewayFiles",
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                "PushStore", "AdminAPI", "GatewayFiles",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
@@ -222,7 +222,7 @@ let package = Package(
             name: "pushgate",
             dependencies: [
                 "ContentOrigin", "PushIntake",
-                "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "PushPolicy", "ProviderAuth", "ProviderAPI",
+                "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderAPI",
                 "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -256,7 +256,7 @@ let package = Package(
         .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
         .testTarget(
             name: "DeviceRuntimeTests",
-            dependencies: ["DeviceRuntime", "PushModel", "PushPolicy", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["DeviceRuntime", "PushModel", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ForecastTests", dependencies: ["Forecast", "DeviceRuntime", "PushModel", "PushPolicy"]),
         .testTarget(
             name: "ContentOriginTests",
@@ -267,12 +267,13 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "PushModel"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(
             name: "PushStoreTests",
             dependencies: [
                 "PushStore", "PushPolicy", "PushModel", "TestSupport", "EmbeddedSQLite",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
@@ -295,7 +296,7 @@ let package = Package(
             dependencies: [
                 "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
                 "ProviderAuth",
-                "ProviderClient", "Gateway", "TestSupport", "PushStore", "JobQueue",
+                "ProviderClient", "Gateway", "TestSupport", "PushStore", "JobQueue", "PushIntake",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Yams", package: "Yams"),
@@ -322,16 +323,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
         .testTarget(
             name: "LoadGeneratorTests",
             dependencies: [
                 "AdminAPI", "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "DeviceRuntime", "PushModel",
-                "PushPolicy", "ProviderAuth",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -342,7 +345,7 @@ let package = Package(
             name: "CrashSafetyTests",
             dependencies: [
                 "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel",
-                "PushStore", "TestSupport",
+                "PushStore", "TestSupport", "DeviceProtocol", "PushIntake",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -355,7 +358,8 @@ let package = Package(
                 "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
-                "ConnectionLimits", "TestSupport", "Forecast",
+                "ConnectionLimits", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "PushIntake",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -365,3 +369,12 @@ let package = Package(
         ),
     ]
 )
+
+// Every target: a module uses only what it imports (MemberImportVisibility), and existential types say
+// `any` (ExistentialAny), so the compiler keeps the module arrows and imports honest.
+for target in package.targets {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("MemberImportVisibility"), .enableUpcomingFeature("ExistentialAny"),
+        ]
+}

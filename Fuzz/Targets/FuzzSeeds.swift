@@ -1,3 +1,4 @@
+import Crypto
 import DeviceProtocol
 import Foundation
 import ProviderAuth

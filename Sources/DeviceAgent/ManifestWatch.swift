@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DeviceRuntime
 import NIOCore
+import NIOHTTP1
 import PushModel
 import Synchronization
 

@@ -1,9 +1,11 @@
+import JobQueue
 import Logging
 import NIOCore
 import PushIntake
 import PushModel
 import PushPolicy
 import PushStore
+import Synchronization
 
 /// Several nodes on one PostgreSQL database. Each device's policy runs on one node, its owner (the node
 /// it registered on or last connected to), so its budget and held pushes are in one place:

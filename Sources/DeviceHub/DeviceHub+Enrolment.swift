@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
+import Logging
 import PushModel
 import PushPolicy
+import Synchronization
 
 /// Who may become a device, and how devices stop being ones: the fleet's enrolment secret and a rate
 /// per source address on `register`; removal by the operator (`pushgate devices remove`) and pruning of

@@ -4,6 +4,7 @@ import NIOCore
 import NIOWebSocket
 import PushModel
 import PushPolicy
+import PushStore
 import Synchronization
 
 /// One device's WebSocket connection: reads its messages, answers them through the hub, and closes the

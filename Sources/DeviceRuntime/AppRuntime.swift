@@ -1,5 +1,4 @@
 import PushModel
-import PushPolicy
 
 /// One app on a simulated device, as the runtime keeps it: its state, the wake it is in, its
 /// background tasks, its transfers, its fetch schedule and the content it holds.

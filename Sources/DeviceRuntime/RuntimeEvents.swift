@@ -1,5 +1,4 @@
 import PushModel
-import PushPolicy
 
 /// Why an app was terminated.
 public enum TerminationCause: String, Sendable, Equatable, CaseIterable {

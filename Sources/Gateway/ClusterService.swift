@@ -1,5 +1,6 @@
 import DeviceHub
 import Logging
+import PushIntake
 import PushModel
 import PushStore
 import ServiceLifecycle

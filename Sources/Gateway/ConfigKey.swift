@@ -65,7 +65,7 @@ public struct ConfigKey: Sendable {
 extension ConfigKey {
     static func int<Value: BinaryInteger & SendableMetatype>(
         _ name: String, _ defaultValue: String, in range: ClosedRange<Int>, _ doc: String,
-        to path: WritableKeyPath<GatewayConfiguration, Value> & Sendable
+        to path: any WritableKeyPath<GatewayConfiguration, Value> & Sendable
     ) -> ConfigKey {
         int(name, defaultValue, in: range, doc) { $0[keyPath: path] = Value($1) }
     }
@@ -81,7 +81,7 @@ extension ConfigKey {
 
     static func number(
         _ name: String, _ defaultValue: String, in range: ClosedRange<Double>, _ doc: String,
-        to path: WritableKeyPath<GatewayConfiguration, Double> & Sendable
+        to path: any WritableKeyPath<GatewayConfiguration, Double> & Sendable
     ) -> ConfigKey {
         number(name, defaultValue, in: range, doc) { $0[keyPath: path] = $1 }
     }
@@ -97,7 +97,7 @@ extension ConfigKey {
 
     static func flag(
         _ name: String, _ defaultValue: String, _ doc: String,
-        to path: WritableKeyPath<GatewayConfiguration, Bool> & Sendable
+        to path: any WritableKeyPath<GatewayConfiguration, Bool> & Sendable
     ) -> ConfigKey {
         custom(
             name, defaultValue, expected: "true or false", doc,
@@ -113,7 +113,7 @@ extension ConfigKey {
     /// Text; `nonEmpty` refuses an empty value.
     static func text(
         _ name: String, _ defaultValue: String, nonEmpty: Bool = false, secret: Secret = .none, _ doc: String,
-        to path: WritableKeyPath<GatewayConfiguration, String> & Sendable
+        to path: any WritableKeyPath<GatewayConfiguration, String> & Sendable
     ) -> ConfigKey {
         custom(
             name, defaultValue, expected: "a non-empty value", secret: secret, doc,
@@ -123,7 +123,7 @@ extension ConfigKey {
     /// Text, or nil when empty.
     static func optionalText(
         _ name: String, secret: Secret = .none, _ doc: String,
-        to path: WritableKeyPath<GatewayConfiguration, String?> & Sendable
+        to path: any WritableKeyPath<GatewayConfiguration, String?> & Sendable
     ) -> ConfigKey {
         custom(
             name, "", expected: "text", secret: secret, doc, parse: { $0 },
@@ -133,7 +133,7 @@ extension ConfigKey {
     /// One of an enumeration's raw values.
     static func choice<Value: RawRepresentable & CaseIterable & Sendable>(
         _ name: String, _ defaultValue: Value, _ doc: String,
-        to path: WritableKeyPath<GatewayConfiguration, Value> & Sendable
+        to path: any WritableKeyPath<GatewayConfiguration, Value> & Sendable
     ) -> ConfigKey where Value.RawValue == String {
         let names = Value.allCases.map(\.rawValue)
         let expected =

@@ -1,6 +1,10 @@
+import AdminAPI
+import ConnectionLimits
 import DeviceHub
 import Foundation
 import Logging
+import NIOCore
+import ProviderAPI
 import PushModel
 import PushPolicy
 import PushStore

@@ -3,6 +3,7 @@ import ConnectionLimits
 import DeviceHub
 import Foundation
 import Logging
+import NIOCore
 import ProviderAPI
 import PushModel
 import PushPolicy

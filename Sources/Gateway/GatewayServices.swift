@@ -9,9 +9,11 @@ import NIOPosix
 import NIOSSL
 import ProviderAPI
 import ProviderAuth
+import PushIntake
 import PushModel
 import PushStore
 import ServiceLifecycle
+import UnixSignals
 
 /// The gateway assembled from its configuration: the provider API's listeners and the registry reloader,
 /// as services to run in one `ServiceGroup` (in dependency order).

@@ -1,9 +1,11 @@
 import AdminAPI
 import Crypto
+import DeviceHub
 import Foundation
 import GatewayFiles
 import Logging
 import NIOCore
+import ProviderAPI
 import ProviderAuth
 import ServiceLifecycle
 import Synchronization

@@ -1,3 +1,4 @@
+import Foundation
 /// Tables for the HTML reports (`bench`, `simulate`, `demo` and `forecast --html`): Markdown tables and
 /// name–value rows as HTML tables, text escaped, and the style the pages share (a wide table scrolls
 /// inside its box instead of running past the page's edge).

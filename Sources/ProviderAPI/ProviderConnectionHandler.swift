@@ -199,7 +199,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         context.fireChannelReadComplete()
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A stream-level HTTP/2 error concerns that stream only; NIOHTTP2Handler has already reset it.
         if let streamError = error as? NIOHTTP2Errors.StreamError {
             streams.removeValue(forKey: streamError.streamID)

@@ -93,7 +93,7 @@ private struct Claims: Decodable {
     struct IssuedAt: Decodable {
         var seconds: Int64
 
-        init(from decoder: Decoder) throws {
+        init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let value = try? container.decode(Int64.self) {
                 seconds = value

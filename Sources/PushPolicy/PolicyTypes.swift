@@ -1,15 +1,5 @@
 import PushModel
 
-/// An app's state on the device, as iOS knows it.
-public enum AppState: String, Sendable, Codable, CaseIterable {
-    case foreground
-    case background
-    case suspended
-    case notRunning = "not_running"
-    /// Swiped away by the user: no silent wakes until the user opens it again.
-    case forceQuit = "force_quit"
-}
-
 /// Device-wide conditions that stop silent wakes for every app.
 public struct DeviceConditions: Sendable, Equatable, Codable {
     public var online: Bool

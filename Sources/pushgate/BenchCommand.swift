@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Gateway
 import LoadGenerator
+import NIOCore
 import NIOPosix
 import ProviderAuth
 import Yams

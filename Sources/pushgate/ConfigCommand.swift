@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Gateway
 
 struct ConfigCommand: AsyncParsableCommand {

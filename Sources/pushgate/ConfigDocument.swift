@@ -1,3 +1,4 @@
+import Foundation
 import Gateway
 
 /// Renders the key table as documents: the commented YAML file in Config/ and the README's Markdown table.

@@ -4,6 +4,7 @@ import DeviceAgent
 import DeviceRuntime
 import LoadGenerator
 import NIOCore
+import NIOHTTP1
 import ProviderAuth
 import ProviderClient
 import PushIntake

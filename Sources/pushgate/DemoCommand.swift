@@ -1,12 +1,16 @@
 import AdminAPI
 import ArgumentParser
 import DeviceAgent
+import DeviceHub
+import DeviceRuntime
 import Forecast
 import Foundation
 import Gateway
 import LoadGenerator
 import Logging
+import NIOCore
 import NIOPosix
+import ProviderClient
 import PushModel
 import Synchronization
 

@@ -2,6 +2,7 @@ import AdminAPI
 import ArgumentParser
 import Foundation
 import Gateway
+import NIOHTTP1
 
 struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DeviceHub
 import DeviceRuntime
 import Forecast
 import Foundation

@@ -1,3 +1,4 @@
+import DeviceRuntime
 import Forecast
 import LoadGenerator
 

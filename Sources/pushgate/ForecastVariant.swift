@@ -1,6 +1,8 @@
 import ArgumentParser
+import DeviceHub
 import DeviceRuntime
 import Forecast
+import Foundation
 import Gateway
 import PushModel
 

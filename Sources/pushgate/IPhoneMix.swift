@@ -1,5 +1,6 @@
 import ArgumentParser
 import DeviceRuntime
+import Foundation
 import Yams
 
 /// `--iphones news=40,chat=30,…`: kinds of simulated iPhone (a name in Config/iphone, or a YAML file's

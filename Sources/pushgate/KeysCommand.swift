@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import GatewayFiles
 import ProviderAuth
+import PushIntake
 import PushModel
 
 struct KeysCommand: AsyncParsableCommand {

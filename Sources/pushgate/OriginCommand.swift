@@ -1,6 +1,7 @@
 import ArgumentParser
 import ContentOrigin
 import Foundation
+import NIOCore
 import NIOPosix
 import PushIntake
 import PushModel

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
 
 struct SendCommand: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Gateway
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

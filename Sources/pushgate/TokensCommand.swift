@@ -1,7 +1,9 @@
 import ArgumentParser
+import Foundation
 import Gateway
 import GatewayFiles
 import ProviderAPI
+import PushIntake
 import PushModel
 
 struct TokensCommand: AsyncParsableCommand {

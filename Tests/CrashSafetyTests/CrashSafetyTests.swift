@@ -1,6 +1,7 @@
 import AdminAPI
 import Crypto
 import DeviceAgent
+import DeviceProtocol
 import Foundation
 import Gateway
 import GatewayFiles
@@ -8,6 +9,7 @@ import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
 import PushStore
 import Synchronization

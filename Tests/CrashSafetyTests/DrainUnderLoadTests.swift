@@ -3,6 +3,7 @@ import Foundation
 import GatewayFiles
 import NIOPosix
 import ProviderAuth
+import PushIntake
 import PushModel
 import Testing
 import TestSupport

@@ -3,6 +3,8 @@ import Foundation
 import GatewayFiles
 import NIOCore
 import NIOHPACK
+import ProviderAuth
+import PushIntake
 import PushModel
 import TestSupport
 import Testing

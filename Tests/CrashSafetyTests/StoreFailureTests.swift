@@ -1,9 +1,13 @@
 import AdminAPI
 import DeviceAgent
+import DeviceProtocol
 import Foundation
 import NIOPosix
+import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
+import Synchronization
 import TestSupport
 import Testing
 

@@ -1,13 +1,16 @@
 import AdminAPI
 import Crypto
 import DeviceAgent
+import DeviceProtocol
 import Foundation
 import Gateway
 import GatewayFiles
 import NIOPosix
 import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
+import Synchronization
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import AdminAPI
 import Crypto
 import DeviceAgent
+import DeviceProtocol
 import Foundation
 import Gateway
 import GatewayFiles
@@ -8,7 +9,9 @@ import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
+import Synchronization
 import Testing
 import TestSupport
 

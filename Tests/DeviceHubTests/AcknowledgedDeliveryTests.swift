@@ -4,6 +4,8 @@ import DeviceProtocol
 import Foundation
 import NIOCore
 import NIOWebSocket
+import ProviderClient
+import PushPolicy
 import PushModel
 import Synchronization
 import Testing

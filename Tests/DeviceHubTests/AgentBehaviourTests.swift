@@ -10,6 +10,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import PushModel
+import PushPolicy
 import TestSupport
 import Testing
 import Yams

@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
+import ProviderClient
 import PushModel
 import PushPolicy
 import Synchronization

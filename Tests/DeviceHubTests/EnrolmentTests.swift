@@ -1,4 +1,5 @@
 import DeviceAgent
+import ProviderClient
 import PushModel
 import TestSupport
 import Testing

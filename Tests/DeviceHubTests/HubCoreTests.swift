@@ -1,4 +1,5 @@
 import DeviceProtocol
+import Foundation
 import PushModel
 import PushPolicy
 import PushStore

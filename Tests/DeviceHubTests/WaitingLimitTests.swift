@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import PushIntake
 import PushModel
 import PushPolicy
 import Synchronization
@@ -40,7 +41,7 @@ import Testing
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 4)
         var number = 0
         var overLimit: [Int] = []
-        for round in 0..<400 {
+        for round in 0..<200 {
             // A connected device that acknowledges nothing: what it is sent waits in its queue.
             let slot = hub.registry.register().slot
             let token = try #require(hub.registry.install("com.example.app", on: slot))

@@ -1,6 +1,5 @@
 import DeviceRuntime
 import PushModel
-import PushPolicy
 
 /// A device runtime driven with plain instants: events at the rig's time, `advance` ticks through every
 /// deadline on the way (as the shell's timer would).

@@ -1,5 +1,6 @@
 import Foundation
 import FuzzTargets
+import PushModel
 import Testing
 
 /// Every input in the repository's fuzz corpus and regressions, replayed through its target: what

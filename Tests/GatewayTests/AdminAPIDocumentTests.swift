@@ -1,3 +1,5 @@
+import DeviceAgent
+import DeviceHub
 import Foundation
 import Gateway
 import TestSupport
@@ -6,7 +8,7 @@ import Testing
 /// `/openapi.json` describes what the admin API answers: real answers of a gateway with a device (every
 /// key declared, every required key present, each value of its type) and its error answers.
 /// (`Interop/admin-api.sh` runs schemathesis on the same document in `.ci/run`.)
-@Suite struct AdminAPIDocumentTests {
+@Suite(.timeLimit(.minutes(5))) struct AdminAPIDocumentTests {
     @Test func realAnswersConformToTheDocument() async throws {
         try await GatewayWithDevice.run(topic: "com.example.openapi", settings: []) { setup in
             let id = "01a3185c-5000-7abc-8def-0123456789ab"

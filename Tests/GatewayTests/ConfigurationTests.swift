@@ -1,4 +1,8 @@
 import Foundation
+import Logging
+import ProviderAPI
+import PushModel
+import PushPolicy
 import Testing
 
 @testable import Gateway

@@ -1,4 +1,5 @@
 import ConnectionLimits
+import DeviceHub
 import Foundation
 import Gateway
 import Logging
@@ -9,7 +10,7 @@ import Testing
 
 /// The listeners' doors on a real gateway: connections that never finish their handshake are closed,
 /// and the caps refuse the excess at accept while the connections already in keep working.
-@Suite struct ConnectionGateTests {
+@Suite(.timeLimit(.minutes(5))) struct ConnectionGateTests {
     static let topic = "com.example.gate"
 
     /// A TCP connection that says nothing.

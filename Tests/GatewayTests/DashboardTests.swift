@@ -1,3 +1,4 @@
+import AdminAPI
 import DeviceRuntime
 import Foundation
 import Gateway
@@ -9,7 +10,7 @@ import Testing
 /// The live dashboard in a real browser: headless Chromium loads `/dashboard` from a real gateway while
 /// pushes flow, the live figures appear and change, a token lookup answers, and a screenshot is kept
 /// (`.build/test-artifacts/dashboard.png`).
-@Suite struct DashboardTests {
+@Suite(.timeLimit(.minutes(5))) struct DashboardTests {
     static let topic = "com.example.dashboard"
 
     @Test(

@@ -1,5 +1,6 @@
 import AdminAPI
 import DeviceAgent
+import DeviceHub
 import Foundation
 import Gateway
 import GatewayFiles
@@ -8,7 +9,7 @@ import Testing
 
 /// The operator's side of device identities on a real gateway: the enrolment secret it keeps in its data
 /// directory, and `DELETE /v1/devices/<id>` (what `pushgate devices remove` sends).
-@Suite struct DeviceRemovalTests {
+@Suite(.timeLimit(.minutes(5))) struct DeviceRemovalTests {
     @Test func theGatewayKeepsItsEnrolmentSecretInItsDataDirectory() async throws {
         try await GatewayWithDevice.run(topic: "com.example.enrol", settings: []) { setup in
             let file = EnrolmentSecret.path(dataDirectory: setup.gateway.dataDirectory)

@@ -1,12 +1,16 @@
 import ContentOrigin
 import DeviceAgent
+import DeviceHub
 import DeviceRuntime
 import Forecast
 import Foundation
 import Gateway
 import LoadGenerator
 import Logging
+import NIOCore
 import NIOPosix
+import ProviderClient
+import PushIntake
 import PushModel
 import TestSupport
 import Testing
@@ -21,7 +25,7 @@ import Testing
 /// wrong model breaks and the machine's load does not. The full
 /// validation's goals (every count within 5 %, fresh at open within 3 points) are for runs of minutes on a
 /// release build: Benchmarks/forecast-validate.sh, docs/forecast.md.
-@Suite struct ForecastAgreementTests {
+@Suite(.timeLimit(.minutes(5))) struct ForecastAgreementTests {
     @Test func aForecastOfARealRunAgreesWithIt() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         // No kind announced with alerts: every open is the users' own.
@@ -29,7 +33,7 @@ import Testing
         var kinds = mix.counts(devices: 200)
         for index in kinds.indices {
             kinds[index].profile.users.extra_opens_per_day = 86_400 / 6
-            kinds[index].profile.users.session_seconds = 2
+            kinds[index].profile.users.session_seconds = 8
             for app in kinds[index].profile.apps.indices where kinds[index].profile.apps[app].item_bytes != nil {
                 kinds[index].profile.apps[app].item_bytes = 64 * 1024
             }
@@ -106,7 +110,7 @@ import Testing
         let forecastRows = Dictionary(uniqueKeysWithValues: forecast.report.rows.map { ($0.profile, $0) })
         #expect(Set(realRows.keys) == ["news", "podcast", "all"])
         #expect(Set(forecastRows.keys) == Set(realRows.keys))
-        #expect((realRows["all"]?.opens ?? 0) > 300, "a run with something to compare")
+        #expect((realRows["all"]?.opens ?? 0) > 150, "a run with something to compare")
         for (profile, row) in realRows {
             let other = try #require(forecastRows[profile])
             // Exact: the users' own opens follow from the seed, the start and the connections alone.

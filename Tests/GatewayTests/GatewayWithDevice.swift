@@ -1,10 +1,14 @@
 import AdminAPI
 import DeviceAgent
+import DeviceHub
 import Foundation
 import Gateway
 import Logging
+import NIOCore
 import NIOPosix
+import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
 import TestSupport
 import Testing

@@ -2,11 +2,13 @@ import AdminAPI
 import Foundation
 import Gateway
 import Logging
+import NIOCore
 import NIOPosix
+import ProviderAPI
 import Testing
 
 /// `/health` (alive) and `/ready` (listeners up, not draining) on the admin port of a real gateway.
-@Suite struct HealthTests {
+@Suite(.timeLimit(.minutes(5))) struct HealthTests {
     @Test func readyUntilTheProviderAPIDrains() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         try await LocalGateway.run(

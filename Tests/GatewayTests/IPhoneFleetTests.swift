@@ -2,12 +2,16 @@ import AdminAPI
 import AsyncHTTPClient
 import ContentOrigin
 import DeviceAgent
+import DeviceHub
 import DeviceRuntime
 import Foundation
 import Gateway
 import LoadGenerator
 import Logging
+import NIOCore
 import NIOPosix
+import ProviderClient
+import PushIntake
 import PushModel
 import Synchronization
 import TestSupport
@@ -18,7 +22,7 @@ import Yams
 
 /// The kinds of iPhone shipped in Config/iphone, the `--iphones` mix, and a fleet of a few hundred
 /// iPhones against a real gateway and content server.
-@Suite struct IPhoneFleetTests {
+@Suite(.timeLimit(.minutes(5))) struct IPhoneFleetTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 

@@ -1,3 +1,4 @@
+import DeviceAgent
 import Foundation
 import Gateway
 import TestSupport
@@ -7,7 +8,7 @@ import Testing
 
 /// Lookups on a real gateway: a silent push held over budget and released on a keep-alive shows that
 /// journey, with the store's record; the device shows its app's spent budget; both read as tables.
-@Suite struct LookupTests {
+@Suite(.timeLimit(.minutes(5))) struct LookupTests {
     static let topic = "com.example.lookup"
 
     @Test func aHeldPushReleasedOnAKeepAliveShowsItsJourney() async throws {

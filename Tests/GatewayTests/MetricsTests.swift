@@ -1,14 +1,16 @@
 import AdminAPI
+import DeviceHub
 import Foundation
 import Gateway
 import PushMetrics
 import PushModel
+import PushPolicy
 import TestSupport
 import Testing
 
 /// `/metrics` on a real gateway (SQLite store, one device agent): after a scripted set of pushes, the
 /// exact counts.
-@Suite struct MetricsTests {
+@Suite(.timeLimit(.minutes(5))) struct MetricsTests {
     static let topic = "com.example.metrics"
 
     @Test func aScriptedSetOfPushesGivesExactCounts() async throws {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatewayFiles
+import ProviderAuth
 import PushModel
 import Testing
 

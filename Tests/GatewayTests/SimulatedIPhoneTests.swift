@@ -2,12 +2,16 @@ import AdminAPI
 import AsyncHTTPClient
 import ContentOrigin
 import DeviceAgent
+import DeviceHub
 import DeviceRuntime
 import Foundation
 import Gateway
 import Logging
+import NIOCore
 import NIOPosix
+import ProviderAuth
 import ProviderClient
+import PushIntake
 import PushModel
 import PushPolicy
 import Synchronization
@@ -16,7 +20,7 @@ import Testing
 
 /// A simulated iPhone end to end over loopback: a real gateway, a device agent running iOS's background
 /// rules (`DeviceRuntime` in its `RuntimeShell`), and a content server it fetches from over real HTTP.
-@Suite struct SimulatedIPhoneTests {
+@Suite(.timeLimit(.minutes(5))) struct SimulatedIPhoneTests {
     final class Recorded: Sendable {
         let actions = Mutex<[RuntimeAction]>([])
         func contains(_ test: (RuntimeAction) -> Bool) -> Bool { actions.withLock { $0.contains(where: test) } }

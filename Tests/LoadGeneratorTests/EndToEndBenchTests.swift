@@ -1,8 +1,10 @@
 import AdminAPI
 import DeviceAgent
+import DeviceHub
 import Foundation
 import Gateway
 import Logging
+import NIOCore
 import NIOPosix
 import PushModel
 import TestSupport
@@ -11,7 +13,7 @@ import Testing
 @testable import LoadGenerator
 
 /// A short bench against a real gateway on loopback with simulated devices: the figures add up.
-@Suite struct EndToEndBenchTests {
+@Suite(.timeLimit(.minutes(5))) struct EndToEndBenchTests {
     @Test func aShortBenchAddsUp() async throws {
         let topic = "com.example.app"
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)

@@ -1,5 +1,6 @@
 import DeviceRuntime
 import Foundation
+import PushModel
 import Testing
 
 @testable import LoadGenerator

@@ -1,4 +1,7 @@
 import Foundation
+import Histogram
+import NIOCore
+import NIOHPACK
 import PushModel
 import Testing
 import Yams

@@ -3,6 +3,7 @@ import Gateway
 import GatewayFiles
 import ProviderClient
 import PushModel
+import SwiftASN1
 import Testing
 import X509
 

@@ -1,4 +1,6 @@
 import Foundation
+import GatewayFiles
+import PushModel
 import Testing
 import TestSupport
 

@@ -1,3 +1,4 @@
+import ProviderClient
 import PushModel
 import Testing
 

@@ -1,7 +1,9 @@
 import NIOHPACK
 import NIOHTTP2
+import ProviderAuth
 import ProviderClient
 import PushModel
+import TestSupport
 import Testing
 
 @testable import ProviderAPI

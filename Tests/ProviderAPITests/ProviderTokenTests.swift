@@ -1,7 +1,9 @@
 import Foundation
+import NIOHTTP2
 import ProviderAuth
 import ProviderClient
 import PushModel
+import TestSupport
 import Testing
 
 @testable import ProviderAPI

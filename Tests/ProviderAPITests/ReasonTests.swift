@@ -3,6 +3,7 @@ import NIOHPACK
 import ProviderAuth
 import ProviderClient
 import PushModel
+import TestSupport
 import Testing
 
 @testable import ProviderAPI

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import ProviderAuth
 import ProviderClient
 import PushIntake
 import PushModel

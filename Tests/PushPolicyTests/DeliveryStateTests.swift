@@ -1,3 +1,4 @@
+import PushModel
 import Testing
 
 @testable import PushPolicy

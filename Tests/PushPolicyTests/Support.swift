@@ -1,3 +1,4 @@
+import Foundation
 import PushModel
 
 @testable import PushPolicy

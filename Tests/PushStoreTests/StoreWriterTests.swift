@@ -85,7 +85,7 @@ extension StoreWriterTests {
         #expect(try await backend.inner.counts() == [.pending: 2])
         #expect(writer.figures.expired == 1 && writer.figures.failures == 0 && !writer.isFailing)
         #expect(writer.figures.committing == 0)
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 }
 

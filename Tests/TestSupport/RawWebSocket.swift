@@ -100,7 +100,7 @@ public final class RawDevice: Sendable {
     ) async throws {
         channel = try await RawWebSocket.open(host: host, port: port, group: group)
         try await channel.pipeline.addHandler(collector)
-        if !reading { try await channel.setOption(.autoRead, value: false) }
+        if !reading { try await channel.setOption(.autoRead, value: false).get() }
         try await send(#"{"type":"hello","device_id":"\#(deviceID)","secret":"\#(secret)"}"#)
     }
 

@@ -9,7 +9,7 @@ public enum TestPostgres {
 
     /// Runs a statement on the database `url` names, behind the store's back, as an operator would.
     public static func run(_ url: String, _ sql: String) async throws {
-        try await withClient(url) { try await $0.query(PostgresQuery(unsafeSQL: sql)) }
+        _ = try await withClient(url) { try await $0.query(PostgresQuery(unsafeSQL: sql)) }
     }
 
     /// The first column of the first row a query returns, as an integer (nil: no row).
