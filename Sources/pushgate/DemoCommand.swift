@@ -13,6 +13,7 @@ import NIOPosix
 import ProviderClient
 import PushModel
 import Synchronization
+import UnixSignals
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -206,26 +207,8 @@ struct DemoCommand: AsyncParsableCommand {
     }
 }
 
-/// Returns on SIGINT or SIGTERM (the demo's dashboard mode waits here).
+/// Returns on SIGINT or SIGTERM, or when the task is cancelled (the demo's dashboard mode and
+/// `simulate --duration 0` wait here).
 func interrupted() async {
-    let resumed = Mutex(false)
-    var sources: [any DispatchSourceSignal] = []
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        sources = [SIGINT, SIGTERM].map { signal in
-            Foundation.signal(signal, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-            source.setEventHandler {
-                guard
-                    resumed.withLock({ done in
-                        defer { done = true }
-                        return !done
-                    })
-                else { return }
-                continuation.resume()
-            }
-            source.resume()
-            return source
-        }
-    }
-    for source in sources { source.cancel() }
+    for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { return }
 }

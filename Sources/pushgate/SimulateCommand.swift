@@ -227,21 +227,24 @@ struct SimulateCommand: AsyncParsableCommand {
 
     /// Writes the tokens file once every device has its tokens, shows progress on a terminal, and returns
     /// after --duration (or on Ctrl-C).
-    private func runUntilDone(_ fleet: SimulatedFleet, more: @escaping (SimulatedFleet) -> String) async throws {
+    private func runUntilDone(
+        _ fleet: SimulatedFleet, more: @escaping @Sendable (SimulatedFleet) -> String
+    ) async throws {
+        // Whichever ends first: the run (after --duration, or a failure), or Ctrl-C / SIGTERM.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await interrupted() }
+            group.addTask { try await self.watch(fleet, more: more) }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func watch(_ fleet: SimulatedFleet, more: @escaping @Sendable (SimulatedFleet) -> String) async throws {
         let start = ContinuousClock.now
         var wroteTokens = false
         let interactive = isatty(STDOUT_FILENO) != 0
-        let stop = Task { await interrupted() }
-        defer { stop.cancel() }
-        let stopped = Mutex(false)
-        let watcher = Task {
-            await stop.value
-            stopped.withLock { $0 = true }
-        }
-        defer { watcher.cancel() }
         while duration == 0 || ContinuousClock.now - start < .seconds(duration) {
             try await Task.sleep(for: .seconds(1))
-            if stopped.withLock({ $0 }) { break }
             // A gateway that refuses the fleet later (its secret changed, say): said, not retried for ever.
             do { try fleet.checkRefusals() } catch let problem as FleetError { throw CommandFailure(explained(problem)) }
             if !wroteTokens, fleet.allInstalled {
