@@ -73,8 +73,11 @@ public struct SimulatedIPhone: Sendable {
     /// deadline changes nothing).
     public mutating func advance<Link: TransferLink>(to now: UnixTime, link: inout Link) -> [RuntimeAction] {
         var actions: [RuntimeAction] = []
-        if let at = user?.nextAt, at <= now, at.milliseconds < usersUntil {
-            for event in user!.fire(at: now) { actions += handle(event, at: now, link: &link) }
+        // The users' events due before their end: a late call (a real shell's timer under load) must not
+        // fire one due at or after it, nor one planned past it within the same call.
+        let cutoff = UnixTime(milliseconds: min(now.milliseconds, usersUntil - 1))
+        if let at = user?.nextAt, at <= cutoff {
+            for event in user!.fire(at: cutoff) { actions += handle(event, at: now, link: &link) }
         }
         actions += handle(.tick, at: now, link: &link)
         return actions

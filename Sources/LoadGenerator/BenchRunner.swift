@@ -104,18 +104,9 @@ public enum BenchRunner {
         let plannedSeconds =
             schedule.map { min($0.seconds, Double(plan.limit) / max(1, $0.stages[0].fromRate)) }
             ?? scenario.effectiveDuration
-        return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            for slot in 0..<plan.connections {
-                let loop = group.next()
-                let cursor = ConnectionCursor(slot: slot, seed: options.seed)
-                tasks.addTask {
-                    try await drive(
-                        slot: cursor, loop: loop, shared: shared, options: options, sslContext: sslContext,
-                        channels: channels)
-                }
-            }
+        return try await withThrowingTaskGroup(of: Void.self) { helpers in
             // Provider token refresh and progress, until the connections are done.
-            let ticker = Task {
+            helpers.addTask {
                 var sinceRefresh = 0
                 while !Task.isCancelled {
                     try await Task.sleep(for: .seconds(1))
@@ -137,15 +128,24 @@ public enum BenchRunner {
                 }
             }
             // The hard stop: the plan's time and the drain, then whatever is still open is closed.
-            let stopper = Task {
+            helpers.addTask {
                 try await Task.sleep(for: .seconds(plannedSeconds + options.drainSeconds + 0.05))
                 channels.closeAll()
             }
-            defer {
-                ticker.cancel()
-                stopper.cancel()
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                for slot in 0..<plan.connections {
+                    let loop = group.next()
+                    let cursor = ConnectionCursor(slot: slot, seed: options.seed)
+                    tasks.addTask {
+                        try await drive(
+                            slot: cursor, loop: loop, shared: shared, options: options, sslContext: sslContext,
+                            channels: channels)
+                    }
+                }
+                try await tasks.waitForAll()
             }
-            try await tasks.waitForAll()
+            // The connections are done: the helpers end (their sleeps are cancelled).
+            helpers.cancelAll()
             let end = shared.nanoseconds(.now())
             let recorder = shared.recorder.withLock { recorder in
                 recorder.finish(at: end)

@@ -36,6 +36,10 @@ final class ContentScenario: Sendable {
     private let samples = Mutex<[FleetFigures.Sample]>([])
     private let schedule = Mutex<[Task<Void, Never>]>([])
     private let announcing = Mutex<[Task<Void, Never>]>([])
+    /// One announcement at a time, as a backend sends them: a version published while the last is still
+    /// being announced waits, and a newer one replaces it (the backlog stays one version however slow
+    /// the gateway is; before, a loaded test machine piled up an announcement every 2 s for minutes).
+    private let announcer = Mutex<(running: Bool, next: Int?)>((false, nil))
 
     /// A built-in content server on a free loopback port (nil `url`), or the one at `url`.
     init(url: String?, settings: OriginServer.Settings, group: any EventLoopGroup) async throws {
@@ -92,22 +96,45 @@ final class ContentScenario: Sendable {
         fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement], provider: Provider?,
         publishEvery: Double, sampleEvery: Double = 5
     ) {
-        let announce: @Sendable (Int) -> Void = { [self] version in
+        let send: @Sendable (Int) async -> Void = { [self] version in
             guard let provider else { return }
-            let task = Task {
-                let targets = fleet.tokenLines.map { line in
-                    let fields = line.split(separator: " ")
-                    return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+            let targets = fleet.tokenLines.map { line in
+                let fields = line.split(separator: " ")
+                return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+            }
+            let plan = ContentAnnouncer.pushes(
+                version: version, targets: targets,
+                strategies: strategies.mapValues {
+                    ContentAnnouncer.Strategy(silent: $0.sendsSilent, alert: $0.sendsAlert)
+                })
+            let outcome = await ContentAnnouncer.send(
+                plan, version: version, host: provider.host, port: provider.port, security: provider.security,
+                signer: provider.signer, now: UnixTime.now(), group: group)
+            outcomes.withLock { $0.append(outcome) }
+        }
+        let announce: @Sendable (Int) -> Void = { [self] version in
+            guard provider != nil else { return }
+            let first = announcer.withLock { state -> Bool in
+                if state.running {
+                    state.next = max(state.next ?? 0, version)
+                    return false
                 }
-                let plan = ContentAnnouncer.pushes(
-                    version: version, targets: targets,
-                    strategies: strategies.mapValues {
-                        ContentAnnouncer.Strategy(silent: $0.sendsSilent, alert: $0.sendsAlert)
-                    })
-                let outcome = await ContentAnnouncer.send(
-                    plan, version: version, host: provider.host, port: provider.port, security: provider.security,
-                    signer: provider.signer, now: UnixTime.now(), group: group)
-                outcomes.withLock { $0.append(outcome) }
+                state.running = true
+                return true
+            }
+            guard first else { return }
+            let task = Task {
+                var version = version
+                while true {
+                    await send(version)
+                    let next = announcer.withLock { state -> Int? in
+                        defer { state.next = nil }
+                        if state.next == nil { state.running = false }
+                        return state.next
+                    }
+                    guard let next else { return }
+                    version = next
+                }
             }
             announcing.withLock { $0.append(task) }
         }

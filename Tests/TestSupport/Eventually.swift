@@ -6,7 +6,7 @@ import Testing
 /// fail with their own messages). The one place tests wait on the wall clock, always for a condition,
 /// never for a time.
 public func eventually(
-    _ what: String, seconds: Int = 30, every: Duration = .milliseconds(10), _ condition: () async throws -> Bool
+    _ what: String, seconds: Int = 30, every: Duration = .milliseconds(50), _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while try await !condition() {
