@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "ContentOrigin",
             dependencies: [
-                "PushModel", "DeviceRuntime",
+                "PushModel", "DeviceProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -182,7 +182,7 @@ let package = Package(
         .target(
             name: "GatewayFiles",
             dependencies: [
-                "PushModel", "ProviderAuth", "ProviderAPI",
+                "PushModel", "ProviderAuth",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -257,12 +257,12 @@ let package = Package(
         .testTarget(name: "EmbeddedSQLiteTests", dependencies: ["EmbeddedSQLite"]),
         .testTarget(
             name: "DeviceRuntimeTests",
-            dependencies: ["DeviceRuntime", "PushModel", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["DeviceRuntime", "DeviceProtocol", "PushModel", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ForecastTests", dependencies: ["Forecast", "DeviceRuntime", "PushModel", "PushPolicy"]),
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [
-                "ContentOrigin", "DeviceRuntime", "PushModel",
+                "ContentOrigin", "DeviceRuntime", "DeviceProtocol", "PushModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

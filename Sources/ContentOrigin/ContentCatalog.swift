@@ -1,4 +1,4 @@
-import DeviceRuntime
+import DeviceProtocol
 import PushModel
 
 /// What the content server offers: numbered versions, each published at a time with one item of a

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import DeviceProtocol
 import DeviceRuntime
 import NIOCore
 import NIOHTTP1

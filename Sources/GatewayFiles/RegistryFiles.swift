@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import ProviderAPI
 import ProviderAuth
 import PushModel
 import Yams

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
+import ProviderAuth
 import PushIntake
 import PushMetrics
 import PushModel

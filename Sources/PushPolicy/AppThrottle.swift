@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PushModel
 
 /// The silent-push policy for one (device, app), as a pure state machine: each event is a `mutating`

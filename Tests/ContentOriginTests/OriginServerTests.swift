@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ContentOrigin
+import DeviceProtocol
 import DeviceRuntime
 import NIOCore
 import NIOHTTP1

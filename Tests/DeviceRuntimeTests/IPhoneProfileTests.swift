@@ -1,3 +1,4 @@
+import DeviceProtocol
 import DeviceRuntime
 import Testing
 import Yams

@@ -1,6 +1,7 @@
 import Foundation
 import Gateway
 import GatewayFiles
+import ProviderAuth
 import ProviderClient
 import PushModel
 import SwiftASN1
