@@ -138,10 +138,7 @@ public final class RuntimeShell: @unchecked Sendable {
     /// Whether the device has settled: its users have nothing left to do before their end
     /// (`Settings.usersUntil`) and no transfer is running. Read on the device's loop.
     public func settled() -> EventLoopFuture<Bool> {
-        loop.submit {
-            let userDone = self.iphone.user?.nextAt.map { $0.milliseconds >= self.iphone.usersUntil } ?? true
-            return userDone && self.transfers.isEmpty
-        }
+        loop.submit { self.iphone.usersDone && self.transfers.isEmpty }
     }
 
     public func stop() {

@@ -48,6 +48,9 @@ public struct SimulatedIPhone: Sendable {
         return handle(.backgroundAppRefresh(enabled: false), at: now, link: &link)
     }
 
+    /// Whether the users have nothing left to do before their end (`usersUntil`).
+    public var usersDone: Bool { user?.nextAt.map { $0.milliseconds >= usersUntil } ?? true }
+
     /// When the device next has something to do without an event: the runtime's deadline or the user's
     /// next event, whichever is first.
     public var nextDeadline: UnixTime? {
