@@ -21,8 +21,9 @@ public struct SimulatedIPhone: Sendable {
     public private(set) var user: UserModel?
     /// Transfers paused while the device sleeps (R4), with the bytes they had: resumed from there.
     private var paused: [Int: (request: TransferRequest, bytes: Int64)] = [:]
-    /// Apps in the background state since (ms), for the awake time (a battery proxy).
-    private var backgroundSince: [String: Int64] = [:]
+    /// Apps in the background state since (ms), for the awake time (a battery proxy). A handful at
+    /// most: scanned, not hashed.
+    private var backgroundSince: [(bundleID: String, since: Int64)] = []
     /// Milliseconds apps spent running in the background (woken, finishing a task, fetching).
     public private(set) var awakeMilliseconds: Int64 = 0
     /// The users do nothing at or after this instant (ms; a run with a planned end, so that its users'
@@ -88,19 +89,20 @@ public struct SimulatedIPhone: Sendable {
 
     /// Ends the run: the awake time of apps still in the background is counted up to `now`.
     public mutating func finish(at now: UnixTime) {
-        for (bundleID, since) in backgroundSince {
-            awakeMilliseconds += max(0, now.milliseconds - since)
-            backgroundSince[bundleID] = now.milliseconds
+        for index in backgroundSince.indices {
+            awakeMilliseconds += max(0, now.milliseconds - backgroundSince[index].since)
+            backgroundSince[index].since = now.milliseconds
         }
     }
 
     private mutating func perform<Link: TransferLink>(_ action: RuntimeAction, at now: UnixTime, link: inout Link) {
         switch action {
         case .appState(let bundleID, let state):
-            if let since = backgroundSince.removeValue(forKey: bundleID) {
-                awakeMilliseconds += max(0, now.milliseconds - since)
+            if let index = backgroundSince.firstIndex(where: { $0.bundleID == bundleID }) {
+                awakeMilliseconds += max(0, now.milliseconds - backgroundSince[index].since)
+                backgroundSince.remove(at: index)
             }
-            if state == .background { backgroundSince[bundleID] = now.milliseconds }
+            if state == .background { backgroundSince.append((bundleID, now.milliseconds)) }
         case .startTransfer(let request):
             link.start(request, from: max(0, request.resumeFrom), at: now)
         case .cancelTransfer(let id):

@@ -68,9 +68,19 @@ public struct UserModel: Sendable {
 
     /// When the next event is due.
     public var nextAt: UnixTime? {
-        var times = [lowPowerAt, lowPowerUntil, locationAt, ownOpen?.at].compactMap { $0 }
-        if let visit { times.append(visit.leaveAt) } else if let promptedOpen { times.append(promptedOpen.at) }
-        return times.min()
+        // Asked after every event of a forecast: no array.
+        var earliest: UnixTime?
+        @inline(__always) func consider(_ time: UnixTime?) {
+            guard let time else { return }
+            if let current = earliest, current <= time { return }
+            earliest = time
+        }
+        consider(lowPowerAt)
+        consider(lowPowerUntil)
+        consider(locationAt)
+        consider(ownOpen?.at)
+        if let visit { consider(visit.leaveAt) } else { consider(promptedOpen?.at) }
+        return earliest
     }
 
     /// The events due by `now` (the shell calls this at `nextAt`, or later), and plans the next. Each is

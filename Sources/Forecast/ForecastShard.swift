@@ -324,19 +324,21 @@ final class ForecastShard {
     }
 
     private func count(_ rule: Rule, _ device: Int) {
-        costs[Int(kindOf[device])].rules[Self.ruleIndex[rule]!] += 1
+        costs[Int(kindOf[device])].rules[Self.rules.firstIndex(of: rule)!] += 1
     }
 
-    private static let ruleIndex: [Rule: Int] = Dictionary(
-        uniqueKeysWithValues: Rule.allCases.enumerated().map { ($1, $0) })
+    /// Scanned, not hashed: a `Rule` hashes its raw value, a string.
+    private static let rules = Rule.allCases
 
     /// Push ids carry their device's fleet-wide index in their high half.
     private func device(of id: APNsID) -> Int { Int(id.high) - firstDevice }
 
-    /// A device whose apps hold pushes sends its next keep-alive into the policy; one that holds
-    /// nothing sends keep-alives that change nothing, and they are not simulated.
+    /// A device with held pushes that a keep-alive would release sends its next keep-alive into the
+    /// policy. Others send keep-alives that change nothing (expired pushes are the policy timer's), and
+    /// they are not simulated: a device is looked at again when a push is held, or its conditions or an
+    /// app's state change (a force-quit app relaunched, Low Power Mode ending).
     private func armKeepAlive(_ device: Int) {
-        guard keepAliveAt[device] == .max, engine.holdsPushes(device: DeviceID(device)) else { return }
+        guard keepAliveAt[device] == .max, engine.keepAliveReleases(device: DeviceID(device)) else { return }
         let at = keepAlives[device].first(atOrAfter: UnixTime(milliseconds: now)).milliseconds
         keepAliveAt[device] = at
         queue.schedule(at: at, .keepAlive, target: UInt32(device))
@@ -389,6 +391,7 @@ final class ForecastShard {
                 continue
             }
             apply(decided)
+            armKeepAlive(device)
         }
         fileDeadline(device)
     }

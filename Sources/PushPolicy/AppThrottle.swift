@@ -56,6 +56,17 @@ public struct AppThrottle: Sendable, Equatable {
         }
     }
 
+    /// Whether a delivery window opening now would take a held push along: one that is not silent, or
+    /// a silent one while its app may be woken. (Expired ones are discarded by `advance` anyway.)
+    func releasable(conditions: DeviceConditions) -> Bool {
+        guard conditions.online, hasHeld else { return false }
+        let silentAllowed = silentWakeBlocked(conditions) == nil
+        return pending.contains {
+            if case .held(let entry) = $0 { return silentAllowed || !entry.isSilent }
+            return false
+        }
+    }
+
     /// Pushes beyond this many held for one app are discarded oldest first, whatever the storage mode.
     public static let maximumHeld = 100
     static let recentlyMissedKept = 8

@@ -286,12 +286,15 @@ public struct ThrottleEngine: Sendable {
         return state.snapshot(settings: settings, now: now)
     }
 
-    /// Whether any app of `device` holds pushes (a keep-alive would carry those that may go).
-    public func holdsPushes(device: DeviceID) -> Bool {
+    /// Whether a keep-alive from `device` now would release a held push (one that is not silent, or a
+    /// silent one whose app may be woken). While it would not, keep-alives change nothing until the
+    /// device's conditions or an app's state change, or a push is held.
+    public func keepAliveReleases(device: DeviceID) -> Bool {
         guard Int(device) < slots.count else { return false }
         let apps = slots[Int(device)].apps
         guard !apps.isEmpty else { return false }
-        for index in 0..<apps.count where apps.state(at: index).hasHeld { return true }
+        let conditions = slots[Int(device)].conditions
+        for index in 0..<apps.count where apps.state(at: index).releasable(conditions: conditions) { return true }
         return false
     }
 

@@ -72,7 +72,9 @@ import Testing
     @Test mutating func keepAliveReconnectAndConditions() {
         var engine = ThrottleEngine()
         for _ in 0..<4 { _ = engine.received(pushes.make(.silent), device: 7, now: t0) }
+        #expect(engine.keepAliveReleases(device: 7))
         #expect(engine.keepAlive(device: 7, now: t0.plus(minutes: 1)).delivered.map(\.1) == [.piggybackKeepAlive])
+        #expect(!engine.keepAliveReleases(device: 7))
 
         engine.disconnected(device: 7, now: t0.plus(minutes: 2))
         let stored = pushes.make(.alerting)
@@ -83,6 +85,7 @@ import Testing
             device: 7, lowPowerMode: true, backgroundAppRefreshOff: false, now: t0.plus(minutes: 5))
         let silent = pushes.make(.silent)
         #expect(engine.received(silent, device: 7, now: t0.plus(minutes: 5)).rules == [.lowPowerMode])
+        #expect(!engine.keepAliveReleases(device: 7))
         #expect(engine.keepAlive(device: 7, now: t0.plus(minutes: 6)).isEmpty)
         let ended = engine.conditionsChanged(
             device: 7, lowPowerMode: false, backgroundAppRefreshOff: false, now: t0.plus(minutes: 7))
@@ -267,7 +270,17 @@ import Testing
                 check(actions, now)
             case 55..<70:
                 if (conditions[device] ?? DeviceConditions()).online {
-                    check(engine.keepAlive(device: device, now: now), now)
+                    // A forecast sends only the keep-alives said to release something; the others must
+                    // change nothing but expired pushes (the policy timer's anyway).
+                    let releases = engine.keepAliveReleases(device: device)
+                    let actions = engine.keepAlive(device: device, now: now)
+                    if !releases, actions.contains(where: { if case .discard(_, .expired) = $0 { false } else { true } }) {
+                        failures.append("a keep-alive said to release nothing did: \(actions)")
+                    }
+                    if releases, actions.delivered.isEmpty, !actions.contains(where: { if case .discard = $0 { true } else { false } }) {
+                        failures.append("a keep-alive said to release something did nothing")
+                    }
+                    check(actions, now)
                 }
             case 70..<82:
                 if !awaiting.isEmpty {
