@@ -43,6 +43,8 @@ let package = Package(
             name: "PushMetrics",
             dependencies: ["PushModel", .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: hotPath),
+        // The system's wall clock, the one seam where the I/O shells read the time (policy is handed it).
+        .target(name: "WallClock", dependencies: ["PushModel"]),
         // Where the provider API hands accepted notifications: the intake protocol the device hub
         // implements (so neither imports the other).
         .target(
@@ -79,6 +81,7 @@ let package = Package(
             name: "DeviceHub",
             dependencies: [
                 "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore", "ConnectionLimits", "JobQueue",
+                "WallClock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -137,7 +140,7 @@ let package = Package(
         .target(
             name: "ProviderAPI",
             dependencies: [
-                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics", "ConnectionLimits",
+                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics", "ConnectionLimits", "WallClock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -207,7 +210,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits",
-                "PushStore", "AdminAPI", "GatewayFiles",
+                "PushStore", "AdminAPI", "GatewayFiles", "WallClock",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -221,7 +224,7 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "ContentOrigin", "PushIntake",
+                "ContentOrigin", "WallClock",
                 "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderAPI",
                 "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast",
@@ -346,7 +349,7 @@ let package = Package(
             name: "CrashSafetyTests",
             dependencies: [
                 "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel",
-                "PushStore", "TestSupport", "DeviceProtocol", "PushIntake",
+                "PushStore", "TestSupport", "DeviceProtocol", "WallClock",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -359,7 +362,7 @@ let package = Package(
                 "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
-                "ConnectionLimits", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "PushIntake",
+                "ConnectionLimits", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "WallClock",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

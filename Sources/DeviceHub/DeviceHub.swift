@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import PushIntake
 import PushModel
+import WallClock
 import PushPolicy
 import PushStore
 import Synchronization

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import PushIntake
 import PushModel
+import WallClock
 import PushPolicy
 import PushStore
 import Synchronization

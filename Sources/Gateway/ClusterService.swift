@@ -1,7 +1,7 @@
 import DeviceHub
 import Logging
-import PushIntake
 import PushModel
+import WallClock
 import PushStore
 import ServiceLifecycle
 import Synchronization

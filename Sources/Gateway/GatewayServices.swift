@@ -11,6 +11,7 @@ import ProviderAPI
 import ProviderAuth
 import PushIntake
 import PushModel
+import WallClock
 import PushStore
 import ServiceLifecycle
 import UnixSignals

@@ -1,7 +1,7 @@
 import Logging
 import ProviderAPI
-import PushIntake
 import PushModel
+import WallClock
 import PushStore
 import ServiceLifecycle
 import Synchronization

@@ -2,6 +2,7 @@ import ProviderAuth
 import PushIntake
 import PushMetrics
 import PushModel
+import WallClock
 import Synchronization
 
 /// What every provider connection shares: settings, keys, the device directory, the limiters and the intake.

@@ -7,8 +7,8 @@ import NIOCore
 import NIOHTTP1
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import Synchronization
 
 /// The content side of a fleet of iPhones (`pushgate simulate` and `demo`): the content server the apps

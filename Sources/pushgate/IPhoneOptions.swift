@@ -5,8 +5,8 @@ import DeviceRuntime
 import Foundation
 import LoadGenerator
 import NIOCore
-import PushIntake
 import PushModel
+import WallClock
 
 /// The flags `pushgate simulate` and `pushgate demo` share for a fleet of iPhones and its content.
 struct IPhoneOptions: ParsableArguments {

@@ -4,8 +4,8 @@ import Foundation
 import Gateway
 import GatewayFiles
 import ProviderAuth
-import PushIntake
 import PushModel
+import WallClock
 
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

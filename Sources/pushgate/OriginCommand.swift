@@ -3,8 +3,8 @@ import ContentOrigin
 import Foundation
 import NIOCore
 import NIOPosix
-import PushIntake
 import PushModel
+import WallClock
 
 /// `pushgate origin`: the content server simulated apps fetch from.
 struct OriginCommand: AsyncParsableCommand {

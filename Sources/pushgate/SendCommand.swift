@@ -4,8 +4,8 @@ import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,8 +3,8 @@ import Foundation
 import Gateway
 import GatewayFiles
 import ProviderAPI
-import PushIntake
 import PushModel
+import WallClock
 
 struct TokensCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

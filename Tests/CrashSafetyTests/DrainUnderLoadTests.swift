@@ -3,8 +3,8 @@ import Foundation
 import GatewayFiles
 import NIOPosix
 import ProviderAuth
-import PushIntake
 import PushModel
+import WallClock
 import Testing
 import TestSupport
 

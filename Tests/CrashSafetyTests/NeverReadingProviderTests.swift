@@ -4,8 +4,8 @@ import GatewayFiles
 import NIOCore
 import NIOHPACK
 import ProviderAuth
-import PushIntake
 import PushModel
+import WallClock
 import TestSupport
 import Testing
 

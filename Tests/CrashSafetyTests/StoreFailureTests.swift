@@ -5,8 +5,8 @@ import Foundation
 import NIOPosix
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import Synchronization
 import TestSupport
 import Testing

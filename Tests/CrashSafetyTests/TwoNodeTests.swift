@@ -8,8 +8,8 @@ import GatewayFiles
 import NIOPosix
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import Synchronization
 import Testing
 import TestSupport

@@ -9,8 +9,8 @@ import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import Synchronization
 import Testing
 import TestSupport

@@ -10,8 +10,8 @@ import Logging
 import NIOCore
 import NIOPosix
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import TestSupport
 import Testing
 

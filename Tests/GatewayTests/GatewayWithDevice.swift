@@ -8,8 +8,8 @@ import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import TestSupport
 import Testing
 

@@ -11,8 +11,8 @@ import Logging
 import NIOCore
 import NIOPosix
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import Synchronization
 import TestSupport
 import Testing

@@ -11,8 +11,8 @@ import NIOCore
 import NIOPosix
 import ProviderAuth
 import ProviderClient
-import PushIntake
 import PushModel
+import WallClock
 import PushPolicy
 import Synchronization
 import TestSupport
