@@ -224,7 +224,7 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "ContentOrigin", "WallClock",
+                "ContentOrigin", "WallClock", "JobQueue",
                 "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderAPI",
                 "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast",

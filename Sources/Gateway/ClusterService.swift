@@ -24,12 +24,14 @@ public final class ClusterService: Service, Sendable {
     private let continuation: AsyncStream<ClusterMessage>.Continuation
 
     private struct State {
-        /// Started before the service runs (the snapshot is read after the first LISTEN), so not a child
-        /// of `run`'s task group; cancelled by `stop`.
-        var listening: Task<Void, Never>?
         var hub: DeviceHub?
+        /// Whoever waits for the first LISTEN (`waitUntilListening`).
         var started: CheckedContinuation<Void, any Error>?
         var connected = false
+        /// The first LISTEN is in place (a later loss and reconnection does not undo it).
+        var listened = false
+        /// Why the first LISTEN failed (the listening then ends).
+        var failedToStart: (any Error)?
         var stopped = false
     }
 
@@ -45,16 +47,24 @@ public final class ClusterService: Service, Sendable {
     /// Whether the listening connection is up (`/ready`).
     public var isListening: Bool { state.withLock { $0.connected } }
 
-    /// Starts listening; returns once the first LISTEN is in place, throws if it cannot be.
-    public func startListening() async throws {
+    /// Returns once the first LISTEN is in place (`listen` runs beside), throws if it cannot be.
+    public func waitUntilListening() async throws {
         try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
-            state.withLock { $0.started = started }
-            let listening = Task { [self] in await listenLoop() }
-            state.withLock { $0.listening = listening }
+            let now: Result<Void, any Error>? = state.withLock { state in
+                if state.listened { return .success(()) }
+                if let error = state.failedToStart { return .failure(error) }
+                state.started = started
+                return nil
+            }
+            if let now { started.resume(with: now) }
         }
     }
 
-    private func listenLoop() async {
+    /// Listens to the other nodes until cancelled, opening the connection again a second after it is
+    /// lost; ends at once if the first LISTEN fails. It starts before the service runs (the snapshot is
+    /// read after the first LISTEN), so it is a child of the task group that runs the store
+    /// (`GatewayServices.withServices`), not of `run`'s.
+    public func listen() async {
         var attempt = 0
         while !Task.isCancelled {
             attempt += 1
@@ -63,6 +73,7 @@ public final class ClusterService: Service, Sendable {
                 try await cluster.listen(ready: { [self] in
                     let started = state.withLock { state in
                         state.connected = true
+                        state.listened = true
                         defer { state.started = nil }
                         return state.started
                     }
@@ -73,13 +84,15 @@ public final class ClusterService: Service, Sendable {
                     }
                 }) { [continuation] message in continuation.yield(message) }
             } catch {
-                let started = state.withLock { state in
+                let failure = StoreError("cannot listen for the other nodes' notices: \(error)")
+                let (first, started) = state.withLock { state in
                     state.connected = false
+                    if !state.listened { state.failedToStart = failure }
                     defer { state.started = nil }
-                    return state.started
+                    return (!state.listened, state.started)
                 }
-                if let started {
-                    started.resume(throwing: StoreError("cannot listen for the other nodes' notices: \(error)"))
+                if first {
+                    started?.resume(throwing: failure)
                     return
                 }
                 if !Task.isCancelled {
@@ -103,6 +116,7 @@ public final class ClusterService: Service, Sendable {
                 logger.info("caught up with the other nodes", metadata: ["notices": "\(missed.count)"])
                 return
             } catch {
+                if Task.isCancelled { return }
                 logger.error(
                     "cannot catch up with the other nodes", metadata: ["error": "\(String(reflecting: error))"])
             }
@@ -158,12 +172,12 @@ public final class ClusterService: Service, Sendable {
         }
     }
 
+    /// Notices are no longer handed to the hub (the listening itself ends with the store's task group).
     public func stop() {
-        let (listening, hub) = state.withLock { state in
+        let hub = state.withLock { state in
             state.stopped = true
-            return (state.listening, state.hub)
+            return state.hub
         }
-        listening?.cancel()
         continuation.finish()
         hub?.finishJobs()
     }

@@ -52,22 +52,44 @@ public struct GatewayServices: Sendable {
                 gracefulShutdownSignals: stoppedBySignals ? [.sigterm, .sigint] : [], logger: logger))
     }
 
-    /// Opens the store (migrations, then what it kept is restored into the hub) and assembles the services.
-    public init(configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) async throws {
+    /// Opens the store, assembles the services and runs `body` with them (which runs `serviceGroup`),
+    /// beside what the store needs in the background — PostgreSQL's connection pool, the nodes'
+    /// listening connection — in one task group: nothing outlives the call. `serve`, the demo and the
+    /// tests (`LocalGateway`) all come in here.
+    public static func withServices<Result>(
+        configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger,
+        _ body: (GatewayServices) async throws -> Result
+    ) async throws -> Result {
+        let backend = try StoreService.backend(configuration.store)
+        let cluster = (backend as? any ClusterStore).map {
+            ClusterService(
+                cluster: $0, settings: configuration.store.cluster, logger: Logger(label: "pushgate.cluster"))
+        }
+        return try await withThrowingTaskGroup(of: Void.self) { background in
+            background.addTask { await backend.run() }
+            if let cluster { background.addTask { await cluster.listen() } }
+            defer { background.cancelAll() }
+            let services = try await GatewayServices(
+                configuration: configuration, backend: backend, cluster: cluster, group: group, logger: logger)
+            return try await body(services)
+        }
+    }
+
+    /// Opens the store (migrations, then what it kept is restored into the hub) and assembles the
+    /// services; the backend's background work and the cluster's listening run beside (`withServices`).
+    private init(
+        configuration: GatewayConfiguration, backend: any StoreBackend, cluster: ClusterService?,
+        group: any EventLoopGroup, logger: Logger
+    ) async throws {
         self.configuration = configuration
         let settings = configuration.provider
         let keys = try RegistryFiles.loadKeys(configuration.keysFile)
         let grants = try RegistryFiles.loadCertificates(configuration.certificatesFile)
         directory = InMemoryDeviceDirectory(
             try RegistryFiles.loadTokens(configuration.tokensFile, lengths: settings.deviceTokenLengths))
-        let backend = try StoreService.backend(configuration.store)
-        let cluster = (backend as? any ClusterStore).map {
-            ClusterService(
-                cluster: $0, settings: configuration.store.cluster, logger: Logger(label: "pushgate.cluster"))
-        }
         self.cluster = cluster
         // Listening before the snapshot is read: a notice committed after it is queued, not missed.
-        try await cluster?.startListening()
+        try await cluster?.waitUntilListening()
         let snapshot: StoreSnapshot
         do {
             snapshot = try await backend.open(now: UnixTime.now())

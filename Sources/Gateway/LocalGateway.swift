@@ -56,32 +56,34 @@ public struct LocalGateway: Sendable {
                 team_id: signer.teamID, key_id: signer.keyID, public_key: key.publicKey.pemRepresentation,
                 topics: topics, environment: nil),
             to: configuration.keysFile)
-        let services = try await GatewayServices(configuration: configuration, group: group, logger: logger)
-        let serviceGroup = services.serviceGroup(stoppedBySignals: false, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            let failure = Mutex<(any Error)?>(nil)
-            tasks.addTask {
+        return try await GatewayServices.withServices(configuration: configuration, group: group, logger: logger) {
+            services in
+            let serviceGroup = services.serviceGroup(stoppedBySignals: false, logger: logger)
+            return try await withThrowingTaskGroup(of: Void.self) { tasks in
+                let failure = Mutex<(any Error)?>(nil)
+                tasks.addTask {
+                    do {
+                        try await serviceGroup.run()
+                    } catch {
+                        failure.withLock { $0 = error }
+                        throw error
+                    }
+                }
+                let result: Result
                 do {
-                    try await serviceGroup.run()
+                    let gateway = try await listening(
+                        services, signer: signer, dataDirectory: dataDirectory, group: serviceGroup,
+                        failure: { failure.withLock { $0 } })
+                    result = try await body(gateway)
                 } catch {
-                    failure.withLock { $0 = error }
+                    await serviceGroup.triggerGracefulShutdown()
+                    try? await tasks.waitForAll()
                     throw error
                 }
-            }
-            let result: Result
-            do {
-                let gateway = try await listening(
-                    services, signer: signer, dataDirectory: dataDirectory, group: serviceGroup,
-                    failure: { failure.withLock { $0 } })
-                result = try await body(gateway)
-            } catch {
                 await serviceGroup.triggerGracefulShutdown()
-                try? await tasks.waitForAll()
-                throw error
+                try await tasks.waitForAll()
+                return result
             }
-            await serviceGroup.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-            return result
         }
     }
 

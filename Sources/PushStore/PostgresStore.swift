@@ -14,7 +14,6 @@ public final class PostgresStore: ClusterStore {
     /// The URL without its password, for messages.
     public let place: String
     private let client: PostgresClient
-    private let running: Task<Void, Never>
     private let logger = Logger(label: "pushgate.store.postgres")
 
     /// `postgres://user:password@host:port/database` (`postgresql://` too; port 5432 by default);
@@ -36,9 +35,13 @@ public final class PostgresStore: ClusterStore {
         // One writer commits at a time; with the listening connection, pruning and lookups a node needs a
         // few, and several nodes share the server's `max_connections` (100 by default).
         configuration.options.maximumConnections = 8
-        let client = PostgresClient(configuration: configuration)
-        self.client = client
-        running = Task { await client.run() }
+        client = PostgresClient(configuration: configuration)
+    }
+
+    /// The connection pool: every query waits for it, so a caller runs this in the task group that uses
+    /// the store (`withRunning`, `GatewayServices.withServices`); cancelling it closes the connections.
+    public func run() async {
+        await client.run()
     }
 
     public static func redacted(_ url: String) -> String {
@@ -560,10 +563,8 @@ public final class PostgresStore: ClusterStore {
         try await client.query("SELECT 1", logger: logger)
     }
 
-    public func close() async throws {
-        running.cancel()
-        await running.value
-    }
+    /// Nothing to do here: the connections close when `run`'s task is cancelled.
+    public func close() async throws {}
 
     // MARK: Rows
 

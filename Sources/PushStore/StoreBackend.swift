@@ -20,6 +20,24 @@ public protocol StoreBackend: Sendable {
     /// Whether the database answers (`/ready`).
     func ping() async throws
     func close() async throws
+    /// Runs what the backend needs in the background (PostgreSQL's connection pool) until the calling
+    /// task is cancelled. Every use of the backend happens while this runs, as a child of the task group
+    /// that uses it (`withRunning`); the embedded backends need nothing and return at once.
+    func run() async
+}
+
+extension StoreBackend {
+    public func run() async {}
+
+    /// Runs `body` while the backend's background work (`run`) runs beside it in one task group, and
+    /// stops that work when `body` ends: nothing outlives the call.
+    public func withRunning<Result>(_ body: () async throws -> Result) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { background in
+            background.addTask { await self.run() }
+            defer { background.cancelAll() }
+            return try await body()
+        }
+    }
 }
 
 /// A store that cannot be used, with a message for the operator.

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import ContentOrigin
 import DeviceAgent
 import DeviceRuntime
+import JobQueue
 import LoadGenerator
 import NIOCore
 import NIOHTTP1
@@ -34,8 +35,6 @@ final class ContentScenario: Sendable {
     private let published = Published()
     private let outcomes = Mutex<[ContentAnnouncer.Outcome]>([])
     private let samples = Mutex<[FleetFigures.Sample]>([])
-    private let schedule = Mutex<[Task<Void, Never>]>([])
-    private let announcing = Mutex<[Task<Void, Never>]>([])
     /// One announcement at a time, as a backend sends them: a version published while the last is still
     /// being announced waits, and a newer one replaces it (the backlog stays one version however slow
     /// the gateway is; before, a loaded test machine piled up an announcement every 2 s for minutes).
@@ -89,13 +88,15 @@ final class ContentScenario: Sendable {
         }
     }
 
-    /// Runs the scenario: announces each new version to the fleet's apps (when a provider API is given),
-    /// publishes every `publishEvery` seconds (0: only what the server publishes itself), and samples the
-    /// fleet's figures every `sampleEvery` seconds.
-    func run(
+    /// Runs the scenario while `body` runs: announces each new version to the fleet's apps (when a
+    /// provider API is given), publishes every `publishEvery` seconds (0: only what the server publishes
+    /// itself, or `publish()` from `body`), and samples the fleet's figures every `sampleEvery` seconds.
+    /// All of it in task groups of this call: when `body` ends, the schedule stops and an announcement
+    /// under way is finished before it returns.
+    func running<Result>(
         fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement], provider: Provider?,
-        publishEvery: Double, sampleEvery: Double = 5
-    ) {
+        publishEvery: Double, sampleEvery: Double = 5, _ body: () async throws -> Result
+    ) async throws -> Result {
         let send: @Sendable (Int) async -> Void = { [self] version in
             guard let provider else { return }
             let targets = fleet.tokenLines.map { line in
@@ -112,6 +113,9 @@ final class ContentScenario: Sendable {
                 signer: provider.signer, now: UnixTime.now(), group: group)
             outcomes.withLock { $0.append(outcome) }
         }
+        // Publications are heard on an event loop (the server's, the watch's); each starts an announcer
+        // job (when none is running) in the group below.
+        let announcements = JobQueue()
         let announce: @Sendable (Int) -> Void = { [self] version in
             guard provider != nil else { return }
             let first = announcer.withLock { state -> Bool in
@@ -123,7 +127,7 @@ final class ContentScenario: Sendable {
                 return true
             }
             guard first else { return }
-            let task = Task {
+            let offered = announcements.offer { [self] in
                 var version = version
                 while true {
                     await send(version)
@@ -136,30 +140,49 @@ final class ContentScenario: Sendable {
                     version = next
                 }
             }
-            announcing.withLock { $0.append(task) }
+            // Published after the run ended: not announced (the scenario is over).
+            if !offered { announcer.withLock { $0 = (false, nil) } }
         }
         published.handler.withLock { $0 = announce }
         watch?.start(every: .seconds(1), on: group.next()) { version, _ in announce(version) }
-        var running: [Task<Void, Never>] = []
-        if publishEvery > 0 {
-            running.append(
-                Task {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .milliseconds(Int64(publishEvery * 1000)))
-                        if Task.isCancelled { break }
+        return try await withThrowingTaskGroup(of: Void.self) { announcing in
+            announcing.addTask { await withDiscardingTaskGroup { jobs in await announcements.run(in: &jobs) } }
+            let outcome: Swift.Result<Result, any Error>
+            do {
+                outcome = .success(try await runningSchedule(fleet: fleet, publishEvery: publishEvery, sampleEvery: sampleEvery, body))
+            } catch {
+                outcome = .failure(error)
+            }
+            published.handler.withLock { $0 = nil }
+            watch?.stop()
+            announcements.finish()
+            try await announcing.waitForAll()
+            return try outcome.get()
+        }
+    }
+
+    /// `body`, with the publishing and sampling timers beside it until it ends.
+    private func runningSchedule<Result>(
+        fleet: SimulatedFleet, publishEvery: Double, sampleEvery: Double, _ body: () async throws -> Result
+    ) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { timers in
+            if publishEvery > 0 {
+                timers.addTask {
+                    while true {
+                        try await Task.sleep(for: .milliseconds(Int64(publishEvery * 1000)))  // clock-ok: the publishing schedule
                         await self.publish()
                     }
-                })
-        }
-        running.append(
-            Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(Int64(sampleEvery * 1000)))
-                    if Task.isCancelled { break }
+                }
+            }
+            timers.addTask {
+                while true {
+                    try await Task.sleep(for: .milliseconds(Int64(sampleEvery * 1000)))  // clock-ok: the sampling period
                     self.sample(fleet)
                 }
-            })
-        schedule.withLock { $0 += running }
+            }
+            defer { timers.cancelAll() }
+            return try await body()
+        }
     }
 
     private func sample(_ fleet: SimulatedFleet) {
@@ -185,16 +208,8 @@ final class ContentScenario: Sendable {
             announcements: outcomes.withLock { $0 }.sorted { $0.version < $1.version })
     }
 
-    /// Stops the schedule, waits for announcements under way, and stops the server.
+    /// Stops the server (or the watch of one elsewhere) and the HTTP client.
     func stop() async {
-        let running = schedule.withLock { tasks in
-            defer { tasks = [] }
-            return tasks
-        }
-        for task in running { task.cancel() }
-        for task in running { await task.value }
-        published.handler.withLock { $0 = nil }
-        for task in announcing.withLock({ $0 }) { await task.value }
         watch?.stop()
         await origin?.stop()
         try? await http.shutdown()

@@ -146,16 +146,38 @@ struct DemoCommand: AsyncParsableCommand {
             "\(devices) simulated devices connected and installed \(topics.joined(separator: ", ")) in "
                 + String(format: "%.1f s", Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
         )
-        if let content {
-            // The first version now that every app can be told of it; then one every --publish-every.
-            content.run(
-                fleet: fleet, strategies: mix.strategies,
-                provider: .init(
-                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-                publishEvery: iphone.publishEvery ?? 5)
-            await content.publish()
+        do {
+            if let content {
+                // The first version now that every app can be told of it; then one every --publish-every.
+                try await content.running(
+                    fleet: fleet, strategies: mix.strategies,
+                    provider: .init(
+                        host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                    publishEvery: iphone.publishEvery ?? 5
+                ) {
+                    await content.publish()
+                    try await live(on: gateway, fleet: fleet, content: content, scenario: scenario, mix: mix, benchGroup: benchGroup)
+                }
+            } else {
+                try await live(on: gateway, fleet: fleet, content: nil, scenario: scenario, mix: mix, benchGroup: benchGroup)
+            }
+        } catch {
+            await fleet.stop()
+            await content?.stop()
+            gateway.services.attached.detach()
+            throw error
         }
+        await fleet.stop()
+        await content?.stop()
+        gateway.services.attached.detach()
+    }
 
+    /// The live part: load through the provider API while the fleet runs (and its content, if any), the
+    /// figures, and a forecast of a day of the same fleet.
+    private func live(
+        on gateway: LocalGateway, fleet: SimulatedFleet, content: ContentScenario?, scenario: Scenario, mix: IPhoneMix,
+        benchGroup: MultiThreadedEventLoopGroup
+    ) async throws {
         var options = BenchOptions(
             host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario,
             targets: fleet.tokenLines.map {
@@ -192,9 +214,6 @@ struct DemoCommand: AsyncParsableCommand {
             await interrupted()
         }
 
-        await fleet.stop()
-        await content?.stop()
-        gateway.services.attached.detach()
     }
 
     /// The fleet's freshness on the gateway's admin port: `/v1/fleet`, more `/metrics`, the dashboard's table.

@@ -44,15 +44,18 @@ struct OriginCommand: AsyncParsableCommand {
         try await origin.start()
         print("origin: http://\(host):\(origin.boundPort ?? port)/manifest")
         origin.publish()
-        let publishing = Task {
-            guard publishEvery > 0 else { return }
-            while !Task.isCancelled {
-                try await Task.sleep(for: .seconds(publishEvery))
-                origin.publish()
+        // Publishes on its schedule until Ctrl-C (or SIGTERM).
+        await withTaskGroup(of: Void.self) { schedule in
+            if publishEvery > 0 {
+                schedule.addTask {
+                    while (try? await Task.sleep(for: .seconds(publishEvery))) != nil {  // clock-ok: the publishing schedule
+                        origin.publish()
+                    }
+                }
             }
+            await interrupted()
+            schedule.cancelAll()
         }
-        await interrupted()
-        publishing.cancel()
         await origin.stop()
         let log = origin.log.all
         print("served \(log.count) requests to \(Set(log.map(\.device).filter { !$0.isEmpty }).count) devices")

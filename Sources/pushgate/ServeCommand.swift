@@ -27,10 +27,11 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "pushgate.provider")
         let threads = configuration.eventLoops == 0 ? System.coreCount : configuration.eventLoops
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let gateway = try await failing {
-            try await GatewayServices(configuration: configuration, group: group, logger: logger)
+        try await failing {
+            try await GatewayServices.withServices(configuration: configuration, group: group, logger: logger) {
+                try await $0.serviceGroup(stoppedBySignals: true, logger: logger).run()
+            }
         }
-        try await gateway.serviceGroup(stoppedBySignals: true, logger: logger).run()
         try await group.shutdownGracefully()
     }
 }

@@ -196,22 +196,24 @@ struct SimulateCommand: AsyncParsableCommand {
             await endpoint?.stop()
             throw error
         }
-        scenario.run(
+        var failure: (any Error)?
+        try await scenario.running(
             fleet: fleet, strategies: mix.strategies,
             provider: target.map {
                 ContentScenario.Provider(
                     host: $0.host, port: $0.port,
                     security: $0.tls ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
                     signer: signer)
-            }, publishEvery: iphone.publishEvery ?? 300)
-        // The built-in server's first version, now that every app has its token and can be told of it (as
-        // in the demo); a server of the team's own publishes as it does.
-        if iphone.origin == nil { await scenario.publish() }
-        var failure: (any Error)?
-        do {
-            try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
-        } catch {
-            failure = error
+            }, publishEvery: iphone.publishEvery ?? 300
+        ) {
+            // The built-in server's first version, now that every app has its token and can be told of it
+            // (as in the demo); a server of the team's own publishes as it does.
+            if iphone.origin == nil { await scenario.publish() }
+            do {
+                try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
+            } catch {
+                failure = error
+            }
         }
         let counters = fleet.counters.snapshot.line
         await fleet.stop()

@@ -54,25 +54,27 @@ import Testing
                 clock: UnixTime.now)
             fleet.start()
             try await eventually("200 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
-            content.run(
+            try await content.running(
                 fleet: fleet, strategies: mix.strategies,
                 provider: .init(host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-                publishEvery: 0)
-            // Three versions, 5 s apart, each announced to every app; then the users' end, and every device
-            // settled (nothing due before the end, no transfer running).
-            let installed = UnixTime.now()
-            for version in 1...3 {
-                let at = installed.adding(milliseconds: Int64(version - 1) * 5_000)
-                try await eventually("the wall clock at \(at)") { UnixTime.now() >= at }
-                await content.publish()
-                try await eventually("version \(version) announced", seconds: 30) {
-                    (content.figures(fleet)?.announcements.count ?? 0) >= version
+                publishEvery: 0
+            ) {
+                // Three versions, 5 s apart, each announced to every app; then the users' end, and every device
+                // settled (nothing due before the end, no transfer running).
+                let installed = UnixTime.now()
+                for version in 1...3 {
+                    let at = installed.adding(milliseconds: Int64(version - 1) * 5_000)
+                    try await eventually("the wall clock at \(at)") { UnixTime.now() >= at }
+                    await content.publish()
+                    try await eventually("version \(version) announced", seconds: 30) {
+                        (content.figures(fleet)?.announcements.count ?? 0) >= version
+                    }
                 }
+                try await eventually("the users' end", seconds: 60) { UnixTime.now() >= usersUntil }
+                // Every push decided for delivery acknowledged (the announcements were answered above).
+                try await eventually("every delivery acknowledged", seconds: 30) { gateway.services.hub.outstandingCount == 0 }
+                try await eventually("every iPhone settled", seconds: 30) { try await fleet.settled() }
             }
-            try await eventually("the users' end", seconds: 60) { UnixTime.now() >= usersUntil }
-            // Every push decided for delivery acknowledged (the announcements were answered above).
-            try await eventually("every delivery acknowledged", seconds: 30) { gateway.services.hub.outstandingCount == 0 }
-            try await eventually("every iPhone settled", seconds: 30) { try await fleet.settled() }
             let end = UnixTime.now()
             let real = try #require(content.figures(fleet))
             let freshness = try #require(fleet.freshness)

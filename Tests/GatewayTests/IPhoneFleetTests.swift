@@ -152,26 +152,27 @@ import Yams
                     metrics: { content.figures(fleet).map { metrics.text($0.report) } ?? "" }))
             fleet.start()
             try await eventually("300 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
-            content.run(
+            let freshness = try #require(fleet.freshness)
+            try await content.running(
                 fleet: fleet, strategies: mix.strategies,
                 provider: .init(
                     host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-                publishEvery: 2, sampleEvery: 1)
-            await content.publish()
-            let freshness = try #require(fleet.freshness)
-            try await eventually("600 opens, three versions announced, a watchdog termination", seconds: 60) {
-                let figures = try #require(content.figures(fleet))
-                let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
-                return freshness.opens >= 600 && figures.announcements.count >= 3
-                    && (misbehaving?.terminations["watchdog"] ?? 0) > 0
+                publishEvery: 2, sampleEvery: 1
+            ) {
+                await content.publish()
+                try await eventually("600 opens, three versions announced, a watchdog termination", seconds: 60) {
+                    let figures = try #require(content.figures(fleet))
+                    let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
+                    return freshness.opens >= 600 && figures.announcements.count >= 3
+                        && (misbehaving?.terminations["watchdog"] ?? 0) > 0
+                }
+                let (status, body) = try await AdminClient.get(
+                    host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
+                #expect(status == 200 && body.contains(#""profile" : "news""#))
+                let scrape = try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
+                #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
+                #expect(scrape.body.contains("pushgate_provider_requests_total"))
             }
-            let (status, body) = try await AdminClient.get(
-                host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
-            #expect(status == 200 && body.contains(#""profile" : "news""#))
-            let scrape = try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
-            #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
-            #expect(scrape.body.contains("pushgate_provider_requests_total"))
-
             await fleet.stop()
             await content.stop()
             let figures = try #require(content.figures(fleet))

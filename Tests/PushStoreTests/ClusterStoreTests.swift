@@ -13,62 +13,62 @@ import Testing
 
     @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func noticesGoOutWithTheirCommitAndAClaimBringsTheDevicesState() async throws {
-        let (place, a, b) = try await twoNodes()
+        try await withStores { stores in
+            let (place, a, b) = try await twoNodes(in: &stores)
 
-        // Node B listens; node A registers a device with a token and holds a push for it.
-        let heard = Heard()
-        let listening = Task {
-            try await b.listen(ready: {}) { message in heard.messages.withLock { $0.append(message) } }
-        }
-        defer { listening.cancel() }
-        let device = StoredDevice(id: "dev-a", secretHash: [1, 2, 255], createdAt: Self.t0, owner: "node-a")
-        let token = StoredToken(
-            token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil)
-        let held = Samples.stored(1, rule: .overBudget)
-        let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
-        try await eventuallyListening(b, heard: heard, from: a)
-        var batch = StoreBatch()
-        batch.devices = [device]
-        batch.tokens = [token]
-        batch.notifications = [held]
-        batch.budgets = ["dev-a": spent]
-        batch.notices = [.device(device), .token(token)]
-        try await a.commit(batch)
-        try await eventually("node B heard of the device and its token") {
-            heard.messages.withLock {
-                $0.contains { $0.notice == .device(device) } && $0.contains { $0.notice == .token(token) }
+            // Node B listens; node A registers a device with a token and holds a push for it.
+            let heard = Heard()
+            stores.addTask {
+                try await b.listen(ready: {}) { message in heard.messages.withLock { $0.append(message) } }
             }
+            let device = StoredDevice(id: "dev-a", secretHash: [1, 2, 255], createdAt: Self.t0, owner: "node-a")
+            let token = StoredToken(
+                token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil)
+            let held = Samples.stored(1, rule: .overBudget)
+            let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
+            try await eventuallyListening(b, heard: heard, from: a)
+            var batch = StoreBatch()
+            batch.devices = [device]
+            batch.tokens = [token]
+            batch.notifications = [held]
+            batch.budgets = ["dev-a": spent]
+            batch.notices = [.device(device), .token(token)]
+            try await a.commit(batch)
+            try await eventually("node B heard of the device and its token") {
+                heard.messages.withLock {
+                    $0.contains { $0.notice == .device(device) } && $0.contains { $0.notice == .token(token) }
+                }
+            }
+            #expect(heard.messages.withLock { $0.allSatisfy { $0.from == "node-a" } })
+
+            // Node B claims the device: it gets the spent budget and the held push; A hears who owns it now.
+            let claimed = try await b.claim(deviceID: "dev-a")
+            #expect(claimed.previousOwner == "node-a")
+            #expect(claimed.claim == 1)
+            #expect(claimed.budgets == spent)
+            #expect(claimed.pending.map(\.notification.id) == [held.notification.id])
+            // Routed notices are loaded in one query, in the order asked; unknown ones are left out.
+            var second = StoreBatch()
+            let other = Samples.stored(2, rule: nil)
+            second.notifications = [other]
+            try await a.commit(second)
+            let keys = [
+                NotificationKey(apnsID: other.notification.id.value, teamID: "TEAM000001"),
+                NotificationKey(apnsID: held.notification.id.value, teamID: "OTHERTEAM1"),
+                NotificationKey(apnsID: held.notification.id.value, teamID: "TEAM000001"),
+            ]
+            #expect(try await a.notifications(keys) == [other, held])
+            #expect(try await a.notifications([]) == [])
+
+            // A no longer owns it: a late budget change from A is not written over B's.
+            var late = StoreBatch()
+            late.budgets = ["dev-a": [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 3))]]
+            try await a.commit(late)
+            #expect(try await a.claim(deviceID: "dev-a").budgets == spent, "A's late write was fenced off")
+            try await a.close()
+            try await b.close()
+            await place.remove()
         }
-        #expect(heard.messages.withLock { $0.allSatisfy { $0.from == "node-a" } })
-
-        // Node B claims the device: it gets the spent budget and the held push; A hears who owns it now.
-        let claimed = try await b.claim(deviceID: "dev-a")
-        #expect(claimed.previousOwner == "node-a")
-        #expect(claimed.claim == 1)
-        #expect(claimed.budgets == spent)
-        #expect(claimed.pending.map(\.notification.id) == [held.notification.id])
-        // Routed notices are loaded in one query, in the order asked; unknown ones are left out.
-        var second = StoreBatch()
-        let other = Samples.stored(2, rule: nil)
-        second.notifications = [other]
-        try await a.commit(second)
-        let keys = [
-            NotificationKey(apnsID: other.notification.id.value, teamID: "TEAM000001"),
-            NotificationKey(apnsID: held.notification.id.value, teamID: "OTHERTEAM1"),
-            NotificationKey(apnsID: held.notification.id.value, teamID: "TEAM000001"),
-        ]
-        #expect(try await a.notifications(keys) == [other, held])
-        #expect(try await a.notifications([]) == [])
-
-        // A no longer owns it: a late budget change from A is not written over B's.
-        var late = StoreBatch()
-        late.budgets = ["dev-a": [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 3))]]
-        try await a.commit(late)
-        #expect(try await a.claim(deviceID: "dev-a").budgets == spent, "A's late write was fenced off")
-        listening.cancel()
-        try await a.close()
-        try await b.close()
-        await place.remove()
     }
 
     /// What a node that stopped listening may have missed comes back from the tables as notices: the
@@ -76,42 +76,44 @@ import Testing
     /// has not decided yet.
     @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func missedNoticesAreRebuiltFromTheTables() async throws {
-        let (place, a, b) = try await twoNodes()
-        let onA = StoredDevice(id: "dev-a", secretHash: [1], createdAt: Self.t0, owner: "node-a")
-        let onB = StoredDevice(id: "dev-b", secretHash: [2], createdAt: Self.t0, owner: "node-b")
-        let tokenA = StoredToken(
-            token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil)
-        let tokenB = StoredToken(
-            token: Samples.token(2), deviceID: "dev-b", bundleID: "com.example.a", unregisteredAt: nil)
-        var batch = StoreBatch()
-        batch.devices = [onA, onB]
-        batch.tokens = [tokenA, tokenB]
-        // For B's device: one routed by A (no rule yet), one B's policy decided; one for A's device.
-        var routed = Samples.stored(10, rule: nil)
-        routed.deviceID = "dev-b"
-        var decided = Samples.stored(11, rule: .overBudget)
-        decided.deviceID = "dev-b"
-        var forA = Samples.stored(12, rule: nil)
-        forA.deviceID = "dev-a"
-        batch.notifications = [routed, decided, forA]
-        try await a.commit(batch)
+        try await withStores { stores in
+            let (place, a, b) = try await twoNodes(in: &stores)
+            let onA = StoredDevice(id: "dev-a", secretHash: [1], createdAt: Self.t0, owner: "node-a")
+            let onB = StoredDevice(id: "dev-b", secretHash: [2], createdAt: Self.t0, owner: "node-b")
+            let tokenA = StoredToken(
+                token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil)
+            let tokenB = StoredToken(
+                token: Samples.token(2), deviceID: "dev-b", bundleID: "com.example.a", unregisteredAt: nil)
+            var batch = StoreBatch()
+            batch.devices = [onA, onB]
+            batch.tokens = [tokenA, tokenB]
+            // For B's device: one routed by A (no rule yet), one B's policy decided; one for A's device.
+            var routed = Samples.stored(10, rule: nil)
+            routed.deviceID = "dev-b"
+            var decided = Samples.stored(11, rule: .overBudget)
+            decided.deviceID = "dev-b"
+            var forA = Samples.stored(12, rule: nil)
+            forA.deviceID = "dev-a"
+            batch.notifications = [routed, decided, forA]
+            try await a.commit(batch)
 
-        let missed = try await b.missedNotices()
-        #expect(
-            missed == [
-                .device(onA), .token(tokenA), .owner(deviceID: "dev-a", node: "node-a", claim: 0),
-                .route(node: "node-b", apnsID: routed.notification.id.value, teamID: "TEAM000001"),
-            ])
-        // Once B has decided it, the routed push is no longer missed.
-        var outcome = StoreBatch()
-        outcome.outcomes = [
-            NotificationOutcome(apnsID: routed.notification.id, state: .pending, rule: .overBudget, at: Self.t0)
-        ]
-        try await b.commit(outcome)
-        #expect(try await b.missedNotices().contains { if case .route = $0 { true } else { false } } == false)
-        try await a.close()
-        try await b.close()
-        await place.remove()
+            let missed = try await b.missedNotices()
+            #expect(
+                missed == [
+                    .device(onA), .token(tokenA), .owner(deviceID: "dev-a", node: "node-a", claim: 0),
+                    .route(node: "node-b", apnsID: routed.notification.id.value, teamID: "TEAM000001"),
+                ])
+            // Once B has decided it, the routed push is no longer missed.
+            var outcome = StoreBatch()
+            outcome.outcomes = [
+                NotificationOutcome(apnsID: routed.notification.id, state: .pending, rule: .overBudget, at: Self.t0)
+            ]
+            try await b.commit(outcome)
+            #expect(try await b.missedNotices().contains { if case .route = $0 { true } else { false } } == false)
+            try await a.close()
+            try await b.close()
+            await place.remove()
+        }
     }
 
     /// A node whose lease went stale is gone: one survivor takes its devices over (owner notice, budgets,
@@ -119,51 +121,58 @@ import Testing
     /// node's own devices once they are old enough.
     @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func aDeadNodesDevicesAreTakenOverByOneSurvivor() async throws {
-        let (place, a, b) = try await twoNodes()
-        let c = try PostgresStore(url: place.path, nodeID: "node-c")
-        _ = try await c.open(now: Self.t0)
-        let device = StoredDevice(id: "dev-a", secretHash: [1], createdAt: Self.t0, owner: "node-a")
-        let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
-        var undecided = Samples.stored(20, rule: nil)
-        undecided.deviceID = "dev-a"
-        var batch = StoreBatch()
-        batch.devices = [device]
-        batch.notifications = [undecided]
-        batch.budgets = ["dev-a": spent]
-        try await a.commit(batch)
+        try await withStores { stores in
+            let (place, a, b) = try await twoNodes(in: &stores)
+            let c = try PostgresStore(url: place.path, nodeID: "node-c")
+            stores.addTask { await c.run() }
+            _ = try await c.open(now: Self.t0)
+            let device = StoredDevice(id: "dev-a", secretHash: [1], createdAt: Self.t0, owner: "node-a")
+            let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
+            var undecided = Samples.stored(20, rule: nil)
+            undecided.deviceID = "dev-a"
+            var batch = StoreBatch()
+            batch.devices = [device]
+            batch.notifications = [undecided]
+            batch.budgets = ["dev-a": spent]
+            try await a.commit(batch)
 
-        #expect(try await b.takeOver(leaseMilliseconds: 60_000).isEmpty, "node A's lease is fresh")
-        try await TestPostgres.run(place.path, "UPDATE nodes SET renewed_at = 0 WHERE node_id = 'node-a'")
-        let taken = try await b.takeOver(leaseMilliseconds: 60_000)
-        #expect(taken.map(\.deviceID) == ["dev-a"])
-        #expect(taken.first?.claimed.claim == 1)
-        #expect(taken.first?.claimed.budgets == spent)
-        #expect(taken.first?.claimed.pending.map(\.notification.id) == [undecided.notification.id])
-        #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty, "one survivor takes each device")
-        #expect(try await TestPostgres.integer(place.path, "SELECT COUNT(*) FROM nodes WHERE node_id = 'node-a'") == 0)
+            #expect(try await b.takeOver(leaseMilliseconds: 60_000).isEmpty, "node A's lease is fresh")
+            try await TestPostgres.run(place.path, "UPDATE nodes SET renewed_at = 0 WHERE node_id = 'node-a'")
+            let taken = try await b.takeOver(leaseMilliseconds: 60_000)
+            #expect(taken.map(\.deviceID) == ["dev-a"])
+            #expect(taken.first?.claimed.claim == 1)
+            #expect(taken.first?.claimed.budgets == spent)
+            #expect(taken.first?.claimed.pending.map(\.notification.id) == [undecided.notification.id])
+            #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty, "one survivor takes each device")
+            #expect(try await TestPostgres.integer(place.path, "SELECT COUNT(*) FROM nodes WHERE node_id = 'node-a'") == 0)
 
-        // B owns it now: its undecided push is B's to sweep, once older than the cutoff.
-        #expect(try await b.undecided(olderThan: undecided.notification.receivedAt).isEmpty)
-        #expect(
-            try await b.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).map(\.apnsID) == [
-                undecided.notification.id.value
-            ])
-        #expect(try await c.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).isEmpty)
+            // B owns it now: its undecided push is B's to sweep, once older than the cutoff.
+            #expect(try await b.undecided(olderThan: undecided.notification.receivedAt).isEmpty)
+            #expect(
+                try await b.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).map(\.apnsID) == [
+                    undecided.notification.id.value
+                ])
+            #expect(try await c.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).isEmpty)
 
-        // Node A comes back: it renews its lease and owns nothing until a device connects to it.
-        try await a.renewLease()
-        #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty)
-        try await a.close()
-        try await b.close()
-        try await c.close()
-        await place.remove()
+            // Node A comes back: it renews its lease and owns nothing until a device connects to it.
+            try await a.renewLease()
+            #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty)
+            try await a.close()
+            try await b.close()
+            try await c.close()
+            await place.remove()
+        }
     }
 
     /// A new database, opened by node A and node B.
-    func twoNodes() async throws -> (StorePlace, PostgresStore, PostgresStore) {
+    func twoNodes(in stores: inout ThrowingTaskGroup<Void, any Error>) async throws -> (
+        StorePlace, PostgresStore, PostgresStore
+    ) {
         let place = try await StoreUnderTest.postgres.makePlace()
         let a = try PostgresStore(url: place.path, nodeID: "node-a")
         let b = try PostgresStore(url: place.path, nodeID: "node-b")
+        stores.addTask { await a.run() }
+        stores.addTask { await b.run() }
         _ = try await a.open(now: Self.t0)
         _ = try await b.open(now: Self.t0)
         return (place, a, b)

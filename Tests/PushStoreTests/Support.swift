@@ -41,6 +41,17 @@ enum StoreUnderTest: String, CaseIterable, CustomTestStringConvertible, Sendable
     }
 }
 
+/// Runs `body` with a task group in which each store it opens (`StorePlace.open(in:)`) runs its
+/// background work (PostgreSQL's connection pool) until `body` ends.
+func withStores<Result>(_ body: (inout ThrowingTaskGroup<Void, any Error>) async throws -> Result) async throws
+    -> Result
+{
+    try await withThrowingTaskGroup(of: Void.self) { stores in
+        defer { stores.cancelAll() }
+        return try await body(&stores)
+    }
+}
+
 /// Opens the same data again, as a restarted gateway would.
 struct StorePlace: Sendable {
     var kind: StoreUnderTest
@@ -53,6 +64,13 @@ struct StorePlace: Sendable {
         case .sqlite: return try SQLiteStore(path: path)
         case .postgres: return try PostgresStore(url: path)
         }
+    }
+
+    /// Opens the store, its background work a child of `stores` (`withStores`).
+    func open(in stores: inout ThrowingTaskGroup<Void, any Error>) async throws -> any StoreBackend {
+        let store = try await open()
+        stores.addTask { await store.run() }
+        return store
     }
 
     /// Runs a statement on the store's database behind its back.
