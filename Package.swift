@@ -268,6 +268,7 @@ let package = Package(
                 "ContentOrigin", "DeviceRuntime", "DeviceProtocol", "PushModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

@@ -14,20 +14,20 @@ public struct DeviceRuntime: Sendable {
     }
     /// One installed app, or nil.
     public func app(_ bundleID: String) -> AppRuntime? { table.find(bundleID) }
-    private var table = AppTable()
+    var table = AppTable()
     /// The apps in installation order (the order actions come out in).
-    private var order: [String] = []
-    public private(set) var screenOn = false
+    var order: [String] = []
+    public internal(set) var screenOn = false
     /// An interruption (an alert, a call) keeps the device awake until then (R4).
-    private var awakeUntil: UnixTime?
-    public private(set) var lowPowerMode = false
-    public private(set) var backgroundAppRefresh = true
+    var awakeUntil: UnixTime?
+    public internal(set) var lowPowerMode = false
+    public internal(set) var backgroundAppRefresh = true
     /// Background tasks are charged up to this time.
-    private var chargedTo: UnixTime
-    private var nextID = 1
-    private var random: FastRandom
+    var chargedTo: UnixTime
+    var nextID = 1
+    var random: FastRandom
     /// Foreground transfers paused while the device sleeps (R4: their task runs only while it is awake).
-    private var paused: Set<Int> = []
+    var paused: Set<Int> = []
 
     public init(profile: IOSProfile, apps: [(bundleID: String, behaviour: AppBehaviour)], seed: UInt64, now: UnixTime) {
         self.profile = profile
@@ -82,7 +82,7 @@ public struct DeviceRuntime: Sendable {
     /// R4: from iOS 7 an app kept running by a background task runs only while the device is awake, so
     /// the foreground transfer its task protects stops while the device sleeps and goes on (from where
     /// it was) when it wakes, or when the app comes back to the foreground.
-    private mutating func pauseOrResume(now: UnixTime, _ actions: inout [RuntimeAction]) {
+    mutating func pauseOrResume(now: UnixTime, _ actions: inout [RuntimeAction]) {
         guard profile.opportunisticTasks else { return }
         // Most events find no protected transfer and nothing paused: no sets to build.
         var anyProtected = false
@@ -147,7 +147,7 @@ public struct DeviceRuntime: Sendable {
 
     /// Charges open background tasks for the time since the last event: all of it on iOS 6, only the
     /// time the device was awake from iOS 7 (R4).
-    private mutating func charge(to now: UnixTime) {
+    mutating func charge(to now: UnixTime) {
         let elapsed = now.milliseconds - chargedTo.milliseconds
         guard elapsed > 0 else { return }
         let awake: Int64 =
@@ -162,7 +162,7 @@ public struct DeviceRuntime: Sendable {
     }
 
     /// Everything due by `now`, until nothing more is (one step can make another due at once).
-    private mutating func runDue(now: UnixTime, _ actions: inout [RuntimeAction]) {
+    mutating func runDue(now: UnixTime, _ actions: inout [RuntimeAction]) {
         for _ in 0..<64 {
             var progressed = false
             for bundleID in order { progressed = runDue(bundleID, now: now, &actions) || progressed }
@@ -174,7 +174,7 @@ public struct DeviceRuntime: Sendable {
         }
     }
 
-    private mutating func runDue(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
+    mutating func runDue(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
         guard let position = table.index(of: bundleID) else { return false }
         if let at = table[position: position].watchdogAt, at <= now {
             terminate(bundleID, .watchdog, &actions)
@@ -222,326 +222,21 @@ public struct DeviceRuntime: Sendable {
         return false
     }
 
-    // MARK: The user
-
-    /// R1: the user opens the app (launching it if it was not running or force-quit).
-    private mutating func open(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = table.find(bundleID), app.state != .foreground else { return }
-        screenOn = true
-        table[bundleID].state = .foreground
-        table[bundleID].watchdogAt = nil
-        table[bundleID].locationEndsAt = nil
-        // Back in the foreground the app ends its background tasks: they protected work it now does here.
-        table[bundleID].tasks.removeAll()
-        actions.append(.appState(bundleID: bundleID, state: .foreground))
-        // Session events that waited for a launch arrive now (R10, without launch events).
-        deliverFinishedEvents(bundleID, &actions)
-        actions.append(.opened(bundleID: bundleID, contentVersion: table[bundleID].contentVersion))
-        table[bundleID].fetch.recordLaunch(at: now)
-        if profile.backgroundFetch {
-            table[bundleID].fetch.schedule(after: now, interval: app.behaviour.fetchInterval, profile: profile)
-        }
-        // The app refreshes what it shows.
-        if app.wake == nil {
-            startTransfer(bundleID, .manifest, session: .foreground, forWake: nil, now: now, &actions)
-        }
-    }
-
-    /// R5: the app moves to the background; DidEnterBackground runs, and open foreground work is
-    /// protected by a background task.
-    private mutating func leave(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = table.find(bundleID), app.state == .foreground else { return }
-        table[bundleID].state = .background
-        actions.append(.appState(bundleID: bundleID, state: .background))
-        if app.behaviour.didEnterBackgroundMilliseconds > profile.didEnterBackgroundSeconds * 1000 {
-            table[bundleID].watchdogAt = now.adding(seconds: profile.didEnterBackgroundSeconds)
-            return
-        }
-        let foregroundWork = app.transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
-        for id in foregroundWork {
-            table[bundleID].tasks.append(
-                AppRuntime.BackgroundTask(
-                    id: takeID(), remaining: profile.backgroundTaskAllowanceSeconds * 1000,
-                    forgetsEnd: roll(app.behaviour.forgetsEndingTask), protects: id))
-        }
-    }
-
-    /// R1: a force-quit app is cut off: its transfers (background sessions too) stop, and it gets no
-    /// wakes or fetches until the user opens it again.
-    private mutating func forceQuit(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        guard let app = table.find(bundleID), app.state != .forceQuit else { return }
-        for id in app.transfers.keys.sorted() { actions.append(.cancelTransfer(id: id)) }
-        var cleared = AppRuntime(bundleID: bundleID, behaviour: app.behaviour)
-        cleared.state = .forceQuit
-        cleared.contentVersion = app.contentVersion
-        cleared.fetch = app.fetch
-        table[bundleID] = cleared
-        actions.append(.appState(bundleID: bundleID, state: .forceQuit))
-    }
-
-    // MARK: Wakes
-
-    /// R7: a silent push wakes the app for `silentWakeSeconds`, unless it was force-quit or the device
-    /// is in Low Power Mode or has Background App Refresh off.
-    private mutating func silentPush(
-        _ bundleID: String, apnsID: String, now: UnixTime, _ actions: inout [RuntimeAction]
-    ) {
-        guard let app = table.find(bundleID) else { return }
-        guard app.state != .forceQuit, !lowPowerMode, backgroundAppRefresh else {
-            actions.append(.wakeRefused(bundleID: bundleID, apnsID: apnsID))
-            return
-        }
-        beginWake(bundleID, .silentPush(apnsID: apnsID), seconds: profile.silentWakeSeconds, now: now, &actions)
-    }
-
-    /// R8: a location event gives the app `locationWakeSeconds` in the background.
-    private mutating func locationWake(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = table.find(bundleID), app.state != .forceQuit, app.state != .foreground else { return }
-        resumeInBackground(bundleID, &actions)
-        actions.append(.woken(bundleID: bundleID, kind: .location))
-        table[bundleID].locationEndsAt = now.adding(seconds: profile.locationWakeSeconds)
-    }
-
-    /// A silent push or a fetch: the app runs in the background, fetches the manifest, and must call
-    /// its completion handler within `seconds` (in the foreground it is not terminated for being late).
-    private mutating func beginWake(
-        _ bundleID: String, _ kind: WakeKind, seconds: Int64, now: UnixTime, _ actions: inout [RuntimeAction]
-    ) {
-        guard let app = table.find(bundleID) else { return }
-        if let current = app.wake {
-            // One wake at a time: a second one is answered with the first's result when that completes.
-            // (Rare: the gateway spaces wakes out by the budget.)
-            if case .silentPush(let apnsID) = kind {
-                actions.append(.complete(apnsID: apnsID, bundleID: bundleID, result: current.result))
-            }
-            return
-        }
-        let foreground = app.state == .foreground
-        if !foreground { resumeInBackground(bundleID, &actions) }
-        actions.append(.woken(bundleID: bundleID, kind: kind))
-        table[bundleID].wake = AppRuntime.Wake(
-            kind: kind, deadline: foreground ? UnixTime(milliseconds: .max) : now.adding(seconds: seconds),
-            forgets: roll(app.behaviour.forgetsCompletion))
-        let id = startTransfer(bundleID, .manifest, session: .foreground, forWake: kind, now: now, &actions)
-        table[bundleID].wake!.waitingOn.insert(id)
-    }
-
-    /// The app calls its wake's completion handler.
-    private mutating func finishWake(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let wake = table[bundleID].wake else { return }
-        table[bundleID].wake = nil
-        switch wake.kind {
-        case .silentPush(let apnsID):
-            actions.append(.complete(apnsID: apnsID, bundleID: bundleID, result: wake.result))
-        case .fetch:
-            table[bundleID].fetch.recordFetch(at: now, result: wake.result)
-            table[bundleID].fetch.schedule(
-                after: now, interval: table[bundleID].behaviour.fetchInterval, profile: profile)
-        case .location, .sessionEvents:
-            break
-        }
-    }
-
-    // MARK: Transfers
-
-    @discardableResult
-    private mutating func startTransfer(
-        _ bundleID: String, _ content: TransferContent, session: TransferSession, forWake: WakeKind?,
-        resumeFrom: Int64 = 0, now: UnixTime, _ actions: inout [RuntimeAction]
-    ) -> Int {
-        let id = takeID()
-        var slowdown = 1.0
-        var startsAt: UnixTime?
-        if case .background(let discretionary) = session {
-            slowdown = profile.backgroundSessionSlowdown
-            if discretionary, profile.discretionaryDelaySeconds > 0 {
-                startsAt = now.adding(seconds: profile.discretionaryDelaySeconds)
-            }
-        }
-        let request = TransferRequest(
-            id: id, bundleID: bundleID, content: content, session: session, resumeFrom: resumeFrom, slowdown: slowdown)
-        table[bundleID].transfers[id] = AppRuntime.Transfer(request: request, startsAt: startsAt, forWake: forWake)
-        if startsAt == nil { actions.append(.startTransfer(request)) }
-        return id
-    }
-
-    private mutating func transferFinished(
-        _ id: Int, _ result: TransferResult, now: UnixTime, _ actions: inout [RuntimeAction]
-    ) {
-        guard let bundleID = order.first(where: { table[$0].transfers[id] != nil }),
-            let transfer = table[bundleID].transfers.removeValue(forKey: id)
-        else { return }  // cancelled meanwhile
-        let state = table[bundleID].state
-        if case .background = transfer.request.session, state == .suspended || state == .notRunning {
-            // R10: the system launches the app in the background for its session's events.
-            table[bundleID].finishedEvents.append((id, result, transfer.forWake))
-            relaunchForSessionEvents(bundleID, now: now, &actions)
-            return
-        }
-        apply(bundleID, transfer, result, now: now, &actions)
-    }
-
-    /// What a finished transfer means to the running app.
-    private mutating func apply(
-        _ bundleID: String, _ transfer: AppRuntime.Transfer, _ result: TransferResult, now: UnixTime,
-        _ actions: inout [RuntimeAction]
-    ) {
-        let app = table[bundleID]
-        let id = transfer.request.id
-        // A task that protected this transfer is ended (unless the app forgets: R2/R3).
-        if let index = app.tasks.firstIndex(where: { $0.protects == id }), !app.tasks[index].forgetsEnd {
-            table[bundleID].tasks.remove(at: index)
-        }
-        let waitedOn = app.wake?.waitingOn.contains(id) == true
-        if waitedOn { table[bundleID].wake!.waitingOn.remove(id) }
-        switch result {
-        case .manifest(let version):
-            guard version > (app.contentVersion ?? Int.min) else {
-                if waitedOn { decideWake(bundleID, result: "noData", now: now) }
-                return
-            }
-            if waitedOn, app.state != .foreground, app.behaviour.downloadsInBackgroundSession,
-                profile.backgroundSessions
-            {
-                // R9: started in the background, so discretionary; the handler is called at once.
-                startTransfer(
-                    bundleID, .item(version: version), session: .background(discretionary: true),
-                    forWake: transfer.forWake, now: now, &actions)
-                decideWake(bundleID, result: "newData", now: now)
-            } else {
-                let item = startTransfer(
-                    bundleID, .item(version: version), session: .foreground, forWake: transfer.forWake, now: now,
-                    &actions)
-                if waitedOn { table[bundleID].wake!.waitingOn.insert(item) }
-            }
-        case .item(let version, _):
-            if version > (table[bundleID].contentVersion ?? Int.min) {
-                table[bundleID].contentVersion = version
-                actions.append(.contentUpdated(bundleID: bundleID, version: version, by: transfer.forWake))
-            }
-            if waitedOn { decideWake(bundleID, result: "newData", now: now) }
-        case .failed:
-            if waitedOn { decideWake(bundleID, result: "failed", now: now) }
-        }
-    }
-
-    /// The app knows its wake's result: it calls the handler after its own work (unless it forgets).
-    private mutating func decideWake(_ bundleID: String, result: String, now: UnixTime) {
-        guard var wake = table[bundleID].wake, wake.waitingOn.isEmpty else { return }
-        wake.result = result
-        if !wake.forgets { wake.completesAt = now.adding(milliseconds: table[bundleID].behaviour.workMilliseconds) }
-        table[bundleID].wake = wake
-    }
-
-    /// R10: launched (or resumed) in the background with `handleEventsForBackgroundURLSession`: the
-    /// app takes the events and must call the handler within `sessionEventsSeconds`.
-    private mutating func relaunchForSessionEvents(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction])
-    {
-        let app = table[bundleID]
-        if app.state == .notRunning { actions.append(.relaunched(bundleID: bundleID)) }
-        resumeInBackground(bundleID, &actions)
-        actions.append(.woken(bundleID: bundleID, kind: .sessionEvents))
-        deliverFinishedEvents(bundleID, &actions)
-        let forgets = roll(app.behaviour.forgetsSessionHandler)
-        table[bundleID].wake = AppRuntime.Wake(
-            kind: .sessionEvents, deadline: now.adding(seconds: profile.sessionEventsSeconds),
-            completesAt: forgets ? nil : now.adding(milliseconds: app.behaviour.workMilliseconds), forgets: forgets)
-    }
-
-    private mutating func deliverFinishedEvents(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        let events = table[bundleID].finishedEvents
-        table[bundleID].finishedEvents.removeAll()
-        for event in events {
-            if case .item(let version, _) = event.result, version > (table[bundleID].contentVersion ?? Int.min) {
-                table[bundleID].contentVersion = version
-                actions.append(.contentUpdated(bundleID: bundleID, version: version, by: event.forWake))
-            }
-        }
-    }
-
-    // MARK: Background tasks
-
-    /// R3: the expiration handler runs; a well-behaved app ends the task, moving a protected download to
-    /// a background session first (R11).
-    private mutating func expire(_ bundleID: String, taskAt index: Int, now: UnixTime, _ actions: inout [RuntimeAction])
-    {
-        table[bundleID].tasks[index].expirationCalled = true
-        let task = table[bundleID].tasks[index]
-        guard !task.forgetsEnd else { return }
-        table[bundleID].tasks.remove(at: index)
-        guard let id = task.protects, let transfer = table[bundleID].transfers[id] else { return }
-        let behaviour = table[bundleID].behaviour
-        if case .item(let version) = transfer.request.content, behaviour.movesDownloadToBackgroundSession,
-            profile.backgroundSessions
-        {
-            table[bundleID].transfers.removeValue(forKey: id)
-            let moved = takeID()
-            // Started while the app is in the background: discretionary (R9); it starts from the resume data.
-            let request = TransferRequest(
-                id: moved, bundleID: bundleID, content: .item(version: version),
-                session: .background(discretionary: true), resumeFrom: TransferRequest.resumeFromCancelled,
-                slowdown: profile.backgroundSessionSlowdown)
-            table[bundleID].transfers[moved] = AppRuntime.Transfer(
-                request: request, startsAt: nil, forWake: transfer.forWake)
-            actions.append(.moveToBackgroundSession(from: id, to: request))
-        } else {
-            // Work cut off: lost.
-            table[bundleID].transfers.removeValue(forKey: id)
-            actions.append(.cancelTransfer(id: id))
-        }
-    }
-
-    // MARK: States
-
-    private mutating func resumeInBackground(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        guard table[bundleID].state != .background else { return }
-        table[bundleID].state = .background
-        actions.append(.appState(bundleID: bundleID, state: .background))
-    }
-
-    /// Nothing keeps the app running: it is suspended, and its foreground transfers stop with it.
-    private mutating func suspend(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        cancelForegroundTransfers(bundleID, &actions)
-        table[bundleID].state = .suspended
-        actions.append(.appState(bundleID: bundleID, state: .suspended))
-    }
-
-    /// Terminated by the system: its process ends (foreground transfers, tasks, the wake); background
-    /// sessions go on (R9).
-    private mutating func terminate(_ bundleID: String, _ cause: TerminationCause, _ actions: inout [RuntimeAction]) {
-        cancelForegroundTransfers(bundleID, &actions)
-        table[bundleID].wake = nil
-        table[bundleID].tasks.removeAll()
-        table[bundleID].watchdogAt = nil
-        table[bundleID].locationEndsAt = nil
-        table[bundleID].state = .notRunning
-        actions.append(.terminated(bundleID: bundleID, cause: cause))
-        actions.append(.appState(bundleID: bundleID, state: .notRunning))
-    }
-
-    private mutating func cancelForegroundTransfers(_ bundleID: String, _ actions: inout [RuntimeAction]) {
-        let foreground = table[bundleID].transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
-        for id in foreground {
-            table[bundleID].transfers.removeValue(forKey: id)
-            actions.append(.cancelTransfer(id: id))
-        }
-    }
-
     // MARK: Helpers
 
     /// R6: fetches need iOS 7+, an interval other than `never`, and an app that is neither force-quit nor
     /// in the foreground, on a device not in Low Power Mode and with Background App Refresh on.
-    private func fetchAllowed(_ app: AppRuntime) -> Bool {
+    func fetchAllowed(_ app: AppRuntime) -> Bool {
         profile.backgroundFetch && app.state != .forceQuit && app.state != .foreground && !lowPowerMode
             && backgroundAppRefresh && app.wake == nil
     }
 
-    private mutating func takeID() -> Int {
+    mutating func takeID() -> Int {
         defer { nextID += 1 }
         return nextID
     }
 
-    private mutating func roll(_ chance: Double) -> Bool {
+    mutating func roll(_ chance: Double) -> Bool {
         guard chance > 0 else { return false }
         guard chance < 1 else { return true }
         return Double(random.next() >> 11) / Double(1 << 53) < chance

@@ -1,6 +1,3 @@
-import Foundation
-import Logging
-import NIOCore
 import PostgresNIO
 import PushModel
 import PushPolicy
@@ -13,25 +10,18 @@ public final class PostgresStore: ClusterStore {
     public let nodeID: String
     /// The URL without its password, for messages.
     public let place: String
-    private let client: PostgresClient
-    private let logger = Logger(label: "pushgate.store.postgres")
+    let client: PostgresClient
+    let logger = Logger(label: "pushgate.store.postgres")
 
     /// `postgres://user:password@host:port/database` (`postgresql://` too; port 5432 by default);
     /// `nodeID` names this node among those sharing the database (see `ClusterStore`).
     public init(url: String, nodeID: String = "pushgate") throws {
         self.nodeID = nodeID
-        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme),
-            let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
-        else {
-            throw StoreError(
-                "store.postgres.url: expected postgres://user:password@host:port/database, got '\(Self.redacted(url))'")
-        }
-        let database = String(components.path.drop { $0 == "/" })
-        let port = components.port ?? 5432
-        place = "postgres://\(user)@\(host):\(port)/\(database)"
+        let location = try PostgresLocation(url: url)
+        place = location.place
         var configuration = PostgresClient.Configuration(
-            host: host, port: port, username: user, password: components.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: .disable)
         // One writer commits at a time; with the listening connection, pruning and lookups a node needs a
         // few, and several nodes share the server's `max_connections` (100 by default).
         configuration.options.maximumConnections = 8
@@ -44,89 +34,7 @@ public final class PostgresStore: ClusterStore {
         await client.run()
     }
 
-    public static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? "?"
-    }
-
-    // MARK: Schema
-
-    static let migrations: [[String]] = [
-        [
-            "CREATE TABLE devices (id TEXT PRIMARY KEY, secret_hash BYTEA NOT NULL, created_at BIGINT NOT NULL, seq BIGSERIAL)",
-            """
-            CREATE TABLE tokens (token TEXT PRIMARY KEY, device_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
-                unregistered_at BIGINT, seq BIGSERIAL)
-            """,
-            """
-            CREATE TABLE notifications (
-                seq BIGSERIAL PRIMARY KEY, team_id TEXT NOT NULL, apns_id TEXT NOT NULL,
-                device_token TEXT NOT NULL, topic TEXT NOT NULL, bundle_id TEXT NOT NULL, push_type TEXT NOT NULL,
-                priority BIGINT NOT NULL, expiration BIGINT, collapse_id TEXT, class TEXT NOT NULL,
-                payload BYTEA NOT NULL, received_at BIGINT NOT NULL, expires_at BIGINT, device_id TEXT,
-                state BIGINT NOT NULL, rule TEXT, finished_at BIGINT)
-            """,
-            "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
-            "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
-            "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
-            """
-            CREATE TABLE app_budgets (
-                device_id TEXT NOT NULL, bundle_id TEXT NOT NULL, tokens DOUBLE PRECISION,
-                strikes DOUBLE PRECISION NOT NULL, settled_at BIGINT NOT NULL, cooling_until BIGINT NOT NULL,
-                app_state TEXT NOT NULL, PRIMARY KEY (device_id, bundle_id))
-            """,
-        ],
-        [
-            "ALTER TABLE devices ADD COLUMN owner TEXT",
-            "ALTER TABLE devices ADD COLUMN claims BIGINT NOT NULL DEFAULT 0",
-            "CREATE INDEX notifications_device_pending ON notifications (device_id, seq) WHERE state = 0",
-        ],
-        [
-            // Each node's lease, renewed on a timer with the database's clock: a node whose lease is stale
-            // is gone, and a survivor takes its devices over.
-            "CREATE TABLE nodes (node_id TEXT PRIMARY KEY, renewed_at BIGINT NOT NULL)"
-        ],
-        [
-            // When each device last connected (pruning) and when it was removed.
-            "ALTER TABLE devices ADD COLUMN last_seen_at BIGINT",
-            "ALTER TABLE devices ADD COLUMN removed_at BIGINT",
-        ],
-    ]
-
-    /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.
-    static let databaseNow = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
-
-    /// The channel every node listens on.
-    static let channel = "pushgate"
-    /// Devices whose state other nodes load at start (this node loads the rest: its own, and those no
-    /// node has claimed).
-    private var ownedElsewhere: String { "(SELECT id FROM devices WHERE owner <> $1)" }
-
-    private func migrate() async throws {
-        try await client.withTransaction(logger: logger) { connection in
-            // Nodes starting together migrate one at a time.
-            try await connection.query("SELECT pg_advisory_xact_lock(7418)", logger: logger)
-            try await connection.query(
-                "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)", logger: logger)
-            var current = 0
-            for try await version in try await connection.query(
-                "SELECT COALESCE(MAX(version), 0) FROM schema_version", logger: logger
-            ).decode(Int64.self) {
-                current = Int(version)
-            }
-            guard current <= Schema.latestVersion else {
-                throw StoreError.newerSchema(current, where: "at \(place)")
-            }
-            for version in (current + 1)..<(Schema.latestVersion + 1) {
-                for statement in Self.migrations[version - 1] {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                let number = Int64(version)
-                try await connection.query("INSERT INTO schema_version (version) VALUES (\(number))", logger: logger)
-            }
-        }
-    }
+    public static func redacted(_ url: String) -> String { PostgresLocation.redacted(url) }
 
     // MARK: StoreBackend
 
@@ -345,194 +253,6 @@ public final class PostgresStore: ClusterStore {
         }
     }
 
-    // MARK: ClusterStore
-
-    public func claim(deviceID: String) async throws -> ClaimedDevice {
-        let node = nodeID
-        return try await client.withTransaction(logger: logger) { connection in
-            let claimed = try await connection.query(
-                """
-                UPDATE devices d SET owner = \(node), claims = d.claims + 1
-                FROM (SELECT id, owner FROM devices WHERE id = \(deviceID) FOR UPDATE) old
-                WHERE d.id = old.id RETURNING old.owner, d.claims
-                """, logger: self.logger
-            ).decode((String?, Int64).self).all()
-            guard let (before, claims) = claimed.first else {
-                throw StoreError("device \(deviceID) is not in the store")
-            }
-            let notice = ClusterMessage(from: node, notice: .owner(deviceID: deviceID, node: node, claim: claims))
-            _ = try await connection.query(
-                "SELECT pg_notify(\(Self.channel), \(notice.text))", logger: self.logger
-            ).all()
-            let budgets = try await Self.budgets(connection, where: "device_id = $1", deviceID, logger: self.logger)
-            var query = PostgresQuery(
-                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = $1 ORDER BY seq")
-            query.binds.append(deviceID)
-            var pending: [StoredNotification] = []
-            for try await row in try await connection.query(query, logger: self.logger) {
-                pending.append(try Self.notification(row))
-            }
-            return ClaimedDevice(
-                previousOwner: before == node ? nil : before, claim: claims, budgets: budgets.first?.apps ?? [],
-                pending: pending)
-        }
-    }
-
-    public func renewLease() async throws {
-        var query = PostgresQuery(
-            unsafeSQL: """
-                INSERT INTO nodes (node_id, renewed_at) VALUES ($1, \(Self.databaseNow))
-                ON CONFLICT (node_id) DO UPDATE SET renewed_at = excluded.renewed_at
-                """)
-        query.binds.append(nodeID)
-        _ = try await client.query(query, logger: logger).all()
-    }
-
-    public func takeOver(leaseMilliseconds: Int64) async throws -> [TakenDevice] {
-        let node = nodeID
-        return try await client.withTransaction(logger: logger) { connection in
-            // The stale leases are deleted by the statement that moves their devices: the survivor that
-            // deletes one holds its row, so one survivor takes each dead node's devices. Devices of a node
-            // that holds no lease at all (gone before it wrote one) are taken too.
-            var move = PostgresQuery(
-                unsafeSQL: """
-                    WITH dead AS (
-                        DELETE FROM nodes WHERE node_id <> $1 AND renewed_at < \(Self.databaseNow) - $2
-                        RETURNING node_id)
-                    UPDATE devices d SET owner = $1, claims = d.claims + 1
-                    WHERE d.owner IN (SELECT node_id FROM dead)
-                        OR (d.owner IS NOT NULL AND d.owner <> $1 AND d.owner NOT IN (SELECT node_id FROM nodes))
-                    RETURNING d.id, d.claims
-                    """)
-            move.binds.append(node)
-            move.binds.append(leaseMilliseconds)
-            var taken: [(id: String, claims: Int64)] = []
-            for try await (id, claims) in try await connection.query(move, logger: self.logger).decode(
-                (String, Int64).self)
-            {
-                taken.append((id, claims))
-            }
-            guard !taken.isEmpty else { return [] }
-            let ids = taken.map(\.id)
-            var notify = PostgresQuery(unsafeSQL: "SELECT pg_notify($1, t) FROM UNNEST($2::text[]) AS t")
-            notify.binds.append(Self.channel)
-            notify.binds.append(
-                taken.map { ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text })
-            _ = try await connection.query(notify, logger: self.logger).all()
-            var budgets: [String: [AppBudget]] = [:]
-            for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {
-                budgets[device.deviceID] = device.apps
-            }
-            var query = PostgresQuery(
-                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = ANY($1) ORDER BY seq")
-            query.binds.append(ids)
-            var pending: [String: [StoredNotification]] = [:]
-            for try await row in try await connection.query(query, logger: self.logger) {
-                let stored = try Self.notification(row)
-                if let device = stored.deviceID { pending[device, default: []].append(stored) }
-            }
-            return taken.map { device in
-                TakenDevice(
-                    deviceID: device.id,
-                    claimed: ClaimedDevice(
-                        previousOwner: nil, claim: device.claims, budgets: budgets[device.id] ?? [],
-                        pending: pending[device.id] ?? []))
-            }
-        }
-    }
-
-    public func undecided(olderThan cutoff: UnixTime) async throws -> [NotificationKey] {
-        try await undecidedKeys(receivedBefore: cutoff.milliseconds)
-    }
-
-    /// Notifications for this node's devices that no policy has decided (pending, no rule), oldest first.
-    private func undecidedKeys(receivedBefore: Int64) async throws -> [NotificationKey] {
-        let node = nodeID
-        var keys: [NotificationKey] = []
-        for try await (apnsID, teamID) in try await client.query(
-            """
-            SELECT n.apns_id, n.team_id FROM notifications n JOIN devices d ON d.id = n.device_id
-            WHERE n.state = 0 AND n.rule IS NULL AND d.owner = \(node) AND n.received_at < \(receivedBefore)
-            ORDER BY n.seq
-            """, logger: logger
-        ).decode((String, String).self) {
-            keys.append(NotificationKey(apnsID: apnsID, teamID: teamID))
-        }
-        return keys
-    }
-
-    public func notifications(_ keys: [NotificationKey]) async throws -> [StoredNotification] {
-        guard !keys.isEmpty else { return [] }
-        var query = PostgresQuery(
-            unsafeSQL: Self.selectNotification.replacingOccurrences(
-                of: "FROM notifications",
-                with: """
-                    FROM notifications JOIN UNNEST($1::text[], $2::text[]) WITH ORDINALITY AS k(a, t, o)
-                        ON apns_id = k.a AND team_id = k.t
-                    """) + " ORDER BY k.o")
-        query.binds.append(keys.map(\.apnsID))
-        query.binds.append(keys.map(\.teamID))
-        var found: [StoredNotification] = []
-        for try await row in try await client.query(query, logger: logger) { found.append(try Self.notification(row)) }
-        return found
-    }
-
-    public func missedNotices() async throws -> [ClusterNotice] {
-        let node = nodeID
-        var notices: [ClusterNotice] = []
-        var owners: [ClusterNotice] = []
-        for try await (id, hash, created, owner, claims) in try await client.query(
-            """
-            SELECT id, secret_hash, created_at, owner, claims FROM devices WHERE owner IS DISTINCT FROM \(node)
-            ORDER BY seq
-            """, logger: logger
-        ).decode((String, ByteBuffer, Int64, String?, Int64).self) {
-            notices.append(
-                .device(
-                    StoredDevice(
-                        id: id, secretHash: Array(buffer: hash), createdAt: UnixTime(milliseconds: created),
-                        owner: owner)))
-            if let owner { owners.append(.owner(deviceID: id, node: owner, claim: claims)) }
-        }
-        // Tokens of this node's own devices change only here: the registry has them, newer than the table
-        // while a change waits for its commit.
-        for try await (token, device, bundle, unregistered) in try await client.query(
-            """
-            SELECT t.token, t.device_id, t.bundle_id, t.unregistered_at FROM tokens t
-            JOIN devices d ON d.id = t.device_id WHERE d.owner IS DISTINCT FROM \(node) ORDER BY t.seq
-            """, logger: logger
-        ).decode((String, String, String, Int64?).self) {
-            notices.append(
-                .token(
-                    StoredToken(
-                        token: token, deviceID: device, bundleID: bundle,
-                        unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) })))
-        }
-        notices += owners
-        for key in try await undecidedKeys(receivedBefore: .max) {
-            notices.append(.route(node: node, apnsID: key.apnsID, teamID: key.teamID))
-        }
-        return notices
-    }
-
-    public func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws {
-        let node = nodeID
-        try await client.withConnection { connection in
-            try await connection.listen(on: Self.channel) { notifications in
-                ready()
-                for try await notification in notifications {
-                    guard let message = ClusterMessage(text: notification.payload) else {
-                        self.logger.warning(
-                            "skipped a notice this pushgate cannot read",
-                            metadata: ["notice": "\(notification.payload)"])
-                        continue
-                    }
-                    if message.from != node { receive(message) }
-                }
-            }
-        }
-    }
-
     public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
         let expired = try await expire(now: now, atStart: false)
         let before = finishedBefore.milliseconds
@@ -566,24 +286,7 @@ public final class PostgresStore: ClusterStore {
     /// Nothing to do here: the connections close when `run`'s task is cancelled.
     public func close() async throws {}
 
-    // MARK: Rows
-
-    static let selectNotification = SQLiteStore.selectNotification
-
-    static func notification(_ row: PostgresRow) throws -> StoredNotification {
-        let r = row.makeRandomAccess()
-        return try NotificationColumns(
-            teamID: r[0].decode(String.self), apnsID: r[1].decode(String.self), deviceToken: r[2].decode(String.self),
-            topic: r[3].decode(String.self), bundleID: r[4].decode(String.self), pushType: r[5].decode(String.self),
-            priority: r[6].decode(Int64.self), expiration: r[7].decode(Int64?.self),
-            collapseID: r[8].decode(String?.self), notificationClass: r[9].decode(String.self),
-            payload: Array(buffer: r[10].decode(ByteBuffer.self)), receivedAt: r[11].decode(Int64.self),
-            expiresAt: r[12].decode(Int64?.self), deviceID: r[13].decode(String?.self), state: r[14].decode(Int64.self),
-            rule: r[15].decode(String?.self)
-        ).stored()
-    }
-
-    private func expire(now: UnixTime, atStart: Bool) async throws -> Int {
+    func expire(now: UnixTime, atStart: Bool) async throws -> Int {
         let at = now.milliseconds
         let zero = Rule.notStoredExpirationZero.rawValue
         let expired = Rule.expired.rawValue
@@ -602,17 +305,8 @@ public final class PostgresStore: ClusterStore {
         return try await count(query)
     }
 
-    private func count(_ query: PostgresQuery) async throws -> Int {
+    func count(_ query: PostgresQuery) async throws -> Int {
         for try await value in try await client.query(query, logger: logger).decode(Int64.self) { return Int(value) }
         return 0
-    }
-}
-
-extension AsyncSequence {
-    /// Every element, in order.
-    func all() async throws -> [Element] {
-        var elements: [Element] = []
-        for try await element in self { elements.append(element) }
-        return elements
     }
 }

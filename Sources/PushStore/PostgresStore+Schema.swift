@@ -1,0 +1,81 @@
+import PostgresNIO
+import PushModel
+
+/// The schema's migrations on PostgreSQL, and the names the statements share.
+extension PostgresStore {
+    static let migrations: [[String]] = [
+        [
+            "CREATE TABLE devices (id TEXT PRIMARY KEY, secret_hash BYTEA NOT NULL, created_at BIGINT NOT NULL, seq BIGSERIAL)",
+            """
+            CREATE TABLE tokens (token TEXT PRIMARY KEY, device_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                unregistered_at BIGINT, seq BIGSERIAL)
+            """,
+            """
+            CREATE TABLE notifications (
+                seq BIGSERIAL PRIMARY KEY, team_id TEXT NOT NULL, apns_id TEXT NOT NULL,
+                device_token TEXT NOT NULL, topic TEXT NOT NULL, bundle_id TEXT NOT NULL, push_type TEXT NOT NULL,
+                priority BIGINT NOT NULL, expiration BIGINT, collapse_id TEXT, class TEXT NOT NULL,
+                payload BYTEA NOT NULL, received_at BIGINT NOT NULL, expires_at BIGINT, device_id TEXT,
+                state BIGINT NOT NULL, rule TEXT, finished_at BIGINT)
+            """,
+            "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
+            "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
+            "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
+            """
+            CREATE TABLE app_budgets (
+                device_id TEXT NOT NULL, bundle_id TEXT NOT NULL, tokens DOUBLE PRECISION,
+                strikes DOUBLE PRECISION NOT NULL, settled_at BIGINT NOT NULL, cooling_until BIGINT NOT NULL,
+                app_state TEXT NOT NULL, PRIMARY KEY (device_id, bundle_id))
+            """,
+        ],
+        [
+            "ALTER TABLE devices ADD COLUMN owner TEXT",
+            "ALTER TABLE devices ADD COLUMN claims BIGINT NOT NULL DEFAULT 0",
+            "CREATE INDEX notifications_device_pending ON notifications (device_id, seq) WHERE state = 0",
+        ],
+        [
+            // Each node's lease, renewed on a timer with the database's clock: a node whose lease is stale
+            // is gone, and a survivor takes its devices over.
+            "CREATE TABLE nodes (node_id TEXT PRIMARY KEY, renewed_at BIGINT NOT NULL)"
+        ],
+        [
+            // When each device last connected (pruning) and when it was removed.
+            "ALTER TABLE devices ADD COLUMN last_seen_at BIGINT",
+            "ALTER TABLE devices ADD COLUMN removed_at BIGINT",
+        ],
+    ]
+
+    /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.
+    static let databaseNow = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+
+    /// The channel every node listens on.
+    static let channel = "pushgate"
+    /// Devices whose state other nodes load at start (this node loads the rest: its own, and those no
+    /// node has claimed).
+    var ownedElsewhere: String { "(SELECT id FROM devices WHERE owner <> $1)" }
+
+    func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // Nodes starting together migrate one at a time.
+            try await connection.query("SELECT pg_advisory_xact_lock(7418)", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)", logger: logger)
+            var current = 0
+            for try await version in try await connection.query(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version", logger: logger
+            ).decode(Int64.self) {
+                current = Int(version)
+            }
+            guard current <= Schema.latestVersion else {
+                throw StoreError.newerSchema(current, where: "at \(place)")
+            }
+            for version in (current + 1)..<(Schema.latestVersion + 1) {
+                for statement in Self.migrations[version - 1] {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                let number = Int64(version)
+                try await connection.query("INSERT INTO schema_version (version) VALUES (\(number))", logger: logger)
+            }
+        }
+    }
+}
