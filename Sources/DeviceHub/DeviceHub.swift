@@ -614,7 +614,7 @@ public struct HubCounters: Sendable, Equatable, Codable {
     public init() {}
 }
 
-public struct HubSettings: Sendable {
+public struct HubSettings: Sendable, Equatable {
     /// The keep-alive interval devices are told to use (each adds its own phase and jitter).
     public var keepAliveSeconds: Int = 60
     /// Messages a device may send in a burst, then per second, before it is closed as flooding.

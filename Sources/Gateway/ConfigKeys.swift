@@ -48,11 +48,8 @@ public enum ConfigKeys {
         .int(
             "provider.tls.port", "2197", in: 0...65535,
             "Port of the TLS provider listener (APNs uses 443 and 2197).", to: \.tlsListener.port),
-        .text(
-            "provider.tls.certificate", "",
-            "PEM certificate chain of the TLS listener. Empty: a development certificate is created in data_dir/tls on first start.",
-            to: \.tls.certificate),
-        .text("provider.tls.private_key", "", "PEM private key of provider.tls.certificate.", to: \.tls.privateKey),
+        tlsCertificate,
+        tlsPrivateKey,
         .text(
             "provider.tls.client_ca", "",
             "PEM CA that signs provider client certificates (certificate-based auth). Empty: the development CA in data_dir/tls.",
@@ -65,12 +62,8 @@ public enum ConfigKeys {
             "provider.h2c.host", "127.0.0.1", nonEmpty: true, "Address the h2c provider listener binds to.",
             to: \.h2cListener.host),
         .int("provider.h2c.port", "2198", in: 0...65535, "Port of the h2c provider listener.", to: \.h2cListener.port),
-        .int(
-            "provider.device_token.min_length", "64", in: 2...1024,
-            "Shortest accepted device token, in hex characters.", to: \.asRead.deviceTokenMinLength),
-        .int(
-            "provider.device_token.max_length", "64", in: 2...1024,
-            "Longest accepted device token, in hex characters (APNs tokens are 64).", to: \.asRead.deviceTokenMaxLength),
+        deviceTokenMinLength,
+        deviceTokenMaxLength,
         .int(
             "provider.rate.device_token.burst", "200", in: 0...Int(Int32.max),
             "Requests one device token may receive in a burst before 429 TooManyRequests.",
@@ -201,14 +194,8 @@ public enum ConfigKeys {
             "devices.not_reading_timeout_seconds", "30", in: 1...86400,
             "A device that does not read its messages, or acknowledges none of the pushes sent to it, for this long is closed (they are sent again on its next connection).",
             to: \.hub.notReadingTimeoutSeconds),
-        .int(
-            "devices.delivery_window", "64", in: 1...100_000,
-            "Pushes written to a device and not yet acknowledged, at most; the rest wait their turn in its queue.",
-            to: \.hub.deliveryWindow),
-        .int(
-            "devices.max_waiting", "10000", in: 1...10_000_000,
-            "Pushes that may wait for one device (queued or written, not acknowledged) before POSTs to its tokens get 429 TooManyRequests.",
-            to: \.hub.maximumWaiting),
+        deliveryWindow,
+        maxWaiting,
         .int(
             "devices.hello_timeout_seconds", "10", in: 1...3600,
             "A connection that does not say hello (or register) within this time is closed.",
@@ -313,14 +300,9 @@ public enum ConfigKeys {
         .flag(
             "admin.enabled", "true",
             "Serve the admin API (lookups by apns-id and token, counters).", to: \.admin.enabled),
-        .text(
-            "admin.host", "127.0.0.1", nonEmpty: true,
-            "Address the admin API binds to; anything but loopback requires admin.token.", to: \.admin.host),
+        adminHost,
         .int("admin.port", "2201", in: 0...65535, "Port of the admin API (HTTP/1.1, JSON).", to: \.admin.port),
-        .optionalText(
-            "admin.token", secret: .masked,
-            "Bearer token the admin API requires (authorization: Bearer <token>); empty: none (loopback only).",
-            to: \.adminToken),
+        adminToken,
         .int(
             "admin.live.interval_ms", "1000", in: 100...60_000,
             "The live feed (/v1/live, the dashboard) writes one event this often.",
@@ -333,10 +315,7 @@ public enum ConfigKeys {
 
     /// The store (docs/store.md).
     static let store: [ConfigKey] = [
-        .choice(
-            "store.backend", StoreSettings.Backend.sqlite,
-            "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir), postgres (store.postgres.url), or memory (nothing survives a restart; same as `serve --ephemeral`).",
-            to: \.store.backend),
+        storeBackend,
         .text(
             "store.sqlite.path", "",
             "The SQLite database file (WAL mode). Empty: data_dir/pushgate.sqlite.", to: \.store.sqlitePath),
@@ -344,10 +323,7 @@ public enum ConfigKeys {
             "store.sqlite.synchronous", SQLiteStore.Synchronous.full,
             "full: a 200 is on disk (survives a power loss); normal: survives a crash of the process, not of the machine, and commits faster.",
             to: \.store.synchronous),
-        .text(
-            "store.postgres.url", "", secret: .url(PostgresStore.redacted),
-            "With store.backend postgres: postgres://user:password@host:port/database (plain TCP; loopback or a trusted network).",
-            to: \.store.postgresURL),
+        postgresURL,
         .custom(
             "store.postgres.node_id", "", expected: "a name of at most 200 characters without spaces",
             "This node's name among the gateway nodes sharing the PostgreSQL database (each device's policy runs on its owner node; docs/store.md). Keep it stable across restarts. Empty: <hostname>:<devices.port>.",
@@ -374,6 +350,42 @@ public enum ConfigKeys {
             "How long a POST (or a device's registration) waits for its commit to start while the store is stuck in an earlier one: past it the change is dropped unattempted and the POST answered 503 ServiceUnavailable (never delivered, nothing lands later); a commit already running ends in its own time (SQLite's busy timeout, 10 s; PostgreSQL's connection attempt). 0: no limit.",
             to: \.store.waitLimitSeconds),
     ]
+
+    // Keys the rules between keys name (`GatewayConfiguration.settle`).
+    static let deviceTokenMinLength = ConfigKey.int(
+        "provider.device_token.min_length", "64", in: 2...1024,
+        "Shortest accepted device token, in hex characters.", to: \.asRead.deviceTokenMinLength)
+    static let deviceTokenMaxLength = ConfigKey.int(
+        "provider.device_token.max_length", "64", in: 2...1024,
+        "Longest accepted device token, in hex characters (APNs tokens are 64).", to: \.asRead.deviceTokenMaxLength)
+    static let tlsCertificate = ConfigKey.text(
+        "provider.tls.certificate", "",
+        "PEM certificate chain of the TLS listener. Empty: a development certificate is created in data_dir/tls on first start.",
+        to: \.tls.certificate)
+    static let tlsPrivateKey = ConfigKey.text("provider.tls.private_key", "", "PEM private key of provider.tls.certificate.", to: \.tls.privateKey)
+    static let maxWaiting = ConfigKey.int(
+        "devices.max_waiting", "10000", in: 1...10_000_000,
+        "Pushes that may wait for one device (queued or written, not acknowledged) before POSTs to its tokens get 429 TooManyRequests.",
+        to: \.hub.maximumWaiting)
+    static let deliveryWindow = ConfigKey.int(
+        "devices.delivery_window", "64", in: 1...100_000,
+        "Pushes written to a device and not yet acknowledged, at most; the rest wait their turn in its queue.",
+        to: \.hub.deliveryWindow)
+    static let adminToken = ConfigKey.optionalText(
+        "admin.token", secret: .masked,
+        "Bearer token the admin API requires (authorization: Bearer <token>); empty: none (loopback only).",
+        to: \.adminToken)
+    static let adminHost = ConfigKey.text(
+        "admin.host", "127.0.0.1", nonEmpty: true,
+        "Address the admin API binds to; anything but loopback requires admin.token.", to: \.admin.host)
+    static let postgresURL = ConfigKey.text(
+        "store.postgres.url", "", secret: .url(PostgresStore.redacted),
+        "With store.backend postgres: postgres://user:password@host:port/database (plain TCP; loopback or a trusted network).",
+        to: \.store.postgresURL)
+    static let storeBackend = ConfigKey.choice(
+        "store.backend", StoreSettings.Backend.sqlite,
+        "Where accepted notifications, devices, tokens and budgets are kept: sqlite (a file in data_dir), postgres (store.postgres.url), or memory (nothing survives a restart; same as `serve --ephemeral`).",
+        to: \.store.backend)
 
     public static let byName: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 

@@ -105,20 +105,20 @@ public struct GatewayConfiguration: Sendable {
     /// What depends on several keys: checks between them, paths in data_dir, defaults made from the
     /// machine (node name, connection caps from the descriptor limit).
     private mutating func settle(_ raw: RawConfiguration, descriptors: Int) throws {
-        func refuse(_ key: String, _ message: String) -> ConfigError {
-            ConfigError(key: key, source: raw.value(key).source, message: message)
+        func refuse(_ key: ConfigKey, _ message: String) -> ConfigError {
+            ConfigError(key: key.name, source: raw.value(key.name).source, message: message)
         }
         guard asRead.deviceTokenMinLength <= asRead.deviceTokenMaxLength else {
             throw refuse(
-                "provider.device_token.min_length",
-                "must not exceed provider.device_token.max_length (\(asRead.deviceTokenMaxLength))")
+                ConfigKeys.deviceTokenMinLength,
+                "must not exceed \(ConfigKeys.deviceTokenMaxLength.name) (\(asRead.deviceTokenMaxLength))")
         }
         provider.deviceTokenLengths = asRead.deviceTokenMinLength...asRead.deviceTokenMaxLength
         policy.heldStorage = asRead.heldUpTo ? .upTo(asRead.heldLimit) : .newestOnly
         if tls.certificate.isEmpty != tls.privateKey.isEmpty {
             throw refuse(
-                tls.certificate.isEmpty ? "provider.tls.certificate" : "provider.tls.private_key",
-                "provider.tls.certificate and provider.tls.private_key must be set together")
+                tls.certificate.isEmpty ? ConfigKeys.tlsCertificate : ConfigKeys.tlsPrivateKey,
+                "\(ConfigKeys.tlsCertificate.name) and \(ConfigKeys.tlsPrivateKey.name) must be set together")
         }
         func inData(_ path: String, _ file: String) -> String {
             path.isEmpty ? (dataDirectory as NSString).appendingPathComponent(file) : path
@@ -131,8 +131,8 @@ public struct GatewayConfiguration: Sendable {
         deviceTLSListener.host = deviceListener.host
         guard hub.maximumWaiting >= hub.deliveryWindow else {
             throw refuse(
-                "devices.max_waiting",
-                "must be at least devices.delivery_window (\(hub.deliveryWindow)), was \(hub.maximumWaiting)")
+                ConfigKeys.maxWaiting,
+                "must be at least \(ConfigKeys.deliveryWindow.name) (\(hub.deliveryWindow)), was \(hub.maximumWaiting)")
         }
         // The connection caps (0: made from the process's descriptor limit, leaving room for each other
         // and for the store, the admin API and files).
@@ -143,13 +143,13 @@ public struct GatewayConfiguration: Sendable {
         let loopback = ["127.0.0.1", "::1", "localhost"].contains(admin.host)
         if admin.enabled, !loopback, adminToken == nil {
             throw refuse(
-                "admin.token",
-                "required when admin.host (\(admin.host)) is not loopback: the admin API shows devices and tokens")
+                ConfigKeys.adminToken,
+                "required when \(ConfigKeys.adminHost.name) (\(admin.host)) is not loopback: the admin API shows devices and tokens")
         }
         if store.backend == .postgres, store.postgresURL.isEmpty {
             throw refuse(
-                "store.postgres.url",
-                "required when store.backend is postgres (postgres://user:password@host:port/database)")
+                ConfigKeys.postgresURL,
+                "required when \(ConfigKeys.storeBackend.name) is postgres (postgres://user:password@host:port/database)")
         }
         if store.nodeID.isEmpty { store.nodeID = "\(ProcessInfo.processInfo.hostName):\(deviceListener.port)" }
     }

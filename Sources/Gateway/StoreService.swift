@@ -73,7 +73,7 @@ public final class StoreService: Service, Sendable {
             do {
                 return try PostgresStore(url: settings.postgresURL, nodeID: settings.nodeID)
             } catch let error as StoreError {
-                throw ConfigError(key: "store.postgres.url", source: nil, message: error.message)
+                throw ConfigError(key: ConfigKeys.postgresURL.name, source: nil, message: error.message)
             }
         }
     }

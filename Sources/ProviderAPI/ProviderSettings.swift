@@ -1,7 +1,7 @@
 import PushModel
 
 /// Settings of the provider API, in typed values. `Gateway` fills them from the configuration.
-public struct ProviderSettings: Sendable {
+public struct ProviderSettings: Sendable, Equatable {
     /// The environment this gateway plays: keys and certificates limited to the other one are refused.
     public var environment: PushEnvironment = .development
     /// Accepted device token lengths in hex characters (APNs: 64).
@@ -14,7 +14,7 @@ public struct ProviderSettings: Sendable {
     public init() {}
 }
 
-public struct AuthSettings: Sendable {
+public struct AuthSettings: Sendable, Equatable {
     public var tokenLifetimeSeconds: Int64 = 3600
     public var allowedFutureSkewSeconds: Int64 = 60
     public var tokenUpdateBurst: Int = 2
@@ -29,7 +29,7 @@ public struct AuthSettings: Sendable {
 }
 
 /// HTTP/2 limits of a provider connection.
-public struct HTTP2Limits: Sendable {
+public struct HTTP2Limits: Sendable, Equatable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone.
     public var maxConcurrentStreams: Int = 1000
     /// SETTINGS_MAX_HEADER_LIST_SIZE advertised to providers; a request over it is answered 431.

@@ -1,4 +1,6 @@
 import Foundation
+import AdminAPI
+import DeviceHub
 import Logging
 import ProviderAPI
 import PushModel
@@ -15,6 +17,24 @@ import Testing
         #expect(configuration.h2cListener.port == 2198)
         #expect(configuration.provider.environment == .development)
         #expect(configuration.keysFile == "./data/provider-keys.yaml")
+    }
+
+    /// Code that builds a settings value without a configuration (the forecast's policy, the tests, a
+    /// hub of its own) gets the same defaults as `pushgate serve`: each struct's own defaults are its
+    /// keys' defaults.
+    @Test func eachSettingsDefaultsAreItsKeysDefaults() throws {
+        let configuration = try GatewayConfiguration(RawConfiguration())
+        #expect(configuration.policy == PolicySettings())
+        #expect(configuration.provider == ProviderSettings())
+        #expect(configuration.adminLive == LiveFeedSettings())
+        #expect(configuration.store.cluster == ClusterSettings())
+        var store = configuration.store
+        store.nodeID = ""  // settled from the host name and the device port
+        #expect(store == StoreSettings())
+        var hub = configuration.hub
+        #expect(hub.enrolmentSecret == nil, "none configured: data_dir's, read at start")
+        hub.enrolmentSecret = nil
+        #expect(hub == HubSettings())
     }
 
     @Test func keyNamesAndVariablesAreUnique() {
