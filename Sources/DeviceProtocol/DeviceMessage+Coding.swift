@@ -7,6 +7,29 @@ public struct ProtocolError: Error, Equatable, CustomStringConvertible {
     public var description: String { message }
 }
 
+/// Every message type's wire name (`type`), once: both directions' decoding and encoding use it.
+public enum MessageType: String, CaseIterable, Sendable {
+    // Device → gateway.
+    case register
+    case hello
+    case install
+    case uninstall
+    case ack
+    case complete
+    case keepAlive = "keep_alive"
+    case appState = "app_state"
+    case conditions
+    // Gateway → device.
+    case registered
+    case welcome
+    case installed
+    case uninstalled
+    case notification
+    case keepAliveAck = "keep_alive_ack"
+    case closing
+    case error
+}
+
 /// The JSON form of the messages: a flat object with `type` and the fields of that type.
 struct Envelope: Codable {
     var type: String
@@ -29,7 +52,7 @@ struct Envelope: Codable {
     var reconnect_after_ms: Int?
     var message: String?
 
-    init(type: String) { self.type = type }
+    init(type: MessageType) { self.type = type.rawValue }
 
     /// Reads one message's JSON, or says it is none.
     static func read(_ bytes: some Collection<UInt8>, expected: String) throws(ProtocolError) -> Envelope {
@@ -47,6 +70,8 @@ struct Envelope: Codable {
     }
 
     func unknownType() -> ProtocolError { ProtocolError("unknown message type \"\(type)\"") }
+    /// A type the other side sends.
+    func wrongDirection() -> ProtocolError { ProtocolError("unexpected message type \"\(type)\" (the other side sends it)") }
 }
 
 private let encoder: JSONEncoder = {
@@ -60,30 +85,31 @@ extension DeviceMessage {
 
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> DeviceMessage {
         let envelope = try Envelope.read(bytes, expected: "device message")
-        switch envelope.type {
-        case "register": return .register(enrolment: envelope.enrolment)
-        case "hello":
+        switch MessageType(rawValue: envelope.type) {
+        case .register: return .register(enrolment: envelope.enrolment)
+        case .hello:
             return .hello(
                 deviceID: try envelope.need(envelope.device_id, "device_id"),
                 secret: try envelope.need(envelope.secret, "secret"))
-        case "install": return .install(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
-        case "uninstall": return .uninstall(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
-        case "ack": return .ack(apnsID: try envelope.need(envelope.apns_id, "apns_id"))
-        case "complete":
+        case .install: return .install(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
+        case .uninstall: return .uninstall(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
+        case .ack: return .ack(apnsID: try envelope.need(envelope.apns_id, "apns_id"))
+        case .complete:
             return .complete(
                 apnsID: try envelope.need(envelope.apns_id, "apns_id"),
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
                 result: try envelope.need(envelope.result, "result"))
-        case "keep_alive": return .keepAlive(sequence: try envelope.need(envelope.sequence, "sequence"))
-        case "app_state":
+        case .keepAlive: return .keepAlive(sequence: try envelope.need(envelope.sequence, "sequence"))
+        case .appState:
             return .appState(
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
                 state: try envelope.need(envelope.state, "state"))
-        case "conditions":
+        case .conditions:
             return .conditions(
                 lowPowerMode: envelope.low_power_mode ?? false,
                 backgroundAppRefreshOff: envelope.background_app_refresh_off ?? false)
-        default: throw envelope.unknownType()
+        case .none: throw envelope.unknownType()
+        default: throw envelope.wrongDirection()
         }
     }
 
@@ -91,35 +117,35 @@ extension DeviceMessage {
         var envelope: Envelope
         switch self {
         case .register(let enrolment):
-            envelope = Envelope(type: "register")
+            envelope = Envelope(type: .register)
             envelope.enrolment = enrolment
         case .hello(let deviceID, let secret):
-            envelope = Envelope(type: "hello")
+            envelope = Envelope(type: .hello)
             envelope.device_id = deviceID
             envelope.secret = secret
         case .install(let bundleID):
-            envelope = Envelope(type: "install")
+            envelope = Envelope(type: .install)
             envelope.bundle_id = bundleID
         case .uninstall(let bundleID):
-            envelope = Envelope(type: "uninstall")
+            envelope = Envelope(type: .uninstall)
             envelope.bundle_id = bundleID
         case .ack(let apnsID):
-            envelope = Envelope(type: "ack")
+            envelope = Envelope(type: .ack)
             envelope.apns_id = apnsID
         case .complete(let apnsID, let bundleID, let result):
-            envelope = Envelope(type: "complete")
+            envelope = Envelope(type: .complete)
             envelope.apns_id = apnsID
             envelope.bundle_id = bundleID
             envelope.result = result
         case .keepAlive(let sequence):
-            envelope = Envelope(type: "keep_alive")
+            envelope = Envelope(type: .keepAlive)
             envelope.sequence = sequence
         case .appState(let bundleID, let state):
-            envelope = Envelope(type: "app_state")
+            envelope = Envelope(type: .appState)
             envelope.bundle_id = bundleID
             envelope.state = state
         case .conditions(let lowPowerMode, let backgroundAppRefreshOff):
-            envelope = Envelope(type: "conditions")
+            envelope = Envelope(type: .conditions)
             envelope.low_power_mode = lowPowerMode
             envelope.background_app_refresh_off = backgroundAppRefreshOff
         }
@@ -130,31 +156,32 @@ extension DeviceMessage {
 extension GatewayMessage {
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> GatewayMessage {
         let envelope = try Envelope.read(bytes, expected: "gateway message")
-        switch envelope.type {
-        case "registered":
+        switch MessageType(rawValue: envelope.type) {
+        case .registered:
             return .registered(
                 deviceID: try envelope.need(envelope.device_id, "device_id"),
                 secret: try envelope.need(envelope.secret, "secret"))
-        case "welcome":
+        case .welcome:
             return .welcome(
                 deviceID: try envelope.need(envelope.device_id, "device_id"), apps: envelope.apps ?? [],
                 keepAliveSeconds: try envelope.need(envelope.keep_alive_seconds, "keep_alive_seconds"))
-        case "installed":
+        case .installed:
             return .installed(
                 InstalledApp(
                     bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
                     token: try envelope.need(envelope.token, "token")))
-        case "uninstalled": return .uninstalled(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
-        case "notification": return .notification(try envelope.need(envelope.notification, "notification"))
-        case "keep_alive_ack":
+        case .uninstalled: return .uninstalled(bundleID: try envelope.need(envelope.bundle_id, "bundle_id"))
+        case .notification: return .notification(try envelope.need(envelope.notification, "notification"))
+        case .keepAliveAck:
             return .keepAliveAck(
                 sequence: try envelope.need(envelope.sequence, "sequence"), notifications: envelope.notifications ?? [])
-        case "closing":
+        case .closing:
             return .closing(
                 reason: try envelope.need(envelope.reason, "reason"),
                 reconnectAfterMilliseconds: envelope.reconnect_after_ms)
-        case "error": return .error(message: try envelope.need(envelope.message, "message"))
-        default: throw envelope.unknownType()
+        case .error: return .error(message: try envelope.need(envelope.message, "message"))
+        case .none: throw envelope.unknownType()
+        default: throw envelope.wrongDirection()
         }
     }
 
@@ -162,34 +189,34 @@ extension GatewayMessage {
         var envelope: Envelope
         switch self {
         case .registered(let deviceID, let secret):
-            envelope = Envelope(type: "registered")
+            envelope = Envelope(type: .registered)
             envelope.device_id = deviceID
             envelope.secret = secret
         case .welcome(let deviceID, let apps, let keepAliveSeconds):
-            envelope = Envelope(type: "welcome")
+            envelope = Envelope(type: .welcome)
             envelope.device_id = deviceID
             envelope.apps = apps
             envelope.keep_alive_seconds = keepAliveSeconds
         case .installed(let app):
-            envelope = Envelope(type: "installed")
+            envelope = Envelope(type: .installed)
             envelope.bundle_id = app.bundleID
             envelope.token = app.token
         case .uninstalled(let bundleID):
-            envelope = Envelope(type: "uninstalled")
+            envelope = Envelope(type: .uninstalled)
             envelope.bundle_id = bundleID
         case .notification(let delivery):
-            envelope = Envelope(type: "notification")
+            envelope = Envelope(type: .notification)
             envelope.notification = delivery
         case .keepAliveAck(let sequence, let notifications):
-            envelope = Envelope(type: "keep_alive_ack")
+            envelope = Envelope(type: .keepAliveAck)
             envelope.sequence = sequence
             envelope.notifications = notifications
         case .closing(let reason, let reconnectAfter):
-            envelope = Envelope(type: "closing")
+            envelope = Envelope(type: .closing)
             envelope.reason = reason
             envelope.reconnect_after_ms = reconnectAfter
         case .error(let message):
-            envelope = Envelope(type: "error")
+            envelope = Envelope(type: .error)
             envelope.message = message
         }
         return Array((try? encoder.encode(envelope)) ?? Data())

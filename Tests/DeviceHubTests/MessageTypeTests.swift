@@ -1,0 +1,47 @@
+import DeviceProtocol
+import Foundation
+import Testing
+
+/// The device protocol's wire names come from one table (`MessageType`): every message of either
+/// direction carries its type's name, reads back as itself, and is refused by the other direction.
+@Suite struct MessageTypeTests {
+    static let delivery = Delivery(
+        apnsID: "01a3185c-5000-7abc-8def-0123456789ab", topic: "com.example.a", bundleID: "com.example.a",
+        pushType: "alert", priority: 10, collapseID: nil, kind: "alerting", deadlineSeconds: nil, rule: "alerting",
+        payload: "{}")
+    static let fromDevices: [DeviceMessage] = [
+        .register(enrolment: "secret"), .hello(deviceID: "d", secret: "s"), .install(bundleID: "a"),
+        .uninstall(bundleID: "a"), .ack(apnsID: "x"), .complete(apnsID: "x", bundleID: "a", result: "newData"),
+        .keepAlive(sequence: 3), .appState(bundleID: "a", state: "background"),
+        .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
+    ]
+    static let fromGateway: [GatewayMessage] = [
+        .registered(deviceID: "d", secret: "s"),
+        .welcome(deviceID: "d", apps: [InstalledApp(bundleID: "a", token: "t")], keepAliveSeconds: 60),
+        .installed(InstalledApp(bundleID: "a", token: "t")), .uninstalled(bundleID: "a"), .notification(delivery),
+        .keepAliveAck(sequence: 3, notifications: [delivery]), .closing(reason: "shutdown", reconnectAfterMilliseconds: 2000),
+        .error(message: "no"),
+    ]
+
+    static func type(_ bytes: [UInt8]) throws -> String {
+        let object = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        return try #require(object?["type"] as? String)
+    }
+
+    @Test func everyTypeIsSentOnceAndReadsBack() throws {
+        var seen: [String] = []
+        for message in Self.fromDevices {
+            let bytes = message.encoded()
+            seen.append(try Self.type(bytes))
+            #expect(try DeviceMessage.decode(bytes) == message)
+            #expect(throws: ProtocolError.self) { try GatewayMessage.decode(bytes) }
+        }
+        for message in Self.fromGateway {
+            let bytes = message.encoded()
+            seen.append(try Self.type(bytes))
+            #expect(try GatewayMessage.decode(bytes) == message)
+            #expect(throws: ProtocolError.self) { try DeviceMessage.decode(bytes) }
+        }
+        #expect(seen == MessageType.allCases.map(\.rawValue))
+    }
+}
