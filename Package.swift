@@ -238,7 +238,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The shipped kinds of iPhone (links to Config/iphone), compiled in: simulate, demo and forecast
+            // run outside the repository too.
+            resources: ["chat", "misbehaving", "news", "podcast"].map { .embedInCode("iphone/\($0).yaml") }
         ),
         // Fuzzing: every parser of peer or user input as a function of bytes (Fuzz/run.sh builds the
         // driver with libFuzzer; FuzzRegressionTests replays the corpus through the same functions).

@@ -26,7 +26,8 @@ import Yams
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// Each shipped file is valid, says what it models, and is embedded in the binary byte for byte.
+    /// Each shipped file is valid, says what it models, and is compiled into the binary (a new one needs
+    /// its link in Sources/pushgate/iphone and its name in Package.swift's resources).
     @Test func theShippedIPhonesAreValidAndEmbedded() throws {
         let directory = Self.repository.appendingPathComponent("Config/iphone")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }
