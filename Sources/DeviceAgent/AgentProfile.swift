@@ -1,4 +1,5 @@
 import PushModel
+import Synchronization
 
 /// A simulated app's behaviour, as the YAML files in Config/profiles describe it.
 public struct AgentProfile: Codable, Sendable, Equatable {
@@ -65,20 +66,24 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         return nil
     }
 
-    /// The wake behaviour this profile describes.
-    public var behaviour: AgentBehaviour {
+    /// The wake behaviour this profile describes, its chances drawn from `seed` (the same seed, the same
+    /// answers to the same wakes).
+    public func behaviour(seed: UInt64) -> AgentBehaviour {
         let profile = self
         let target = HTTPGet.Target(fetch_url)
+        let random = Mutex(FastRandom(seed: seed ^ 0xA6E7_0BE4))
         return AgentBehaviour(keepAliveJitter: keep_alive_jitter) { _ in
-            let roll = Double.random(in: 0..<1)
-            if roll < profile.never_fraction { return .never }
-            if let target { return .fetch(target, timeoutMilliseconds: profile.fetch_timeout_ms) }
-            let work = Int64.random(in: profile.work_ms_min...profile.work_ms_max)
-            if roll < profile.never_fraction + profile.failed_fraction {
-                return .complete(result: "failed", afterMilliseconds: work)
+            random.withLock { random in
+                let roll = Double.random(in: 0..<1, using: &random)
+                if roll < profile.never_fraction { return .never }
+                if let target { return .fetch(target, timeoutMilliseconds: profile.fetch_timeout_ms) }
+                let work = Int64.random(in: profile.work_ms_min...profile.work_ms_max, using: &random)
+                if roll < profile.never_fraction + profile.failed_fraction {
+                    return .complete(result: "failed", afterMilliseconds: work)
+                }
+                let newData = Double.random(in: 0..<1, using: &random) < profile.new_data_fraction
+                return .complete(result: newData ? "newData" : "noData", afterMilliseconds: work)
             }
-            let newData = Double.random(in: 0..<1) < profile.new_data_fraction
-            return .complete(result: newData ? "newData" : "noData", afterMilliseconds: work)
         }
     }
 }

@@ -15,22 +15,23 @@ public final class SimulatedFleet: Sendable {
     public let counters = SimulationCounters()
     /// iPhones only: what they did, and the freshness report.
     public let freshness: FleetFreshness?
-    private let plain: (apps: [String], profile: AgentProfile)?
+    private let plain: (apps: [String], profile: AgentProfile, seed: UInt64)?
     private let http: HTTPClient?
     private let lifeEvents = Mutex<[RepeatedTask]>([])
 
     public init(
         host: String, port: Int, devices: Int, apps: [String], profile: AgentProfile, enrolment: String? = nil,
-        group: any EventLoopGroup
+        seed: UInt64 = 1, group: any EventLoopGroup
     ) {
-        plain = (apps, profile)
+        plain = (apps, profile, seed)
         freshness = nil
         http = nil
         let counters = self.counters
-        let behaviour = profile.behaviour
-        agents = (0..<devices).map { _ in
+        // Device i is seeded `seed + i`: its wakes' answers, keep-alives, force-quits and Low Power periods.
+        agents = (0..<devices).map { index in
             DeviceAgent(
-                host: host, port: port, apps: apps, enrolment: enrolment, behaviour: behaviour, group: group,
+                host: host, port: port, apps: apps, enrolment: enrolment,
+                behaviour: profile.behaviour(seed: seed &+ UInt64(index)), seed: seed &+ UInt64(index), group: group,
                 onEvent: { counters.record($0) })
         }
     }
@@ -103,8 +104,10 @@ public final class SimulatedFleet: Sendable {
         }
         starting.withLock { $0.task = task }
         guard let plain else { return }
-        let tasks = agents.map { agent in
-            LifeEvents.schedule(agent, apps: plain.apps, profile: plain.profile, on: agent.group.next())
+        let tasks = agents.enumerated().map { index, agent in
+            LifeEvents.schedule(
+                agent, apps: plain.apps, profile: plain.profile, seed: plain.seed &+ UInt64(index),
+                on: agent.group.next())
         }
         lifeEvents.withLock { $0 = tasks }
     }
@@ -205,20 +208,27 @@ public final class SimulationCounters: Sendable {
 }
 
 /// App-state changes and Low Power Mode periods over time, as the profile says: checked once a minute per
-/// device, each an independent chance.
+/// device, each an independent chance drawn from the device's seed.
 enum LifeEvents {
-    static func schedule(_ agent: DeviceAgent, apps: [String], profile: AgentProfile, on loop: any EventLoop)
-        -> RepeatedTask
-    {
+    static func schedule(
+        _ agent: DeviceAgent, apps: [String], profile: AgentProfile, seed: UInt64, on loop: any EventLoop
+    ) -> RepeatedTask {
         let minute = TimeAmount.seconds(60)
+        let random = Mutex(FastRandom(seed: seed ^ 0x11FE_E7E4))
         return loop.scheduleRepeatedTask(initialDelay: minute, delay: minute) { _ in
-            if let app = apps.randomElement(), Double.random(in: 0..<1) < profile.force_quit_per_hour / 60 {
+            let (app, forceQuit, lowPower) = random.withLock { random in
+                (
+                    apps.randomElement(using: &random), Double.random(in: 0..<1, using: &random),
+                    Double.random(in: 0..<1, using: &random)
+                )
+            }
+            if let app, forceQuit < profile.force_quit_per_hour / 60 {
                 agent.send(.appState(bundleID: app, state: "force_quit"))
                 loop.scheduleTask(in: .seconds(profile.reopen_after_seconds)) {
                     agent.send(.appState(bundleID: app, state: "foreground"))
                 }
             }
-            if Double.random(in: 0..<1) < profile.low_power_per_hour / 60 {
+            if lowPower < profile.low_power_per_hour / 60 {
                 agent.send(.conditions(lowPowerMode: true, backgroundAppRefreshOff: false))
                 loop.scheduleTask(in: .seconds(profile.low_power_seconds)) {
                     agent.send(.conditions(lowPowerMode: false, backgroundAppRefreshOff: false))

@@ -122,7 +122,7 @@ struct DemoCommand: AsyncParsableCommand {
         if let plain {
             fleet = SimulatedFleet(
                 host: "127.0.0.1", port: devicePort, devices: devices, apps: [plainBundle], profile: plain,
-                enrolment: enrolment, group: fleetGroup)
+                enrolment: enrolment, seed: iphone.seed, group: fleetGroup)
         } else {
             let started = try await iphone.start(
                 devices: devices, host: "127.0.0.1", port: devicePort, enrolment: enrolment,

@@ -126,7 +126,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         let fleet = SimulatedFleet(
             host: host, port: port, devices: devices, apps: bundles, profile: profile, enrolment: enrolment,
-            group: group)
+            seed: iphone.seed, group: group)
         fleet.start()
         do {
             try await connect(fleet)

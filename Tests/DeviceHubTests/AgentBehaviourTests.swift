@@ -41,12 +41,28 @@ import Yams
         #expect(bad.problem()?.contains("fetch_url") == true)
     }
 
+    /// A plain agent's answers repeat from its seed, like an iPhone's users.
+    @Test func profileBehaviourRepeatsFromItsSeed() {
+        var profile = AgentProfile()
+        profile.never_fraction = 0.2
+        profile.failed_fraction = 0.3
+        let delivery = Delivery(
+            apnsID: APNsID.generate().value, topic: "a", bundleID: "a", pushType: "background", priority: 5,
+            collapseID: nil, kind: "background", deadlineSeconds: 30, rule: "on_budget", payload: "{}")
+        func answers(_ seed: UInt64) -> [String] {
+            let behaviour = profile.behaviour(seed: seed)
+            return (0..<50).map { _ in "\(behaviour.wake(delivery))" }
+        }
+        #expect(answers(7) == answers(7))
+        #expect(answers(7) != answers(8))
+    }
+
     @Test func profileBehaviourFollowsItsFractions() {
         var profile = AgentProfile()
         profile.never_fraction = 0.2
         profile.failed_fraction = 0.3
         profile.new_data_fraction = 1
-        let behaviour = profile.behaviour
+        let behaviour = profile.behaviour(seed: 3)
         let delivery = Delivery(
             apnsID: APNsID.generate().value, topic: "a", bundleID: "a", pushType: "background", priority: 5,
             collapseID: nil,
