@@ -305,6 +305,7 @@ let package = Package(
                 "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
                 "ProviderAuth",
                 "ProviderClient", "Gateway", "TestSupport", "PushStore", "JobQueue", "PushIntake",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Yams", package: "Yams"),

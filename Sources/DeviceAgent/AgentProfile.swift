@@ -60,7 +60,7 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         if force_quit_per_hour < 0 || low_power_per_hour < 0 {
             return "force_quit_per_hour/low_power_per_hour: must not be negative"
         }
-        if !fetch_url.isEmpty, HTTPGet.Target(fetch_url) == nil {
+        if !fetch_url.isEmpty, !WakeFetch.isValid(fetch_url) {
             return "fetch_url: expected http://host:port/path, got '\(fetch_url)'"
         }
         return nil
@@ -70,13 +70,13 @@ public struct AgentProfile: Codable, Sendable, Equatable {
     /// answers to the same wakes).
     public func behaviour(seed: UInt64) -> AgentBehaviour {
         let profile = self
-        let target = HTTPGet.Target(fetch_url)
+        let url = fetch_url.isEmpty ? nil : fetch_url
         let random = Mutex(FastRandom(seed: seed ^ 0xA6E7_0BE4))
         return AgentBehaviour(keepAliveJitter: keep_alive_jitter) { _ in
             random.withLock { random in
                 let roll = Double.random(in: 0..<1, using: &random)
                 if roll < profile.never_fraction { return .never }
-                if let target { return .fetch(target, timeoutMilliseconds: profile.fetch_timeout_ms) }
+                if let url { return .fetch(url: url, timeoutMilliseconds: profile.fetch_timeout_ms) }
                 let work = Int64.random(in: profile.work_ms_min...profile.work_ms_max, using: &random)
                 if roll < profile.never_fraction + profile.failed_fraction {
                     return .complete(result: "failed", afterMilliseconds: work)

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import DeviceProtocol
 import DeviceRuntime
 import Logging
@@ -16,7 +17,7 @@ public enum WakeResponse: Sendable, Equatable {
     /// Never call it (the app will be terminated at the deadline).
     case never
     /// Do real work: an HTTP GET; complete with what its response calls for, after the real elapsed time.
-    case fetch(HTTPGet.Target, timeoutMilliseconds: Int64)
+    case fetch(url: String, timeoutMilliseconds: Int64)
 }
 
 /// What a simulated device does: answers wakes, and spreads keep-alives with a per-device phase and jitter.
@@ -102,12 +103,17 @@ public final class DeviceAgent: Sendable {
         var refusal: String?
     }
 
+    /// What a plain agent's wakes fetch with (`WakeResponse.fetch`), when its profile fetches.
+    private let http: HTTPClient?
+
     public init(
         host: String, port: Int, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
         enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, runtime: RuntimeShell? = nil,
-        seed: UInt64? = nil, group: any EventLoopGroup, onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
+        http: HTTPClient? = nil, seed: UInt64? = nil, group: any EventLoopGroup,
+        onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
         self.runtime = runtime
+        self.http = http
         let keepAliveSeed = seed ?? UInt64.random(in: .min ... .max)
         state.withLock { $0.keepAliveSeed = keepAliveSeed }
         self.host = host
@@ -311,9 +317,13 @@ public final class DeviceAgent: Sendable {
         guard delivery.kind == "background" else { return }
         switch behaviour.wake(delivery) {
         case .never: onEvent(.leftUncompleted(apnsID: delivery.apnsID))
-        case .fetch(let target, let timeout):
+        case .fetch(let url, let timeout):
             let agent = self
-            HTTPGet.result(target, timeoutMilliseconds: timeout, on: channel.eventLoop).whenSuccess { result in
+            guard let http else {
+                // A fetching profile runs in a fleet that gives its agents a client (`SimulatedFleet`).
+                return onEvent(.leftUncompleted(apnsID: delivery.apnsID))
+            }
+            WakeFetch.result(url, timeoutMilliseconds: timeout, http: http).whenSuccess { result in
                 agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result))
                 agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
             }

@@ -25,13 +25,16 @@ public final class SimulatedFleet: Sendable {
     ) {
         plain = (apps, profile, seed)
         freshness = nil
-        http = nil
+        // Only a profile whose wakes fetch needs a client.
+        let http = profile.fetch_url.isEmpty ? nil : HTTPClient(eventLoopGroupProvider: .shared(group))
+        self.http = http
         let counters = self.counters
         // Device i is seeded `seed + i`: its wakes' answers, keep-alives, force-quits and Low Power periods.
         agents = (0..<devices).map { index in
             DeviceAgent(
                 host: host, port: port, apps: apps, enrolment: enrolment,
-                behaviour: profile.behaviour(seed: seed &+ UInt64(index)), seed: seed &+ UInt64(index), group: group,
+                behaviour: profile.behaviour(seed: seed &+ UInt64(index)), http: http, seed: seed &+ UInt64(index),
+                group: group,
                 onEvent: { counters.record($0) })
         }
     }

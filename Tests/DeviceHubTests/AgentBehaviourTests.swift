@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import DeviceAgent
 import DeviceHub
 import DeviceProtocol
@@ -87,19 +88,15 @@ import Yams
     @Test func fetchCompletesFromTheRealResponse() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let web = try await TinyWebServer.start(group: group)
-        let loop = group.next()
-        let ok = try await HTTPGet.result(
-            HTTPGet.Target("http://127.0.0.1:\(web.port)/data")!, timeoutMilliseconds: 5000, on: loop
-        ).get()
-        let empty = try await HTTPGet.result(
-            HTTPGet.Target("http://127.0.0.1:\(web.port)/empty")!, timeoutMilliseconds: 5000, on: loop
-        ).get()
-        let missing = try await HTTPGet.result(
-            HTTPGet.Target("http://127.0.0.1:\(web.port)/missing")!, timeoutMilliseconds: 5000, on: loop
-        ).get()
-        let refused = try await HTTPGet.result(
-            HTTPGet.Target("http://127.0.0.1:1/")!, timeoutMilliseconds: 2000, on: loop
-        ).get()
+        let http = HTTPClient(eventLoopGroupProvider: .shared(group))
+        func result(_ url: String, _ timeout: Int64 = 5000) async throws -> String {
+            try await WakeFetch.result(url, timeoutMilliseconds: timeout, http: http).get()
+        }
+        let ok = try await result("http://127.0.0.1:\(web.port)/data")
+        let empty = try await result("http://127.0.0.1:\(web.port)/empty")
+        let missing = try await result("http://127.0.0.1:\(web.port)/missing")
+        let refused = try await result("http://127.0.0.1:1/", 2000)
+        try await http.shutdown()
         #expect([ok, empty, missing, refused] == ["newData", "noData", "failed", "failed"])
         try await web.channel.close()
         try await group.shutdownGracefully()
