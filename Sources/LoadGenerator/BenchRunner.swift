@@ -168,22 +168,17 @@ public enum BenchRunner {
         while true {
             let finished = loop.makePromise(of: Void.self)
             do {
-                let channel = try await ClientBootstrap(group: loop)
-                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            let sync = channel.pipeline.syncOperations
-                            if let sslContext {
-                                try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: nil))
-                            }
-                            var configuration = NIOHTTP2Handler.ConnectionConfiguration()
-                            configuration.headerBlockValidation = .disabled
-                            try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
-                            try sync.addHandler(
-                                BenchConnectionHandler(shared: shared, cursor: cursor, finished: finished))
-                        }
-                    }
-                    .connect(host: options.host, port: options.port).get()
+                // Frames straight to one handler per connection (no stream channels): the client must
+                // outrun the gateway it measures.
+                let channel = try await ProviderClient.bootstrap(group: loop, tls: sslContext, serverName: nil) {
+                    channel in
+                    let sync = channel.pipeline.syncOperations
+                    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+                    configuration.headerBlockValidation = .disabled
+                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
+                    try sync.addHandler(BenchConnectionHandler(shared: shared, cursor: cursor, finished: finished))
+                }
+                .connect(host: options.host, port: options.port).get()
                 channels.add(channel)
                 attempts = 0
             } catch {

@@ -58,28 +58,38 @@ public struct ProviderClient: Sendable {
         if case .tls(let roots, let alpn, let clientCertificate) = security {
             sslContext = try tlsContext(trustRoots: roots, alpn: alpn, clientCertificate: clientCertificate)
         }
-        let context = sslContext
         let configuration = connection
-        // The pipeline is built before the connection is up, so no byte of the server's preface can
-        // arrive ahead of the HTTP/2 handler.
-        let channel = try await ClientBootstrap(group: group)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    if let context {
-                        try sync.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
-                    }
-                    _ = try sync.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: configuration, streamConfiguration: .init()
-                    ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
-                }
-            }
-            .connect(host: host, port: port).get()
+        let channel = try await bootstrap(group: group, tls: sslContext, serverName: serverName) { channel in
+            _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                mode: .client, connectionConfiguration: configuration, streamConfiguration: .init()
+            ) { stream in stream.eventLoop.makeSucceededVoidFuture() }
+        }
+        .connect(host: host, port: port).get()
         let multiplexer = try await channel.eventLoop.submit {
             try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
         }.get()
         return ProviderClient(channel: channel, multiplexer: multiplexer)
+    }
+
+    /// A provider connection's client side up to HTTP/2: TCP_NODELAY, TLS when `tls` is given, then
+    /// `http2` adds the HTTP/2 handling (a stream multiplexer here, a frame-level handler in the load
+    /// generator). The pipeline is built before the connection is up, so no byte of the server's preface
+    /// can arrive ahead of the HTTP/2 handler.
+    public static func bootstrap(
+        group: any EventLoopGroup, tls: NIOSSLContext?, serverName: String?,
+        http2: @escaping @Sendable (any Channel) throws -> Void
+    ) -> ClientBootstrap {
+        ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try http2(channel)
+                }
+            }
     }
 
     /// A client TLS context: the trust roots (PEM file paths; empty: no verification, for development
