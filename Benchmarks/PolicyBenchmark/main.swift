@@ -32,8 +32,8 @@ let before = residentBytes()
 var now = start
 for device in 0..<stateCount {
     let wake = push(device, .silent, at: now, random: &random)
-    _ = engine.received(wake, device: DeviceID(device), now: now)
-    _ = engine.completed(device: DeviceID(device), bundleID: "com.example.app", id: wake.id, result: .newData, now: now)
+    _ = engine.received(wake, device: DeviceSlot(device), now: now)
+    _ = engine.completed(device: DeviceSlot(device), bundleID: "com.example.app", id: wake.id, result: .newData, now: now)
 }
 let after = residentBytes()
 print("states: \(engine.stateCount), resident bytes per state: \((after - before) / max(1, engine.stateCount))")
@@ -41,16 +41,16 @@ print("states: \(engine.stateCount), resident bytes per state: \((after - before
 // Pre-build the events so the timed loop measures decisions only: 40 % silent pushes, 15 % alerts,
 // 15 % keep-alives, 30 % completions of recent wakes (one in ten of them late).
 enum Event {
-    case silent(DeviceID, PushNotification)
-    case alert(DeviceID, PushNotification)
-    case keepAlive(DeviceID)
-    case complete(DeviceID, APNsID, late: Bool)
+    case silent(DeviceSlot, PushNotification)
+    case alert(DeviceSlot, PushNotification)
+    case keepAlive(DeviceSlot)
+    case complete(DeviceSlot, APNsID, late: Bool)
 }
 var events: [Event] = []
 events.reserveCapacity(eventCount)
-var recentWakes: [(DeviceID, APNsID)] = []
+var recentWakes: [(DeviceSlot, APNsID)] = []
 for _ in 0..<eventCount {
-    let device = DeviceID(random.next() % UInt64(stateCount))
+    let device = DeviceSlot(random.next() % UInt64(stateCount))
     switch random.next() % 100 {
     case 0..<40:
         let push = push(0, .silent, at: now, random: &random)

@@ -93,7 +93,7 @@ enum AdminOpenAPI {
               "get": {
                 "summary": "A device's connection, conditions and owner node, and each app's token and silent budget.",
                 "operationId": "device",
-                "parameters": [{"$ref": "#/components/parameters/DeviceID"}],
+                "parameters": [{"$ref": "#/components/parameters/DeviceSlot"}],
                 "responses": {
                   "200": {"description": "The device.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceState"}}}},
                   "404": {"$ref": "#/components/responses/Error"},
@@ -103,7 +103,7 @@ enum AdminOpenAPI {
               "delete": {
                 "summary": "Removes the device (pushgate devices remove): its tokens answer 410 Unregistered from now on, held pushes are discarded, it cannot connect again.",
                 "operationId": "removeDevice",
-                "parameters": [{"$ref": "#/components/parameters/DeviceID"}],
+                "parameters": [{"$ref": "#/components/parameters/DeviceSlot"}],
                 "responses": {
                   "200": {"description": "Removed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Removed"}}}},
                   "404": {"$ref": "#/components/responses/Error"},
@@ -149,7 +149,7 @@ enum AdminOpenAPI {
               "adminToken": {"type": "http", "scheme": "bearer", "description": "admin.token (none needed on loopback when it is empty)."}
             },
             "parameters": {
-              "DeviceID": {"name": "deviceID", "in": "path", "required": true, "description": "The device id from its registration.", "schema": {"type": "string"}}
+              "DeviceSlot": {"name": "deviceID", "in": "path", "required": true, "description": "The device id from its registration.", "schema": {"type": "string"}}
             },
             "responses": {
               "Error": {"description": "What was wrong, in words.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},

@@ -242,7 +242,7 @@ public struct DeviceState: Codable, Sendable {
 }
 
 extension DeviceHub {
-    func deviceState(_ slot: DeviceID, id: String) -> DeviceState {
+    func deviceState(_ slot: DeviceSlot, id: String) -> DeviceState {
         let conditions = conditions(of: slot)
         return DeviceState(
             deviceID: id, connected: isConnected(slot), lowPowerMode: conditions.lowPowerMode,

@@ -14,26 +14,26 @@ struct ClaimTable<Work> {
         case elsewhere(String)
     }
 
-    private var waiting: [DeviceID: [Work]] = [:]
+    private var waiting: [DeviceSlot: [Work]] = [:]
 
-    func isClaiming(_ device: DeviceID) -> Bool { waiting[device] != nil }
+    func isClaiming(_ device: DeviceSlot) -> Bool { waiting[device] != nil }
 
     /// Where `device`'s policy runs, given its recorded owner and this node's name; nil while it is being
     /// claimed here (the work then `wait`s for the claim).
-    func place(_ device: DeviceID, owner: String?, me: String?) -> Placement? {
+    func place(_ device: DeviceSlot, owner: String?, me: String?) -> Placement? {
         if waiting[device] != nil { return nil }
         guard let owner, owner != me else { return .here }
         return .elsewhere(owner)
     }
 
     /// Keeps `work` for when the claim of `device` under way is done.
-    mutating func wait(_ device: DeviceID, _ work: Work) {
+    mutating func wait(_ device: DeviceSlot, _ work: Work) {
         waiting[device, default: []].append(work)
     }
 
     /// Starts a claim of `device` with `work` to run after it; true if this is the first (the caller
     /// claims it in the store), false if a claim is already under way (the work waits for that one).
-    mutating func begin(_ device: DeviceID, then work: Work) -> Bool {
+    mutating func begin(_ device: DeviceSlot, then work: Work) -> Bool {
         if waiting[device] != nil {
             waiting[device]!.append(work)
             return false
@@ -43,7 +43,7 @@ struct ClaimTable<Work> {
     }
 
     /// The claim of `device` is over: what waited for it, in order.
-    mutating func finish(_ device: DeviceID) -> [Work] {
+    mutating func finish(_ device: DeviceSlot) -> [Work] {
         waiting.removeValue(forKey: device) ?? []
     }
 }

@@ -20,7 +20,7 @@ extension DeviceHub {
 
     /// Where the device's policy runs; nil while this node is claiming it, and then the work `deferring`
     /// makes (only then) is kept for when the claim is done (called with whether it succeeded).
-    func place(_ device: DeviceID, orDefer deferring: () -> @Sendable (Bool) -> Void) -> Placement? {
+    func place(_ device: DeviceSlot, orDefer deferring: () -> @Sendable (Bool) -> Void) -> Placement? {
         claims.withLock { claims in
             // The owner is read under the claims' lock: a claim finishing records its owner before it ends.
             guard let placement = claims.place(device, owner: registry.owner(of: device), me: registry.nodeID) else {
@@ -31,7 +31,7 @@ extension DeviceHub {
         }
     }
 
-    func submitInCluster(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop)
+    func submitInCluster(_ notification: PushNotification, device: DeviceSlot, on eventLoop: any EventLoop)
         -> IntakeReply
     {
         var waiting: EventLoopFuture<IntakeResult>?
@@ -81,7 +81,7 @@ extension DeviceHub {
 
     /// Takes the device over from the node that owned it; `then` runs once its state is loaded (with
     /// true) or the claim failed (false).
-    func claim(_ device: DeviceID, then work: @escaping @Sendable (Bool) -> Void) {
+    func claim(_ device: DeviceSlot, then work: @escaping @Sendable (Bool) -> Void) {
         let first = claims.withLock { $0.begin(device, then: work) }
         guard first, let cluster else { return }
         let started = spawn { [self] in
@@ -170,7 +170,7 @@ extension DeviceHub {
 
     /// A notification another node stored for a device this node owns (or owned: then it goes on).
     /// `swept`: found by the sweep for undecided pushes rather than by a notice.
-    func routed(_ stored: StoredNotification, device: DeviceID, swept: Bool = false) {
+    func routed(_ stored: StoredNotification, device: DeviceSlot, swept: Bool = false) {
         let push = stored.notification
         guard
             let placement = place(
@@ -199,7 +199,7 @@ extension DeviceHub {
 
     /// Another node claimed a device this node ran: its session here (if any) is closed, its state
     /// dropped, and its held pushes handed to the new owner (who also finds them pending in the store).
-    func lost(_ device: DeviceID, to node: String) {
+    func lost(_ device: DeviceSlot, to node: String) {
         let (session, held) = core.withLock { $0.lost(device) }
         session?.close(reason: "moved", reconnectAfterMilliseconds: nil)
         hubCounters.withLock { $0.released += 1 }
@@ -230,7 +230,7 @@ extension DeviceHub {
 
     /// This node runs the device's policy from now on, with the state the store gave (a claim or a
     /// takeover): its budgets, its queue and held pushes, and its owner.
-    func take(_ device: DeviceID, deviceID: String, _ state: ClaimedDevice, owner: String) {
+    func take(_ device: DeviceSlot, deviceID: String, _ state: ClaimedDevice, owner: String) {
         adopted.withLock { adopted in
             for stored in state.pending { _ = adopted.insert(stored.notification.id) }
         }

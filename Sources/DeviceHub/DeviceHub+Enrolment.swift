@@ -47,7 +47,7 @@ extension DeviceHub {
     }
 
     /// A removed device's apps are uninstalled in the policy and its session, if any, closed.
-    func forget(_ slot: DeviceID, bundleIDs: [String]) {
+    func forget(_ slot: DeviceSlot, bundleIDs: [String]) {
         for bundleID in bundleIDs { uninstalled(slot, bundleID: bundleID) }
         let session = core.withLock { $0.session(of: slot) }
         session?.close(reason: "removed", reconnectAfterMilliseconds: nil)

@@ -103,7 +103,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// Runs the policy for a push to a device this node owns. A device with `maximumWaiting` pushes not
     /// yet acknowledged gets no more: 429 TooManyRequests, not a 200 and a later drop.
-    func submitHere(_ notification: PushNotification, device: DeviceID, on eventLoop: any EventLoop) -> IntakeReply {
+    func submitHere(_ notification: PushNotification, device: DeviceSlot, on eventLoop: any EventLoop) -> IntakeReply {
         let accepted = NIODeadline.now()
         let now = clock()
         // Enqueued for the store before it is delivered, so that the device's ack follows the insert. The
@@ -138,7 +138,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// The commit of a new push ended: its delivery is written (when the device's window lets it), or,
     /// if the store could not write it, it is withdrawn from the queue and the policy.
-    private func settle(_ notification: PushNotification, device: DeviceID, stored: Bool, accepted: NIODeadline) {
+    private func settle(_ notification: PushNotification, device: DeviceSlot, stored: Bool, accepted: NIODeadline) {
         let now = clock()
         var writes: [HubCore.Write] = []
         core.withLock { core in
@@ -161,7 +161,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     // MARK: From device sessions
 
     /// A device authenticated: its session replaces any earlier one, and what was kept is delivered.
-    func connected(_ device: DeviceID, session: any DeviceSession) {
+    func connected(_ device: DeviceSlot, session: any DeviceSession) {
         if cluster != nil, registry.owner(of: device) != registry.nodeID {
             // Another node ran its policy: this one takes it over first.
             return claim(device) { [self] claimed in
@@ -176,7 +176,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         connectedHere(device, session: session)
     }
 
-    private func connectedHere(_ device: DeviceID, session: any DeviceSession) {
+    private func connectedHere(_ device: DeviceSlot, session: any DeviceSession) {
         let now = clock()
         // One lock: the new session, its queue and the policy hear of the connection together, so no
         // delivery can be decided for a session that is not the device's.
@@ -194,7 +194,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// The session ended (closed by either side, dropped, replaced, stalled, shut down): what the device
     /// had not acknowledged stays in its queue for its next connection.
-    func disconnected(_ device: DeviceID, session: any DeviceSession) {
+    func disconnected(_ device: DeviceSlot, session: any DeviceSession) {
         let now = clock()
         let wasCurrent = core.withLock { $0.disconnected(device, session: session, now: now) }
         if wasCurrent { hubCounters.withLock { $0.disconnections += 1 } }
@@ -202,7 +202,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// A keep-alive: the answer carries the held pushes released to the device (as far as its window
     /// lets them through; the rest follow as acknowledgements come).
-    func keepAlive(_ device: DeviceID, sequence: Int) -> GatewayMessage {
+    func keepAlive(_ device: DeviceSlot, sequence: Int) -> GatewayMessage {
         let now = clock()
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil, { $0.policy.keepAlive(device: device, now: now) },
@@ -216,7 +216,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// The device acknowledged a push: it is delivered (the store records it, a wake's deadline starts),
     /// and its window lets the next one through.
-    func acknowledged(_ device: DeviceID, apnsID: String) {
+    func acknowledged(_ device: DeviceSlot, apnsID: String) {
         hubCounters.withLock { $0.acknowledged += 1 }
         guard let id = APNsID(header: apnsID) else { return }
         let now = clock()
@@ -261,7 +261,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         hubCounters.withLock { change(&$0) }
     }
 
-    func completed(_ device: DeviceID, bundleID: String, apnsID: APNsID, result: CompletionResult) {
+    func completed(_ device: DeviceSlot, bundleID: String, apnsID: APNsID, result: CompletionResult) {
         let now = clock()
         decideAndWrite(now: now, device: device) {
             $0.policy.completed(device: device, bundleID: bundleID, id: apnsID, result: result, now: now)
@@ -269,19 +269,19 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// The app was uninstalled: its held pushes are discarded (Apple: "Discarded – Token Unregistered").
-    func uninstalled(_ device: DeviceID, bundleID: String) {
+    func uninstalled(_ device: DeviceSlot, bundleID: String) {
         let now = clock()
         decideAndWrite(now: now, device: device) { $0.policy.uninstalled(device: device, bundleID: bundleID, now: now) }
     }
 
-    func appStateChanged(_ device: DeviceID, bundleID: String, state: AppState) {
+    func appStateChanged(_ device: DeviceSlot, bundleID: String, state: AppState) {
         let now = clock()
         decideAndWrite(now: now, device: device) {
             $0.policy.appStateChanged(device: device, bundleID: bundleID, to: state, now: now)
         }
     }
 
-    func conditionsChanged(_ device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
+    func conditionsChanged(_ device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
         let now = clock()
         decideAndWrite(now: now, device: device) {
             $0.policy.conditionsChanged(
@@ -328,17 +328,17 @@ public final class DeviceHub: NotificationIntake, Sendable {
     public var counters: HubCounters { hubCounters.withLock { $0 } }
     public var policyCounters: PolicyCounters { core.withLock { $0.policy.counters } }
     public func journey(of id: APNsID) -> [DecisionLog.Entry] { core.withLock { $0.policy.log.journey(of: id) } }
-    public func budget(device: DeviceID, bundleID: String) -> AppThrottleSnapshot? {
+    public func budget(device: DeviceSlot, bundleID: String) -> AppThrottleSnapshot? {
         let now = clock()
         return core.withLock { $0.policy.snapshot(device: device, bundleID: bundleID, now: now) }
     }
-    public func conditions(of device: DeviceID) -> DeviceConditions {
+    public func conditions(of device: DeviceSlot) -> DeviceConditions {
         core.withLock { $0.policy.conditions(of: device) }
     }
     public var connectedCount: Int { core.withLock { $0.connectedCount } }
-    public func isConnected(_ device: DeviceID) -> Bool { core.withLock { $0.session(of: device) != nil } }
+    public func isConnected(_ device: DeviceSlot) -> Bool { core.withLock { $0.session(of: device) != nil } }
     /// Pushes decided for `device` and not acknowledged by it (written or waiting), in order.
-    public func outstanding(of device: DeviceID) -> [Outgoing] { core.withLock { $0.deliveries.outstanding(of: device) } }
+    public func outstanding(of device: DeviceSlot) -> [Outgoing] { core.withLock { $0.deliveries.outstanding(of: device) } }
     /// Pushes not acknowledged across the fleet.
     public var outstandingCount: Int { core.withLock { $0.deliveries.totalCount } }
 
@@ -369,7 +369,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// Decides under the lock, hands the store its change, then writes what the queues let through.
-    func decideAndWrite(now: UnixTime, device: DeviceID?, _ body: (inout HubCore) -> [PolicyAction]) {
+    func decideAndWrite(now: UnixTime, device: DeviceSlot?, _ body: (inout HubCore) -> [PolicyAction]) {
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil, body, actions: { $0 })
         write(writes)
@@ -388,7 +388,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// the commit that carries what was decided: the provider's 200. `actions` answering nil refuses the event:
     /// nothing is routed or stored.
     func decideAndCommit<R>(
-        now: UnixTime, device: DeviceID?, inserting: (push: PushNotification, device: DeviceID, new: Bool)?,
+        now: UnixTime, device: DeviceSlot?, inserting: (push: PushNotification, device: DeviceSlot, new: Bool)?,
         answeringOn eventLoop: (any EventLoop)?,
         _ body: (inout HubCore) -> R, actions pick: (R) -> [PolicyAction]?
     ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubCore.Write]) {

@@ -13,7 +13,7 @@ import Synchronization
 public final class DeviceRegistry: DeviceDirectory {
     struct Device {
         var id: String
-        var slot: DeviceID
+        var slot: DeviceSlot
         var secretHash: [UInt8]
         var apps: [String: DeviceToken]
         /// The node that runs its policy, when several share the database, and the number of the claim
@@ -27,7 +27,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     struct TokenRecord {
-        var slot: DeviceID
+        var slot: DeviceSlot
         var status: TokenStatus
     }
 
@@ -68,7 +68,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
     private static func apply(_ stored: StoredDevice, to state: inout State) {
         guard state.devices[stored.id] == nil else { return }
-        let slot = DeviceID(state.bySlot.count)
+        let slot = DeviceSlot(state.bySlot.count)
         state.bySlot.append(stored.id)
         state.devices[stored.id] = Device(
             id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:], owner: stored.owner,
@@ -90,16 +90,16 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// The slot of a device id.
-    public func slot(ofDevice id: String) -> DeviceID? { state.withLock { $0.devices[id]?.slot } }
+    public func slot(ofDevice id: String) -> DeviceSlot? { state.withLock { $0.devices[id]?.slot } }
 
     /// The node that runs the device's policy (nil on a single node, or before any node claimed it).
-    public func owner(of slot: DeviceID) -> String? {
+    public func owner(of slot: DeviceSlot) -> String? {
         state.withLock { Int(slot) < $0.bySlot.count ? $0.devices[$0.bySlot[Int(slot)]]?.owner : nil }
     }
 
     /// Records the device's new owner, unless a later claim is already known (notices of claims can
     /// arrive after this node's own later claim). Returns the owner before, when it changed.
-    func setOwner(_ slot: DeviceID, _ node: String, claim: Int64) -> (changed: Bool, before: String?) {
+    func setOwner(_ slot: DeviceSlot, _ node: String, claim: Int64) -> (changed: Bool, before: String?) {
         state.withLock { state in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
                 claim > device.claim
@@ -113,7 +113,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// The device id of a slot, for the store.
-    public func deviceID(of slot: DeviceID) -> String? {
+    public func deviceID(of slot: DeviceSlot) -> String? {
         state.withLock { Int(slot) < $0.bySlot.count ? $0.bySlot[Int(slot)] : nil }
     }
 
@@ -124,7 +124,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// The device (its id and slot) a token belongs to, and the token's status, for lookups.
-    public func lookup(_ token: DeviceToken) -> (deviceID: String, slot: DeviceID, status: TokenStatus)? {
+    public func lookup(_ token: DeviceToken) -> (deviceID: String, slot: DeviceSlot, status: TokenStatus)? {
         state.withLock { state in
             guard let record = state.tokens[token], Int(record.slot) < state.bySlot.count else { return nil }
             return (state.bySlot[Int(record.slot)], record.slot, record.status)
@@ -132,20 +132,20 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// The device a token belongs to, for delivery.
-    public func slot(of token: DeviceToken) -> DeviceID? {
+    public func slot(of token: DeviceToken) -> DeviceSlot? {
         state.withLock { $0.tokens[token]?.slot }
     }
 
     // MARK: Devices
 
     /// A new device: its id, its secret (shown once), and its slot.
-    public func register() -> (id: String, secret: String, slot: DeviceID) {
+    public func register() -> (id: String, secret: String, slot: DeviceSlot) {
         let id = UUID().uuidString.lowercased()
         let secret = Self.randomHex(bytes: 32)
         let hash = Self.hash(secret)
         let now = clock()
-        let slot = state.withLock { state -> DeviceID in
-            let slot = DeviceID(state.bySlot.count)
+        let slot = state.withLock { state -> DeviceSlot in
+            let slot = DeviceSlot(state.bySlot.count)
             state.bySlot.append(id)
             state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:], owner: nodeID, lastSeen: now)
             return slot
@@ -159,7 +159,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// The device's slot when the secret is right; nil otherwise (no hint which part was wrong).
-    public func authenticate(id: String, secret: String) -> DeviceID? {
+    public func authenticate(id: String, secret: String) -> DeviceSlot? {
         let presented = Self.hash(secret)
         return state.withLock { state in
             guard let device = state.devices[id], !device.removed,
@@ -169,7 +169,7 @@ public final class DeviceRegistry: DeviceDirectory {
         }
     }
 
-    public func apps(of slot: DeviceID) -> [(bundleID: String, token: DeviceToken)] {
+    public func apps(of slot: DeviceSlot) -> [(bundleID: String, token: DeviceToken)] {
         state.withLock { state in
             guard Int(slot) < state.bySlot.count, let device = state.devices[state.bySlot[Int(slot)]] else { return [] }
             return device.apps.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
@@ -177,7 +177,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// Installs an app and issues its token; installing again returns the same token.
-    public func install(_ bundleID: String, on slot: DeviceID) -> DeviceToken? {
+    public func install(_ bundleID: String, on slot: DeviceSlot) -> DeviceToken? {
         state.withLock { state in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else {
                 return nil
@@ -194,7 +194,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// Uninstalls an app: its token now answers 410 Unregistered with this time.
     @discardableResult
-    public func uninstall(_ bundleID: String, on slot: DeviceID, at now: UnixTime) -> Bool {
+    public func uninstall(_ bundleID: String, on slot: DeviceSlot, at now: UnixTime) -> Bool {
         state.withLock { state in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
                 let token = device.apps.removeValue(forKey: bundleID)
@@ -220,7 +220,7 @@ public final class DeviceRegistry: DeviceDirectory {
     // MARK: Last seen, removal
 
     /// The device said hello now: pruning counts from here (written to the store, not waited for).
-    func seen(_ slot: DeviceID, at now: UnixTime) {
+    func seen(_ slot: DeviceSlot, at now: UnixTime) {
         let id = state.withLock { state -> String? in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else { return nil }
             device.lastSeen = now
@@ -232,19 +232,19 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// Removes a device: it cannot connect again and each of its tokens answers 410 Unregistered from
     /// `now`. Returns its slot and the apps it had, or nil when no such device is known (or it is gone).
-    public func remove(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
+    public func remove(_ id: String, at now: UnixTime) -> (slot: DeviceSlot, bundleIDs: [String])? {
         markRemoved(id, at: now, writing: true)
     }
 
     /// Another node removed the device (and wrote it): here only memory changes. Returns its slot and
     /// the apps it had, as `remove` does.
-    func removedElsewhere(_ id: String, at now: UnixTime) -> (slot: DeviceID, bundleIDs: [String])? {
+    func removedElsewhere(_ id: String, at now: UnixTime) -> (slot: DeviceSlot, bundleIDs: [String])? {
         markRemoved(id, at: now, writing: false)
     }
 
     /// Its tokens unregistered from `now`, its apps gone, the device marked removed; with `writing`, each
     /// change also goes to the store (and the other nodes), under the lock so they stay in order.
-    private func markRemoved(_ id: String, at now: UnixTime, writing: Bool) -> (slot: DeviceID, bundleIDs: [String])?
+    private func markRemoved(_ id: String, at now: UnixTime, writing: Bool) -> (slot: DeviceSlot, bundleIDs: [String])?
     {
         state.withLock { state in
             guard var device = state.devices[id], !device.removed else { return nil }

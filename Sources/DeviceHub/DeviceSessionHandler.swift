@@ -16,7 +16,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     private enum State {
         case awaitingHello
-        case authenticated(DeviceID)
+        case authenticated(DeviceSlot)
         case closed
 
         var isClosed: Bool {

@@ -12,7 +12,7 @@ struct HubCore: Sendable {
 
     var policy: ThrottleEngine
     var deliveries: DeliveryQueues
-    private(set) var sessions: [DeviceID: Session] = [:]
+    private(set) var sessions: [DeviceSlot: Session] = [:]
     /// New pushes whose insert the store has not committed yet: a delivery of one, decided with it or
     /// released later (an alert carrying a held push along), waits in its queue for `settled`.
     private(set) var unstored: Set<APNsID> = []
@@ -42,7 +42,7 @@ struct HubCore: Sendable {
     /// A push to write to a session.
     struct Write {
         var session: Session
-        var device: DeviceID
+        var device: DeviceSlot
         var item: Outgoing
     }
 
@@ -51,7 +51,7 @@ struct HubCore: Sendable {
         self.deliveries = deliveries
     }
 
-    func session(of device: DeviceID) -> Session? { sessions[device] }
+    func session(of device: DeviceSlot) -> Session? { sessions[device] }
     var connectedCount: Int { sessions.count }
     var allSessions: [Session] { Array(sessions.values) }
 
@@ -66,7 +66,7 @@ struct HubCore: Sendable {
 
     /// A push accepted for `device`. The policy hears first that the device is offline when it has no
     /// session (a device restored from the store, or one that never said hello, is offline).
-    mutating func received(_ push: PushNotification, device: DeviceID, now: UnixTime) -> [PolicyAction] {
+    mutating func received(_ push: PushNotification, device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
         if sessions[device] == nil, policy.conditions(of: device).online {
             policy.disconnected(device: device, now: now)
         }
@@ -78,7 +78,7 @@ struct HubCore: Sendable {
     /// device was being claimed: its `disconnected` came first and found nothing to remove) changes
     /// nothing.
     mutating func connected(
-        _ device: DeviceID, session: Session, now: UnixTime, writes: inout [Write]
+        _ device: DeviceSlot, session: Session, now: UnixTime, writes: inout [Write]
     ) -> (previous: Session?, actions: [PolicyAction]) {
         guard !session.hasEnded else { return (nil, []) }
         let previous = sessions.updateValue(session, forKey: device)
@@ -91,7 +91,7 @@ struct HubCore: Sendable {
     }
 
     /// The device's `session` ended. Nothing if it was not the current one (a replaced connection).
-    mutating func disconnected(_ device: DeviceID, session: Session, now: UnixTime) -> Bool {
+    mutating func disconnected(_ device: DeviceSlot, session: Session, now: UnixTime) -> Bool {
         guard sessions[device] === session else { return false }
         sessions.removeValue(forKey: device)
         deliveries.disconnected(device)
@@ -101,7 +101,7 @@ struct HubCore: Sendable {
 
     /// The device acknowledged `id`: the push it names (nil if unknown or repeated), and what the window
     /// now lets through.
-    mutating func acknowledged(_ id: APNsID, by device: DeviceID, now: UnixTime, writes: inout [Write]) -> Outgoing? {
+    mutating func acknowledged(_ id: APNsID, by device: DeviceSlot, now: UnixTime, writes: inout [Write]) -> Outgoing? {
         var items: [Outgoing] = []
         guard let item = deliveries.acknowledged(id, by: device, now: now, into: &items) else { return nil }
         policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
@@ -115,7 +115,7 @@ struct HubCore: Sendable {
     /// token via `slot`); what the windows let through is written.
     /// `unstored`: the push these actions were decided for, if its insert is not committed yet.
     mutating func route(
-        _ actions: [PolicyAction], device: DeviceID?, now: UnixTime, slot: (DeviceToken) -> DeviceID?,
+        _ actions: [PolicyAction], device: DeviceSlot?, now: UnixTime, slot: (DeviceToken) -> DeviceSlot?,
         unstored: APNsID? = nil, writes: inout [Write]
     ) {
         if let unstored { self.unstored.insert(unstored) }
@@ -136,7 +136,7 @@ struct HubCore: Sendable {
     /// The store's commit of `push` (accepted for `device`) ended: if it was stored, its delivery may be
     /// written; if not, its provider is answered with an error and the queue and the policy forget it.
     /// What the device's window lets through now is written either way.
-    mutating func settled(_ push: PushNotification, device: DeviceID, stored: Bool, now: UnixTime, writes: inout [Write]) {
+    mutating func settled(_ push: PushNotification, device: DeviceSlot, stored: Bool, now: UnixTime, writes: inout [Write]) {
         unstored.remove(push.id)
         var items: [Outgoing] = []
         if stored {
@@ -153,7 +153,7 @@ struct HubCore: Sendable {
 
     /// Another node runs the device now: its session (to close), queue and policy state are let go; the
     /// held pushes are returned to hand over (the queue's are pending in the store for the new owner).
-    mutating func lost(_ device: DeviceID) -> (session: Session?, held: [HeldPush]) {
+    mutating func lost(_ device: DeviceSlot) -> (session: Session?, held: [HeldPush]) {
         let session = sessions.removeValue(forKey: device)
         _ = deliveries.removeAll(of: device)
         return (session, policy.release(device: device))
@@ -163,7 +163,7 @@ struct HubCore: Sendable {
     /// back to its queue in their order (never coalesced: they were decided for a reachable device), the
     /// rest is held by the policy as for an offline device. Returns the held pushes beyond the limit.
     mutating func adopt(
-        _ device: DeviceID, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
+        _ device: DeviceSlot, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
         now: UnixTime
     ) -> (restored: Int, overflow: [APNsID]) {
         _ = deliveries.removeAll(of: device)

@@ -167,7 +167,7 @@ final class ForecastShard {
                 keepAlives[device].advance()
                 if isTraced(device) { record(device, #""event":"keep_alive""#) }
                 var actions: [PolicyAction] = []
-                engine.keepAlive(device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+                engine.keepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
                 armKeepAlive(device)
             case .transferEnd:
@@ -199,7 +199,7 @@ final class ForecastShard {
     /// come after its devices connect), and its runtime starts.
     private func connect(_ device: Int) {
         var actions: [PolicyAction] = []
-        engine.connected(device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+        engine.connected(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
         apply(actions)
         var link = ShardLink(shard: self, device: device)
         let started = iphones[device].start(at: UnixTime(milliseconds: now), link: &link)
@@ -260,7 +260,7 @@ final class ForecastShard {
                     )
                 }
                 var actions: [PolicyAction] = []
-                engine.received(push, device: DeviceID(device), now: UnixTime(milliseconds: now), into: &actions)
+                engine.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
             }
         }
@@ -298,7 +298,7 @@ final class ForecastShard {
                     record(device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#)
                 }
                 let time = UnixTime(milliseconds: now)
-                engine.acknowledged(push.id, device: DeviceID(device), bundleID: push.bundleID, wake: wake, now: time)
+                engine.acknowledged(push.id, device: DeviceSlot(device), bundleID: push.bundleID, wake: wake, now: time)
                 deviceEvent(
                     device, .pushDelivered(bundleID: push.bundleID, apnsID: push.id.description, silent: wake))
             case .hold(let id, let rule):
@@ -338,7 +338,7 @@ final class ForecastShard {
     /// they are not simulated: a device is looked at again when a push is held, or its conditions or an
     /// app's state change (a force-quit app relaunched, Low Power Mode ending).
     private func armKeepAlive(_ device: Int) {
-        guard keepAliveAt[device] == .max, engine.keepAliveReleases(device: DeviceID(device)) else { return }
+        guard keepAliveAt[device] == .max, engine.keepAliveReleases(device: DeviceSlot(device)) else { return }
         let at = keepAlives[device].first(atOrAfter: UnixTime(milliseconds: now)).milliseconds
         keepAliveAt[device] = at
         queue.schedule(at: at, .keepAlive, target: UInt32(device))
@@ -379,13 +379,13 @@ final class ForecastShard {
                 hourlyWakes[min(hourlyWakes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))] += 1
                 continue
             case .appState(let bundleID, let state):
-                engine.appStateChanged(device: DeviceID(device), bundleID: bundleID, to: state, now: time, into: &decided)
+                engine.appStateChanged(device: DeviceSlot(device), bundleID: bundleID, to: state, now: time, into: &decided)
             case .complete(let apnsID, let bundleID, let result):
                 guard let id = APNsID(header: apnsID), let result = CompletionResult(rawValue: result) else { continue }
-                engine.completed(device: DeviceID(device), bundleID: bundleID, id: id, result: result, now: time, into: &decided)
+                engine.completed(device: DeviceSlot(device), bundleID: bundleID, id: id, result: result, now: time, into: &decided)
             case .conditions(let lowPowerMode, let refreshOff):
                 engine.conditionsChanged(
-                    device: DeviceID(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff, now: time,
+                    device: DeviceSlot(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff, now: time,
                     into: &decided)
             default:
                 continue

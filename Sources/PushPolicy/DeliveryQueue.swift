@@ -183,7 +183,7 @@ public struct DeliveryQueue: Sendable {
 public struct DeliveryQueues: Sendable {
     public let window: Int
     public let limit: Int
-    private var queues: [DeviceID: DeliveryQueue] = [:]
+    private var queues: [DeviceSlot: DeliveryQueue] = [:]
     /// Pushes not acknowledged across the fleet (written or waiting), kept as they come and go.
     public private(set) var totalCount = 0
 
@@ -193,28 +193,28 @@ public struct DeliveryQueues: Sendable {
     }
 
     /// Pushes waiting for `device` or written to it and not acknowledged.
-    public func count(of device: DeviceID) -> Int { queues[device]?.count ?? 0 }
-    public func isFull(_ device: DeviceID) -> Bool { count(of: device) >= limit }
-    public func isConnected(_ device: DeviceID) -> Bool { queues[device]?.isConnected ?? false }
-    public func outstanding(of device: DeviceID) -> [Outgoing] { queues[device]?.all ?? [] }
+    public func count(of device: DeviceSlot) -> Int { queues[device]?.count ?? 0 }
+    public func isFull(_ device: DeviceSlot) -> Bool { count(of: device) >= limit }
+    public func isConnected(_ device: DeviceSlot) -> Bool { queues[device]?.isConnected ?? false }
+    public func outstanding(of device: DeviceSlot) -> [Outgoing] { queues[device]?.all ?? [] }
 
-    public mutating func enqueue(_ item: Outgoing, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
+    public mutating func enqueue(_ item: Outgoing, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]) {
         queues[device, default: DeliveryQueue(window: window)].enqueue(item, now: now, into: &writes)
         totalCount += 1
     }
 
     public mutating func acknowledged(
-        _ id: APNsID, by device: DeviceID, now: UnixTime, into writes: inout [Outgoing]
+        _ id: APNsID, by device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]
     ) -> Outgoing? {
         taking(from: device) { $0.acknowledged(id, now: now, into: &writes) }
     }
 
-    public mutating func connected(_ device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
+    public mutating func connected(_ device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]) {
         queues[device, default: DeliveryQueue(window: window)].connected(now: now, into: &writes)
     }
 
     /// `DeliveryQueue.stored` for `device`'s queue.
-    public mutating func stored(_ id: APNsID, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]) {
+    public mutating func stored(_ id: APNsID, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]) {
         guard var queue = queues[device] else { return }
         queue.stored(id, now: now, into: &writes)
         store(queue, for: device)
@@ -222,14 +222,14 @@ public struct DeliveryQueues: Sendable {
 
     /// `DeliveryQueue.withdraw` for `device`'s queue.
     public mutating func withdraw(
-        _ id: APNsID, for device: DeviceID, now: UnixTime, into writes: inout [Outgoing]
+        _ id: APNsID, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]
     ) -> Outgoing? {
         taking(from: device) { $0.withdraw(id, now: now, into: &writes) }
     }
 
     /// Changes `device`'s queue with `take`, which returns the push it took out (counted) if any.
     private mutating func taking(
-        from device: DeviceID, _ take: (inout DeliveryQueue) -> Outgoing?
+        from device: DeviceSlot, _ take: (inout DeliveryQueue) -> Outgoing?
     ) -> Outgoing? {
         guard var queue = queues[device] else { return nil }
         let found = take(&queue)
@@ -239,17 +239,17 @@ public struct DeliveryQueues: Sendable {
     }
 
     /// Connected devices that acknowledged nothing of what was written to them for `timeoutMilliseconds`.
-    public func stalled(now: UnixTime, timeoutMilliseconds: Int64) -> [DeviceID] {
+    public func stalled(now: UnixTime, timeoutMilliseconds: Int64) -> [DeviceSlot] {
         queues.compactMap { $0.value.isStalled(now: now, timeoutMilliseconds: timeoutMilliseconds) ? $0.key : nil }
     }
 
-    public mutating func disconnected(_ device: DeviceID) {
+    public mutating func disconnected(_ device: DeviceSlot) {
         guard var queue = queues[device] else { return }
         queue.disconnected()
         store(queue, for: device)
     }
 
-    public mutating func removeAll(of device: DeviceID) -> [Outgoing] {
+    public mutating func removeAll(of device: DeviceSlot) -> [Outgoing] {
         guard var queue = queues.removeValue(forKey: device) else { return [] }
         let removed = queue.removeAll()
         totalCount -= removed.count
@@ -257,7 +257,7 @@ public struct DeliveryQueues: Sendable {
     }
 
     /// Keeps a queue only while it holds something or its device is connected.
-    private mutating func store(_ queue: DeliveryQueue, for device: DeviceID) {
+    private mutating func store(_ queue: DeliveryQueue, for device: DeviceSlot) {
         if queue.isEmpty, !queue.isConnected {
             queues.removeValue(forKey: device)
         } else {

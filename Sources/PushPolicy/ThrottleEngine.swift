@@ -2,7 +2,7 @@ import PushModel
 
 /// A device as the policy knows it: a dense index (0, 1, 2, …) that the device hub assigns and reuses,
 /// so the engine finds a device's state by position, not by hashing (see docs/throttling.md).
-public typealias DeviceID = UInt64
+public typealias DeviceSlot = UInt64
 
 /// The silent-push policy for a whole fleet, still pure: it routes each event to the (device, app)
 /// machines it concerns, spreads alert piggybacks across a device's apps, keeps the timers, the counters
@@ -18,7 +18,7 @@ public struct ThrottleEngine: Sendable {
     public private(set) var stateCount = 0
 
     struct AppKey: Hashable, Sendable {
-        var device: DeviceID
+        var device: DeviceSlot
         var app: UInt32
     }
 
@@ -27,7 +27,7 @@ public struct ThrottleEngine: Sendable {
         var state: AppThrottle
     }
 
-    struct DeviceSlot: Sendable {
+    struct DeviceState: Sendable {
         var conditions = DeviceConditions()
         var apps = SlotApps()
     }
@@ -87,7 +87,7 @@ public struct ThrottleEngine: Sendable {
         }
     }
 
-    private var slots: [DeviceSlot] = []
+    private var slots: [DeviceState] = []
     private var appIDs: [String: UInt32] = [:]
     private var lastBundle: (id: String, app: UInt32) = ("", .max)
     private var bundleIDs: [String] = []
@@ -95,7 +95,7 @@ public struct ThrottleEngine: Sendable {
     /// The due timers' keys, reused between `advance` calls.
     private var dueScratch: [AppKey] = []
     /// Devices whose state changed since `takeChangedDevices()`, when `tracksChanges` (for a store).
-    private var changed: [DeviceID] = []
+    private var changed: [DeviceSlot] = []
     public var tracksChanges = false
 
     public init(settings: PolicySettings = PolicySettings(), decisionLogCapacity: Int = 100_000) {
@@ -107,7 +107,7 @@ public struct ThrottleEngine: Sendable {
 
     /// A push accepted by the provider API for `device`.
     public mutating func received(
-        _ push: PushNotification, device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]
+        _ push: PushNotification, device: DeviceSlot, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         counters.accepted(push.notificationClass)
         if log.capacity > 0 {
@@ -136,25 +136,25 @@ public struct ThrottleEngine: Sendable {
     }
 
     /// The device's keep-alive: every app's releasable held pushes go in its answer.
-    public mutating func keepAlive(device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]) {
+    public mutating func keepAlive(device: DeviceSlot, now: UnixTime, into actions: inout [PolicyAction]) {
         releaseAll(device, carrier: .keepAlive, now: now, into: &actions)
     }
 
     /// The device connected: what was stored while it was away is delivered.
-    public mutating func connected(device: DeviceID, now: UnixTime, into actions: inout [PolicyAction]) {
+    public mutating func connected(device: DeviceSlot, now: UnixTime, into actions: inout [PolicyAction]) {
         ensureSlot(device)
         slots[Int(device)].conditions.online = true
         releaseAll(device, carrier: .reconnect, now: now, into: &actions)
     }
 
-    public mutating func disconnected(device: DeviceID, now: UnixTime) {
+    public mutating func disconnected(device: DeviceSlot, now: UnixTime) {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false
     }
 
     /// Low Power Mode or Background App Refresh changed; when a condition ends, held pushes go.
     public mutating func conditionsChanged(
-        device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime,
+        device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
         var conditions = self.conditions(of: device)
@@ -169,7 +169,7 @@ public struct ThrottleEngine: Sendable {
     }
 
     public mutating func appStateChanged(
-        device: DeviceID, bundleID: String, to state: AppState, now: UnixTime, into actions: inout [PolicyAction]
+        device: DeviceSlot, bundleID: String, to state: AppState, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         let conditions = self.conditions(of: device)
         let start = actions.count
@@ -180,7 +180,7 @@ public struct ThrottleEngine: Sendable {
     }
 
     /// The app was uninstalled from the device: its held pushes are discarded (token unregistered).
-    public mutating func uninstalled(device: DeviceID, bundleID: String, now: UnixTime) -> [PolicyAction] {
+    public mutating func uninstalled(device: DeviceSlot, bundleID: String, now: UnixTime) -> [PolicyAction] {
         guard let app = appIDs[bundleID] else { return [] }
         var actions: [PolicyAction] = []
         update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
@@ -192,7 +192,7 @@ public struct ThrottleEngine: Sendable {
     }
 
     public mutating func completed(
-        device: DeviceID, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime,
+        device: DeviceSlot, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
         guard let app = appIDs[bundleID] else { return }
@@ -235,23 +235,23 @@ public struct ThrottleEngine: Sendable {
 
     // MARK: Array-returning forms, for callers that do not reuse a buffer
 
-    public mutating func received(_ push: PushNotification, device: DeviceID, now: UnixTime) -> [PolicyAction] {
+    public mutating func received(_ push: PushNotification, device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         received(push, device: device, now: now, into: &actions)
         return actions
     }
-    public mutating func keepAlive(device: DeviceID, now: UnixTime) -> [PolicyAction] {
+    public mutating func keepAlive(device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         keepAlive(device: device, now: now, into: &actions)
         return actions
     }
-    public mutating func connected(device: DeviceID, now: UnixTime) -> [PolicyAction] {
+    public mutating func connected(device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         connected(device: device, now: now, into: &actions)
         return actions
     }
     public mutating func conditionsChanged(
-        device: DeviceID, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime
+        device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime
     ) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         conditionsChanged(
@@ -259,7 +259,7 @@ public struct ThrottleEngine: Sendable {
             into: &actions)
         return actions
     }
-    public mutating func appStateChanged(device: DeviceID, bundleID: String, to state: AppState, now: UnixTime)
+    public mutating func appStateChanged(device: DeviceSlot, bundleID: String, to state: AppState, now: UnixTime)
         -> [PolicyAction]
     {
         var actions: [PolicyAction] = []
@@ -267,7 +267,7 @@ public struct ThrottleEngine: Sendable {
         return actions
     }
     public mutating func completed(
-        device: DeviceID, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime
+        device: DeviceSlot, bundleID: String, id: APNsID, result: CompletionResult, now: UnixTime
     ) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         completed(device: device, bundleID: bundleID, id: id, result: result, now: now, into: &actions)
@@ -281,7 +281,7 @@ public struct ThrottleEngine: Sendable {
 
     // MARK: Reading
 
-    public func snapshot(device: DeviceID, bundleID: String, now: UnixTime) -> AppThrottleSnapshot? {
+    public func snapshot(device: DeviceSlot, bundleID: String, now: UnixTime) -> AppThrottleSnapshot? {
         guard let app = appIDs[bundleID], let state = state(AppKey(device: device, app: app)) else { return nil }
         return state.snapshot(settings: settings, now: now)
     }
@@ -289,7 +289,7 @@ public struct ThrottleEngine: Sendable {
     /// Whether a keep-alive from `device` now would release a held push (one that is not silent, or a
     /// silent one whose app may be woken). While it would not, keep-alives change nothing until the
     /// device's conditions or an app's state change, or a push is held.
-    public func keepAliveReleases(device: DeviceID) -> Bool {
+    public func keepAliveReleases(device: DeviceSlot) -> Bool {
         guard Int(device) < slots.count else { return false }
         let apps = slots[Int(device)].apps
         guard !apps.isEmpty else { return false }
@@ -298,7 +298,7 @@ public struct ThrottleEngine: Sendable {
         return false
     }
 
-    public func conditions(of device: DeviceID) -> DeviceConditions {
+    public func conditions(of device: DeviceSlot) -> DeviceConditions {
         Int(device) < slots.count ? slots[Int(device)].conditions : DeviceConditions()
     }
 
@@ -306,16 +306,16 @@ public struct ThrottleEngine: Sendable {
 
     /// The devices whose state changed since the last call (each once, in no particular order), when
     /// `tracksChanges` is on: the store writes their budgets.
-    public mutating func takeChangedDevices() -> [DeviceID] {
+    public mutating func takeChangedDevices() -> [DeviceSlot] {
         guard !changed.isEmpty else { return [] }
         defer { changed.removeAll(keepingCapacity: true) }
         if changed.count == 1 { return changed }
-        var seen = Set<DeviceID>()
+        var seen = Set<DeviceSlot>()
         return changed.filter { seen.insert($0).inserted }
     }
 
     /// The device's per-app budgets, for the store (apps without state have a full bucket and are absent).
-    public func budgets(of device: DeviceID) -> [(bundleID: String, budget: ThrottleBudget)] {
+    public func budgets(of device: DeviceSlot) -> [(bundleID: String, budget: ThrottleBudget)] {
         guard Int(device) < slots.count else { return [] }
         let apps = slots[Int(device)].apps
         return apps.ids.compactMap { app in
@@ -328,7 +328,7 @@ public struct ThrottleEngine: Sendable {
     /// again (their deadlines start when the device acknowledges them). Returns the ids of held pushes
     /// beyond the limit, which the caller records as overflowed.
     public mutating func restore(
-        device: DeviceID, bundleID: String, budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = []
+        device: DeviceSlot, bundleID: String, budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = []
     ) -> [APNsID] {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false
@@ -356,7 +356,7 @@ public struct ThrottleEngine: Sendable {
     /// more than once, but the app runs from the delivery the device confirmed); the decision log
     /// records the acknowledgement.
     public mutating func acknowledged(
-        _ id: APNsID, device: DeviceID, bundleID: String, wake: Bool, now: UnixTime
+        _ id: APNsID, device: DeviceSlot, bundleID: String, wake: Bool, now: UnixTime
     ) {
         if log.capacity > 0 { log.recordIfKnown(id, .acknowledged, at: now) }
         guard wake, let app = appIDs[bundleID] else { return }
@@ -369,7 +369,7 @@ public struct ThrottleEngine: Sendable {
 
     /// The store could not write `id` (its provider was answered with an error): the policy forgets it, held
     /// or paid for as a wake, so it is never delivered; the decision log says so.
-    public mutating func withdraw(_ id: APNsID, device: DeviceID, bundleID: String, now: UnixTime) {
+    public mutating func withdraw(_ id: APNsID, device: DeviceSlot, bundleID: String, now: UnixTime) {
         if log.capacity > 0 { log.recordIfKnown(id, .notStored, at: now) }
         guard let app = appIDs[bundleID] else { return }
         var wasHeld = false
@@ -384,7 +384,7 @@ public struct ThrottleEngine: Sendable {
     /// Lets go of a device another node now runs the policy for (several nodes on one database): its
     /// apps' state is dropped here without any decision, and its held pushes are returned so the caller can
     /// hand them to the new owner (they stay pending in the store).
-    public mutating func release(device: DeviceID) -> [HeldPush] {
+    public mutating func release(device: DeviceSlot) -> [HeldPush] {
         guard Int(device) < slots.count else { return [] }
         let apps = slots[Int(device)].apps
         var held: [HeldPush] = []
@@ -394,7 +394,7 @@ public struct ThrottleEngine: Sendable {
             stateCount -= 1
         }
         counters.heldNow -= held.count
-        slots[Int(device)] = DeviceSlot()
+        slots[Int(device)] = DeviceState()
         // Its timers find no state when they fire, and do nothing.
         return held
     }
@@ -414,10 +414,10 @@ public struct ThrottleEngine: Sendable {
         return app
     }
 
-    private mutating func ensureSlot(_ device: DeviceID) {
+    private mutating func ensureSlot(_ device: DeviceSlot) {
         let index = Int(device)
         if index >= slots.count {
-            slots.append(contentsOf: repeatElement(DeviceSlot(), count: index - slots.count + 1))
+            slots.append(contentsOf: repeatElement(DeviceState(), count: index - slots.count + 1))
         }
     }
 
@@ -465,7 +465,7 @@ public struct ThrottleEngine: Sendable {
     }
 
     private mutating func releaseAll(
-        _ device: DeviceID, carrier: Carrier, now: UnixTime, into actions: inout [PolicyAction]
+        _ device: DeviceSlot, carrier: Carrier, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return }
         let conditions = self.conditions(of: device)

@@ -38,14 +38,14 @@ import Testing
     }
 
     /// `received`, then the routing the hub does under the same lock.
-    func receive(_ push: PushNotification, _ core: inout HubCore, device: DeviceID = 1) -> [HubCore.Write] {
+    func receive(_ push: PushNotification, _ core: inout HubCore, device: DeviceSlot = 1) -> [HubCore.Write] {
         var writes: [HubCore.Write] = []
         let actions = core.received(push, device: device, now: Self.t0)
         core.route(actions, device: device, now: Self.t0, slot: { _ in device }, writes: &writes)
         return writes
     }
 
-    func connect(_ session: FakeSession, _ core: inout HubCore, device: DeviceID = 1) -> (
+    func connect(_ session: FakeSession, _ core: inout HubCore, device: DeviceSlot = 1) -> (
         previous: (any DeviceSession)?, writes: [HubCore.Write]
     ) {
         var writes: [HubCore.Write] = []

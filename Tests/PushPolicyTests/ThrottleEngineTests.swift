@@ -183,7 +183,7 @@ import Testing
 /// A day of random traffic in virtual time (a second or two of real time), checking the invariants.
 @Suite struct ThrottleSimulationTests {
     struct App: Hashable {
-        var device: DeviceID
+        var device: DeviceSlot
         var bundle: String
     }
 
@@ -194,9 +194,9 @@ import Testing
         settings.heldStorage = storage
         var engine = ThrottleEngine(settings: settings, decisionLogCapacity: 0)
         let bundles = ["com.a", "com.b", "com.c"]
-        let devices: [DeviceID] = Array(1...40)
+        let devices: [DeviceSlot] = Array(1...40)
         var appState: [App: AppState] = [:]
-        var conditions: [DeviceID: DeviceConditions] = [:]
+        var conditions: [DeviceSlot: DeviceConditions] = [:]
         var outcome: [APNsID: String] = [:]  // terminal outcome per accepted push
         var accepted: [APNsID: (App, NotificationClass)] = [:]
         var onBudget: [App: Int] = [:]
