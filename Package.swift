@@ -379,6 +379,27 @@ let package = Package(
     ]
 )
 
+// Where each module lives: Sources/<side>/<module>, so that the tree shows the architecture — what is
+// shared (the model, the device protocol, the wall clock's seam), the gateway (policy, provider API,
+// hub, store, admin, composition) and the simulator (the iPhone's rules, devices, content, load,
+// forecast). The executable is Sources/pushgate.
+let sides: [String: [String]] = [
+    "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol"],
+    "Gateway": [
+        "PushPolicy", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "ProviderAPI", "DeviceHub",
+        "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",
+    ],
+    "Simulator": ["DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient"],
+]
+for (side, modules) in sides {
+    for module in modules {
+        guard let target = package.targets.first(where: { $0.name == module }) else {
+            fatalError("Package.swift: the side \(side) names \(module), which is no target")
+        }
+        target.path = "Sources/\(side)/\(module)"
+    }
+}
+
 // Every target: a module uses only what it imports (MemberImportVisibility), and existential types say
 // `any` (ExistentialAny), so the compiler keeps the module arrows and imports honest.
 for target in package.targets {

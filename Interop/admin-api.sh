@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The admin API against its OpenAPI document (/openapi.json, Sources/Gateway/AdminOpenAPI.swift):
+# The admin API against its OpenAPI document (/openapi.json, Sources/Gateway/AdminAPI/AdminOpenAPI.swift):
 # schemathesis (pinned, in .build-interop/) generates requests for every operation and checks every
 # answer — status documented, body conforming, no 500, 401 without the token, 405 with Allow for other
 # methods. /v1/live (an endless event stream) is left out. Skipped when schemathesis cannot be installed.

@@ -1,3 +1,4 @@
+import Logging
 import PostgresNIO
 import PushModel
 import PushPolicy
