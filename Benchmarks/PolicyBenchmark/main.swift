@@ -33,7 +33,8 @@ var now = start
 for device in 0..<stateCount {
     let wake = push(device, .silent, at: now, random: &random)
     _ = engine.received(wake, device: DeviceSlot(device), now: now)
-    _ = engine.completed(device: DeviceSlot(device), bundleID: "com.example.app", id: wake.id, result: .newData, now: now)
+    _ = engine.completed(
+        device: DeviceSlot(device), bundleID: "com.example.app", id: wake.id, result: .newData, now: now)
 }
 let after = residentBytes()
 print("states: \(engine.stateCount), resident bytes per state: \((after - before) / max(1, engine.stateCount))")

@@ -22,11 +22,14 @@ public enum FuzzSeeds {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     static let payloads: [String: [UInt8]] = [
-        "alert": bytes(#"{"aps":{"alert":{"title":"Hi","body":"There","loc-args":["a",1]},"badge":3,"sound":"default"}}"#),
-        "silent": bytes(#"{"aps":{"content-available":1},"job":{"id":"4f6a","since":1800000000,"ok":true,"none":null}}"#),
+        "alert": bytes(
+            #"{"aps":{"alert":{"title":"Hi","body":"There","loc-args":["a",1]},"badge":3,"sound":"default"}}"#),
+        "silent": bytes(
+            #"{"aps":{"content-available":1},"job":{"id":"4f6a","since":1800000000,"ok":true,"none":null}}"#),
         "escapes": bytes(#"{"aps":{"alert":"\u00e9\ud83d\ude00\n\t\"\\\/"},"x":-0.5e-3}"#),
         "nested": bytes(#"{"aps":{"mutable-content":1,"category":"c","thread-id":"t"},"a":[[[{"b":[]}]]]}"#),
-        "live": bytes(#"{"aps":{"timestamp":1800000000,"event":"update","content-state":{"score":1},"relevance-score":0.5}}"#),
+        "live": bytes(
+            #"{"aps":{"timestamp":1800000000,"event":"update","content-state":{"score":1},"relevance-score":0.5}}"#),
         "not-object": bytes("[1,2,3]"),
         "no-aps": bytes(#"{"x":1}"#),
     ]
@@ -75,7 +78,8 @@ public enum FuzzSeeds {
             "register": .register(enrolment: "fleet secret"), "hello": .hello(deviceID: "d1", secret: "s"),
             "install": .install(bundleID: Fixture.bundleID), "uninstall": .uninstall(bundleID: Fixture.bundleID),
             "ack": .ack(apnsID: id), "complete": .complete(apnsID: id, bundleID: Fixture.bundleID, result: "newData"),
-            "keep-alive": .keepAlive(sequence: 7), "app-state": .appState(bundleID: Fixture.bundleID, state: "background"),
+            "keep-alive": .keepAlive(sequence: 7),
+            "app-state": .appState(bundleID: Fixture.bundleID, state: "background"),
             "conditions": .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
         ]
         let delivery = Delivery(
@@ -84,7 +88,8 @@ public enum FuzzSeeds {
             payload: #"{"aps":{"content-available":1}}"#)
         let gateway: [String: GatewayMessage] = [
             "welcome": .welcome(
-                deviceID: "d1", apps: [InstalledApp(bundleID: Fixture.bundleID, token: Fixture.token)], keepAliveSeconds: 30),
+                deviceID: "d1", apps: [InstalledApp(bundleID: Fixture.bundleID, token: Fixture.token)],
+                keepAliveSeconds: 30),
             "notification": .notification(delivery),
             "keep-alive-ack": .keepAliveAck(sequence: 7, notifications: [delivery]),
             "closing": .closing(reason: "shutdown", reconnectAfterMilliseconds: 500),
@@ -95,7 +100,8 @@ public enum FuzzSeeds {
 
     static func configurations(root: String) -> [String: [UInt8]] {
         var seeds: [String: [UInt8]] = [
-            "small": bytes("provider:\n  h2c:\n    port: 2198\ndevices:\n  delivery_window: 8\nstore:\n  backend: memory\n"),
+            "small": bytes(
+                "provider:\n  h2c:\n    port: 2198\ndevices:\n  delivery_window: 8\nstore:\n  backend: memory\n"),
             "bad-value": bytes("provider:\n  http2:\n    max_concurrent_streams: -1\n"),
         ]
         if let shipped = try? Data(contentsOf: URL(fileURLWithPath: root + "/Config/pushgate.yaml")) {

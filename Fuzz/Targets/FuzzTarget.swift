@@ -103,10 +103,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func deviceMessage(_ input: UnsafeRawBufferPointer) {
         if let message = try? DeviceMessage.decode(input) {
-            check((try? DeviceMessage.decode(message.encoded())) == message, "a device message that does not round-trip")
+            check(
+                (try? DeviceMessage.decode(message.encoded())) == message, "a device message that does not round-trip")
         }
         if let message = try? GatewayMessage.decode(input) {
-            check((try? GatewayMessage.decode(message.encoded())) == message, "a gateway message that does not round-trip")
+            check(
+                (try? GatewayMessage.decode(message.encoded())) == message, "a gateway message that does not round-trip"
+            )
         }
     }
 

@@ -32,7 +32,7 @@ func failing<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch { throw described(error) }
 }
 
-func failing<T>(_ body: () async throws -> T) async throws -> T {
+func asyncFailing<T>(_ body: () async throws -> T) async throws -> T {
     do { return try await body() } catch { throw described(error) }
 }
 

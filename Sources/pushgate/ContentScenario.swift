@@ -9,8 +9,8 @@ import NIOHTTP1
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import Synchronization
+import WallClock
 
 /// The content side of a fleet of iPhones (`pushgate simulate` and `demo`): the content server the apps
 /// fetch from — built in, or any URL that serves the same manifest — its publishing schedule, and the
@@ -149,7 +149,8 @@ final class ContentScenario: Sendable {
             announcing.addTask { await withDiscardingTaskGroup { jobs in await announcements.run(in: &jobs) } }
             let outcome: Swift.Result<Result, any Error>
             do {
-                outcome = .success(try await runningSchedule(fleet: fleet, publishEvery: publishEvery, sampleEvery: sampleEvery, body))
+                outcome = .success(
+                    try await runningSchedule(fleet: fleet, publishEvery: publishEvery, sampleEvery: sampleEvery, body))
             } catch {
                 outcome = .failure(error)
             }
@@ -169,14 +170,14 @@ final class ContentScenario: Sendable {
             if publishEvery > 0 {
                 timers.addTask {
                     while true {
-                        try await Task.sleep(for: .milliseconds(Int64(publishEvery * 1000)))  // clock-ok: the publishing schedule
+                        try await Task.sleep(for: .milliseconds(Int64(publishEvery * 1000)))  // clock-ok: schedule
                         await self.publish()
                     }
                 }
             }
             timers.addTask {
                 while true {
-                    try await Task.sleep(for: .milliseconds(Int64(sampleEvery * 1000)))  // clock-ok: the sampling period
+                    try await Task.sleep(for: .milliseconds(Int64(sampleEvery * 1000)))  // clock-ok: sampling
                     self.sample(fleet)
                 }
             }

@@ -92,7 +92,7 @@ struct DemoCommand: AsyncParsableCommand {
         let benchGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // Free loopback ports and a fresh data directory: the demo never disturbs a running gateway. The
         // gateway runs the services `serve` runs, in the same group, until the demo is over.
-        try await failing {
+        try await asyncFailing {
             try await LocalGateway.run(
                 topics: topics, settings: ["devices.keep_alive_seconds=\(keepAlive)"], group: gatewayGroup,
                 logger: Logger(label: "pushgate")
@@ -156,10 +156,13 @@ struct DemoCommand: AsyncParsableCommand {
                     publishEvery: iphone.publishEvery ?? 5
                 ) {
                     await content.publish()
-                    try await live(on: gateway, fleet: fleet, content: content, scenario: scenario, mix: mix, benchGroup: benchGroup)
+                    try await live(
+                        on: gateway, fleet: fleet, content: content, scenario: scenario, mix: mix,
+                        benchGroup: benchGroup)
                 }
             } else {
-                try await live(on: gateway, fleet: fleet, content: nil, scenario: scenario, mix: mix, benchGroup: benchGroup)
+                try await live(
+                    on: gateway, fleet: fleet, content: nil, scenario: scenario, mix: mix, benchGroup: benchGroup)
             }
         } catch {
             await fleet.stop()
@@ -199,7 +202,8 @@ struct DemoCommand: AsyncParsableCommand {
                 },
                 start: UnixTime(milliseconds: ForecastCommand.epochDay), hours: 24,
                 publications: PublicationSchedule(everySeconds: 600), seed: iphone.seed)
-            let forecast = await ForecastCommand.run(day, threads: ProcessInfo.processInfo.activeProcessorCount, label: nil)
+            let forecast = await ForecastCommand.run(
+                day, threads: ProcessInfo.processInfo.activeProcessorCount, label: nil)
             print(
                 "\nFORECAST — a day of the same \(devices) iPhones in virtual time (pushgate forecast: the users' own habits, a version every 10 minutes, the gateway's default policy; \(ForecastResult.decimal(forecast.seconds)) s):"
             )

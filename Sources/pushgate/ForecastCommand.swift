@@ -44,7 +44,10 @@ struct ForecastCommand: AsyncParsableCommand {
             valueName: "ms"))
     var startMs: Int64?
 
-    @Option(help: "Publish a new version every this many seconds (each announced as its apps' backends do); 0: one at the start.")
+    @Option(
+        help:
+            "Publish a new version every this many seconds (each announced as its apps' backends do); 0: one at the start."
+    )
     var publishEvery: Double = 600
 
     @Option(
@@ -116,8 +119,12 @@ struct ForecastCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard devices > 0 else { throw ValidationError("--devices: at least 1") }
-        guard hours > 0, hours <= 24 * 31 else { throw ValidationError("--hours: from more than 0 to 744, got \(hours)") }
-        guard (0..<24).contains(startHour) else { throw ValidationError("--start-hour: from 0 to 24, got \(startHour)") }
+        guard hours > 0, hours <= 24 * 31 else {
+            throw ValidationError("--hours: from more than 0 to 744, got \(hours)")
+        }
+        guard (0..<24).contains(startHour) else {
+            throw ValidationError("--start-hour: from 0 to 24, got \(startHour)")
+        }
         if let startMs, startMs < 0 { throw ValidationError("--start-ms: milliseconds since 1970, got \(startMs)") }
         guard publishEvery >= 0 else { throw ValidationError("--publish-every: must not be negative") }
         guard announceSeconds >= 0, announceSeconds <= 86_400 else {
@@ -143,7 +150,8 @@ struct ForecastCommand: AsyncParsableCommand {
         guard parts.count == 2, let from = parts[0], let to = parts[1], (0...24).contains(from), (0...24).contains(to),
             from != to
         else {
-            throw ValidationError("--publish-hours: expected from-to in hours of the day (e.g. 6-23), got '\(publishHours)'")
+            throw ValidationError(
+                "--publish-hours: expected from-to in hours of the day (e.g. 6-23), got '\(publishHours)'")
         }
         return (from, to)
     }
@@ -189,8 +197,11 @@ struct ForecastCommand: AsyncParsableCommand {
         }
         print(results[0].summary)
         if !base.traced.isEmpty {
-            try (results[0].trace.joined(separator: "\n") + "\n").write(toFile: traceFile, atomically: true, encoding: .utf8)
-            print("trace of \(base.traced.count) device\(base.traced.count == 1 ? "" : "s") (\(base.traced.sorted().map(String.init).joined(separator: ", "))) written to \(traceFile)")
+            try (results[0].trace.joined(separator: "\n") + "\n").write(
+                toFile: traceFile, atomically: true, encoding: .utf8)
+            print(
+                "trace of \(base.traced.count) device\(base.traced.count == 1 ? "" : "s") (\(base.traced.sorted().map(String.init).joined(separator: ", "))) written to \(traceFile)"
+            )
         }
         var front: [Int] = []
         if results.count > 1 {
@@ -203,7 +214,9 @@ struct ForecastCommand: AsyncParsableCommand {
                 runs: zip(variants, results).map { variant, result in
                     var result = result
                     result.trace = []
-                    return .init(name: variant.name, overrides: variant.overrides.map { "\($0.key)=\($0.value)" }, result: result)
+                    return .init(
+                        name: variant.name, overrides: variant.overrides.map { "\($0.key)=\($0.value)" }, result: result
+                    )
                 },
                 paretoFront: dimensions.isEmpty ? nil : front.map { variants[$0].name })
             let encoder = JSONEncoder()
@@ -212,8 +225,10 @@ struct ForecastCommand: AsyncParsableCommand {
             print("figures written to \(json)")
         }
         if let html {
-            try ForecastPage.html(names: variants.map(\.name), results: results, front: dimensions.isEmpty ? nil : front)
-                .write(toFile: html, atomically: true, encoding: .utf8)
+            try ForecastPage.html(
+                names: variants.map(\.name), results: results, front: dimensions.isEmpty ? nil : front
+            )
+            .write(toFile: html, atomically: true, encoding: .utf8)
             print("report written to \(html)")
         }
     }
@@ -237,7 +252,9 @@ struct ForecastCommand: AsyncParsableCommand {
         }
         if interactive { print("\u{1B}[2K\r", terminator: "") }
         if let label, !interactive {
-            print("ran \(label): \(Self.percent(Self.fresh(result))) fresh at open, \(ForecastResult.decimal(result.seconds)) s")
+            print(
+                "ran \(label): \(Self.percent(Self.fresh(result))) fresh at open, \(ForecastResult.decimal(result.seconds)) s"
+            )
         }
         return result
     }
@@ -266,8 +283,13 @@ struct ForecastCommand: AsyncParsableCommand {
         var text = lines.joined(separator: "\n")
         if let front {
             let best = front.max { fresh(results[$0]) < fresh(results[$1]) }
-            text += "\n\nPareto front (no other variant is as fresh for less awake time): "
-                + front.map { names[$0] + (results[$0].report.rows.last == nil ? "" : " (\(percent(fresh(results[$0]))), \(ForecastResult.decimal(cost(results[$0]))) s)") }
+            text +=
+                "\n\nPareto front (no other variant is as fresh for less awake time): "
+                + front.map {
+                    names[$0]
+                        + (results[$0].report.rows.last == nil
+                            ? "" : " (\(percent(fresh(results[$0]))), \(ForecastResult.decimal(cost(results[$0]))) s)")
+                }
                 .joined(separator: "; ")
             if let best {
                 text +=

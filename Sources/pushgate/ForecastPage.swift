@@ -15,12 +15,18 @@ enum ForecastPage {
                 (names[index], colours[index % colours.count], values(result))
             }
         }
-        let fresh = series { result in result.hourly.compactMap { hour in hour.freshAtOpen.map { (Double(hour.hour), $0 * 100) } } }
-        let pushes = series { result in result.hourlyPushesPerDevice.enumerated().map { (Double($0.offset), $0.element) } }
-        let wakes = series { result in result.hourlyWakesPerDevice.enumerated().map { (Double($0.offset), $0.element) } }
+        let fresh = series { result in
+            result.hourly.compactMap { hour in hour.freshAtOpen.map { (Double(hour.hour), $0 * 100) } }
+        }
+        let pushes = series { result in
+            result.hourlyPushesPerDevice.enumerated().map { (Double($0.offset), $0.element) }
+        }
+        let wakes = series { result in result.hourlyWakesPerDevice.enumerated().map { (Double($0.offset), $0.element) }
+        }
         let comparison =
             results.count > 1
-            ? "<h2>Variants</h2>" + HTMLTable.fromMarkdown(ForecastCommand.comparison(names, results, front: front)) : ""
+            ? "<h2>Variants</h2>" + HTMLTable.fromMarkdown(ForecastCommand.comparison(names, results, front: front))
+            : ""
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>Pushgate forecast</title>

@@ -147,7 +147,8 @@ struct ForecastVariant {
             combinations = indices.prefix(sample).sorted().map { combinations[$0] }
         }
         return combinations.map { overrides in
-            ForecastVariant(name: overrides.map { "\($0.key)=\($0.value)" }.joined(separator: " "), overrides: overrides)
+            ForecastVariant(
+                name: overrides.map { "\($0.key)=\($0.value)" }.joined(separator: " "), overrides: overrides)
         }
     }
 }

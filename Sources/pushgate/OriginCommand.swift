@@ -48,7 +48,7 @@ struct OriginCommand: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { schedule in
             if publishEvery > 0 {
                 schedule.addTask {
-                    while (try? await Task.sleep(for: .seconds(publishEvery))) != nil {  // clock-ok: the publishing schedule
+                    while (try? await Task.sleep(for: .seconds(publishEvery))) != nil {  // clock-ok: schedule
                         origin.publish()
                     }
                 }

@@ -27,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "pushgate.provider")
         let threads = configuration.eventLoops == 0 ? System.coreCount : configuration.eventLoops
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        try await failing {
+        try await asyncFailing {
             try await GatewayServices.withServices(configuration: configuration, group: group, logger: logger) {
                 try await $0.serviceGroup(stoppedBySignals: true, logger: logger).run()
             }

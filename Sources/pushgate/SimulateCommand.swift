@@ -248,7 +248,9 @@ struct SimulateCommand: AsyncParsableCommand {
         while duration == 0 || ContinuousClock.now - start < .seconds(duration) {
             try await Task.sleep(for: .seconds(1))
             // A gateway that refuses the fleet later (its secret changed, say): said, not retried for ever.
-            do { try fleet.checkRefusals() } catch let problem as FleetError { throw CommandFailure(explained(problem)) }
+            do { try fleet.checkRefusals() } catch let problem as FleetError {
+                throw CommandFailure(explained(problem))
+            }
             if !wroteTokens, fleet.allInstalled {
                 let lines = fleet.tokenLines
                 try (lines.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)

@@ -10,11 +10,11 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import PushStore
 import Synchronization
 import TestSupport
 import Testing
+import WallClock
 
 /// A 200 means committed: a gateway killed with SIGKILL while pushes flow, then restarted on the same
 /// data directory, delivers every push it answered 200 for, except those discarded by design

@@ -4,9 +4,9 @@ import GatewayFiles
 import NIOPosix
 import ProviderAuth
 import PushModel
-import WallClock
-import Testing
 import TestSupport
+import Testing
+import WallClock
 
 /// SIGTERM while providers have hundreds of streams in flight: every stream up to a connection's GOAWAY
 /// last stream id is answered (200, or 503 Shutdown) before the connection closes (RFC 9113 §6.8), the
@@ -57,7 +57,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tokens = (0..<16).map { n in DeviceToken(String(format: "%064x", 0xd2a1_0000 + n))! }
         try RegistryFiles.registerTokens(tokens, bundleID: Self.topic, in: directory + "/device-tokens.yaml")
-        let storeArguments = database.map { ["--set", "store.backend=postgres", "--set", "store.postgres.url=\($0)"] } ?? []
+        let storeArguments =
+            database.map { ["--set", "store.backend=postgres", "--set", "store.postgres.url=\($0)"] } ?? []
         let log = directory + "/gateway.log"
         let gateway = try GatewayProcess(
             arguments: GatewayProcess.serve(

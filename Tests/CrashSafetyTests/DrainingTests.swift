@@ -1,13 +1,15 @@
 import AdminAPI
 import Foundation
 import Gateway
-import Testing
 import TestSupport
+import Testing
 
 /// After SIGTERM the gateway drains: the admin API keeps answering until the process exits, `/ready`
 /// with 503 and the failing check, `/health` with 200, as orchestrators expect.
 @Suite(.serialized) struct DrainingTests {
-    static let curl = ["/usr/bin/curl", "/usr/local/bin/curl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let curl = ["/usr/bin/curl", "/usr/local/bin/curl"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     @Test(
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),

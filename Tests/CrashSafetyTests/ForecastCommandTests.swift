@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `pushgate forecast` as a user runs it: what-ifs side by side, a search and its Pareto front, the
 /// files it writes, and an error that names the key.
@@ -18,7 +18,8 @@ import TestSupport
 
     @Test(.enabled(if: GatewayProcess.binary != nil, "the pushgate binary is not built"))
     func comparesAndSearchesAndWritesItsFiles() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("forecast-files-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "forecast-files-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let json = directory.appendingPathComponent("f.json").path
@@ -34,7 +35,8 @@ import TestSupport
         #expect(output.contains("| budget 5 |"))
         #expect(output.contains("| policy.budget.capacity=8 app.com.example.news.announce=none |"))
         #expect(output.contains("Pareto front"))
-        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any]
+        let document =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any]
         #expect((document?["runs"] as? [Any])?.count == 6)
         #expect((document?["paretoFront"] as? [String])?.isEmpty == false)
         let page = try String(contentsOfFile: html, encoding: .utf8)
@@ -44,7 +46,9 @@ import TestSupport
 
     @Test(.enabled(if: GatewayProcess.binary != nil, "the pushgate binary is not built"))
     func aBadWhatIfNamesItsKey() async throws {
-        let unknown = try await forecast(["--devices", "5", "--hours", "1", "--compare", "x: app.com.example.nope.announce=alert"])
+        let unknown = try await forecast([
+            "--devices", "5", "--hours", "1", "--compare", "x: app.com.example.nope.announce=alert",
+        ])
         #expect(unknown.status != 0)
         #expect(unknown.output.contains("no app 'com.example.nope'"))
         let range = try await forecast(["--devices", "5", "--hours", "1", "--search", "policy.budget.capacity=0"])

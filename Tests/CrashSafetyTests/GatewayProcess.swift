@@ -56,7 +56,8 @@ final class GatewayProcess: @unchecked Sendable {
                 else { continue }
                 found[name] = port
             }
-            if found.count < names.count { try await Task.sleep(for: .milliseconds(50)) }  // clock-ok: a real process starting, bounded
+            guard found.count < names.count else { continue }
+            try await Task.sleep(for: .milliseconds(50))  // clock-ok: a process starting
         }
         guard let provider = found[names[0]], let devices = found[names[1]], let admin = found[names[2]] else {
             throw NotListening(log: logPath, found: found)
@@ -79,7 +80,6 @@ func metricValue(_ series: String, adminPort: Int) async throws -> Double? {
     let prefix = series + " "
     return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
 }
-
 
 /// A fresh data directory for a gateway under test, with a provider key for `topic` in its keys file;
 /// returns the directory and a signer of that key's tokens. The caller removes the directory.

@@ -5,9 +5,9 @@ import NIOCore
 import NIOHPACK
 import ProviderAuth
 import PushModel
-import WallClock
 import TestSupport
 import Testing
+import WallClock
 
 #if canImport(Glibc)
     import Glibc

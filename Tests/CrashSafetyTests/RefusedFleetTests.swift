@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A fleet the gateway refuses says why and ends: a wrong enrolment secret is an error naming the flag
 /// and the secret's file, with a non-zero exit, well before `--duration`; a gateway that is not there is
@@ -29,10 +29,13 @@ import TestSupport
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             #expect(status != nil && status != 0, "\(mode): \(String(describing: status)) \(text)")
             #expect(text.contains("auth_failed"), "\(mode): \(text)")
-            #expect(text.contains("--enrolment-secret") && text.contains("devices.enrolment_secret"), "\(mode): \(text)")
+            #expect(
+                text.contains("--enrolment-secret") && text.contains("devices.enrolment_secret"), "\(mode): \(text)")
             #expect(!text.contains("connected -"), "a negative count: \(text)")
             // The fleet ends at the first refusal it sees: how many of the four were refused by then varies.
-            #expect(text.range(of: #"refused [1-4] \(auth_failed\)"#, options: .regularExpression) != nil, "\(mode): \(text)")
+            #expect(
+                text.range(of: #"refused [1-4] \(auth_failed\)"#, options: .regularExpression) != nil,
+                "\(mode): \(text)")
         }
     }
 

@@ -6,10 +6,10 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import Synchronization
 import TestSupport
 import Testing
+import WallClock
 
 /// A store that cannot write: every push whose commit failed is answered 500 `InternalServerError` and
 /// never delivered (its provider sends it again, so a delivery would be a duplicate); `/ready` says 503

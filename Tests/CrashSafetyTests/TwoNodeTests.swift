@@ -9,10 +9,10 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+import WallClock
 
 /// Two `pushgate serve` processes on one PostgreSQL database (`TEST_POSTGRES_URL`, which `.ci/run`
 /// sets): a push POSTed to one node reaches a device connected to the other; the device's budget and
@@ -71,7 +71,8 @@ import TestSupport
         }
         let group = MultiThreadedEventLoopGroup.singleton
         let onB = DeviceAgent(
-            host: "127.0.0.1", port: b.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment, behaviour: .prompt,
+            host: "127.0.0.1", port: b.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment,
+            behaviour: .prompt,
             group: group, onEvent: record)
         onB.start()
         try await eventually("the device installed the app on node B") { onB.tokens[Self.topic] != nil }
@@ -189,8 +190,10 @@ import TestSupport
             "store.postgres.lease_seconds=2", "store.postgres.sweep_seconds=2",
             "provider.rate.device_token.per_second=0", "devices.keep_alive_seconds=3600",
         ]
-        let a = try await startNode("node-a", directory: directory, url: url, key: key, signer: signer, settings: settings)
-        let b = try await startNode("node-b", directory: directory, url: url, key: key, signer: signer, settings: settings)
+        let a = try await startNode(
+            "node-a", directory: directory, url: url, key: key, signer: signer, settings: settings)
+        let b = try await startNode(
+            "node-b", directory: directory, url: url, key: key, signer: signer, settings: settings)
         defer {
             a.process.kill(SIGKILL)
             b.process.kill(SIGKILL)
@@ -358,12 +361,15 @@ import TestSupport
             ] + settings.flatMap { ["--set", $0] }, logPath: log)
         let ports = try await process.boundPorts(logPath: log)
         return Node(
-            name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin, log: log)
+            name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin, log: log
+        )
     }
 
     /// A node's `/v1/counters`, parsed.
     func counters(_ node: Node) async -> [String: Any]? {
-        guard let response = try? await AdminClient.get(host: "127.0.0.1", port: node.admin, path: "/v1/counters", token: nil)
+        guard
+            let response = try? await AdminClient.get(
+                host: "127.0.0.1", port: node.admin, path: "/v1/counters", token: nil)
         else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any]
     }

@@ -10,10 +10,10 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+import WallClock
 
 /// What a device had not acknowledged when the gateway was killed is the device's: after a restart it
 /// is sent again, in order, and a newer push while the device was away coalesces none of it. A device
@@ -28,7 +28,8 @@ import TestSupport
         let signer: ProviderTokenSigner
 
         init() throws {
-            directory = FileManager.default.temporaryDirectory
+            directory =
+                FileManager.default.temporaryDirectory
                 .appendingPathComponent("pushgate-unacked-\(UUID().uuidString.prefix(8))").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let key = P256.Signing.PrivateKey()

@@ -5,11 +5,11 @@ import Foundation
 import NIOCore
 import NIOWebSocket
 import ProviderClient
-import PushPolicy
 import PushModel
+import PushPolicy
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A push is delivered when the device acknowledges it: whatever a connection had not acknowledged when
 /// it ended is sent again on the device's next connection, in order; nothing answered 200 is lost at the
@@ -80,7 +80,8 @@ import TestSupport
         try await eventually("all acknowledged") { harness.hub.counters.delivered == 4 }
         #expect(harness.hub.counters.resent == 3)
         let journey = harness.hub.journey(of: APNsID(header: unacknowledged[0])!).map(\.event.description)
-        #expect(journey == ["accepted alerting", "delivered", "sent again (2 times in all)", "acknowledged by the device"])
+        #expect(
+            journey == ["accepted alerting", "delivered", "sent again (2 times in all)", "acknowledged by the device"])
         #expect(harness.hub.outstandingCount == 0)
         again.stop()
         try await harness.stop()
@@ -174,7 +175,8 @@ import TestSupport
         let harness = try await HubHarness(hubSettings: settings)
         let big = #"{"type":"keep_alive","sequence":1,"pad":""# + String(repeating: "x", count: 2000) + #""}"#
         let texts = try #require(
-            try await RawWebSocket.exchange(host: "127.0.0.1", port: harness.devicePort, texts: [big], group: harness.group))
+            try await RawWebSocket.exchange(
+                host: "127.0.0.1", port: harness.devicePort, texts: [big], group: harness.group))
         #expect(texts.count == 2)
         #expect(texts.first?.contains("devices.max_frame_bytes (1024 bytes)") == true)
         #expect(texts.last?.contains(#""reason":"protocol_error""#) == true)

@@ -83,7 +83,9 @@ import Testing
         let (gone, goneToken) = try await harness.installedAgent(log: log)
         let (stays, staysToken) = try await harness.installedAgent(log: EventLog())
         gone.stop()
-        try await eventually("the first device disconnected") { !harness.hub.isConnected(harness.hub.registry.slot(ofDevice: gone.identity!.deviceID)!) }
+        try await eventually("the first device disconnected") {
+            !harness.hub.isConnected(harness.hub.registry.slot(ofDevice: gone.identity!.deviceID)!)
+        }
         #expect(harness.hub.pruneStaleDevices() == 0, "not yet")
         harness.clock.advance(seconds: 3601)
         #expect(harness.hub.pruneStaleDevices() == 1)

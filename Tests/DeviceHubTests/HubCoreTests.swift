@@ -224,7 +224,8 @@ import Testing
 
     @Test func aPushAnotherNodeStoredGetsItsDecisionAsAnOutcome() {
         let routed = push(4)
-        let decided = DeviceHub.stored(routed, deviceID: "d", [.hold(routed.id, rule: .offline)], policy: PolicySettings())
+        let decided = DeviceHub.stored(
+            routed, deviceID: "d", [.hold(routed.id, rule: .offline)], policy: PolicySettings())
         let (inserting, outcomes) = DeviceHub.storeChange(
             [.hold(routed.id, rule: .offline)], decided: decided, new: false, now: Self.t0)
         #expect(inserting == nil)

@@ -15,7 +15,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-
 /// Collects what an agent saw.
 final class EventLog: Sendable {
     private let events = Mutex<[AgentEvent]>([])

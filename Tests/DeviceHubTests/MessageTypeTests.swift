@@ -19,7 +19,8 @@ import Testing
         .registered(deviceID: "d", secret: "s"),
         .welcome(deviceID: "d", apps: [InstalledApp(bundleID: "a", token: "t")], keepAliveSeconds: 60),
         .installed(InstalledApp(bundleID: "a", token: "t")), .uninstalled(bundleID: "a"), .notification(delivery),
-        .keepAliveAck(sequence: 3, notifications: [delivery]), .closing(reason: "shutdown", reconnectAfterMilliseconds: 2000),
+        .keepAliveAck(sequence: 3, notifications: [delivery]),
+        .closing(reason: "shutdown", reconnectAfterMilliseconds: 2000),
         .error(message: "no"),
     ]
 

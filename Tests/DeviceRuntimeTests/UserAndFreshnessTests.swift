@@ -196,7 +196,9 @@ import Testing
         for slice in slices { folded.merge(slice) }
         let apps = ["news": 1, "chat": 1, "podcast": 1]
         #expect(folded.openCount == keeping.openCount)
-        #expect(folded.report(versions: versions, hours: 3, apps: apps) == keeping.report(versions: versions, hours: 3, apps: apps))
+        #expect(
+            folded.report(versions: versions, hours: 3, apps: apps)
+                == keeping.report(versions: versions, hours: 3, apps: apps))
         #expect(
             folded.hourly(versions: versions, start: start, hours: 3)
                 == keeping.hourly(versions: versions, start: start, hours: 3))

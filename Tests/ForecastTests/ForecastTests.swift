@@ -141,8 +141,10 @@ import Testing
         let opens = lines.filter { $0["event"] as? String == "opened" }.map { $0["t"] as! Double }
         #expect(opens == [43_200, 129_600, 216_000, 302_400])
         // Three opens make a habit: on the fourth day the system fetches at 11:50.
-        let habitual = lines.filter { $0["event"] as? String == "woken" && $0["fetch_planned_by"] as? String == "launch_habit" }
-            .map { $0["t"] as! Double }
+        let habitual = lines.filter {
+            $0["event"] as? String == "woken" && $0["fetch_planned_by"] as? String == "launch_habit"
+        }
+        .map { $0["t"] as! Double }
         #expect(habitual.contains(302_400 - 600))
         #expect(!habitual.contains { $0 < 216_000 })
     }
@@ -170,7 +172,8 @@ import Testing
         #expect(begun < push + 301)
         // … then moves 200,000 bytes 4× slower than a 1 MB/s link, after 100 ms of latency: 0.9 s.
         let finished = try #require(
-            lines.first { $0["event"] as? String == "transfer_finished" && $0["transfer"] as? Int == id }?["t"] as? Double)
+            lines.first { $0["event"] as? String == "transfer_finished" && $0["transfer"] as? Int == id }?["t"]
+                as? Double)
         #expect(abs(finished - begun - 0.9) < 0.0005)
         let updated = try #require(
             lines.first { $0["event"] as? String == "content_updated" && $0["version"] as? Int == 2 })

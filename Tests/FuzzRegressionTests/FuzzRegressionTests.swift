@@ -28,7 +28,8 @@ import Testing
         let seeds = FuzzSeeds.seeds(for: .requestHead, root: FuzzRegressionTests.root)
         for name in ["alert", "background", "collapse", "live-activity"] {
             guard case .success = FuzzTarget.decideRequest(seeds[name]!) else {
-                Issue.record("the \(name) seed is not accepted: \(String(describing: FuzzTarget.decideRequest(seeds[name]!)))")
+                Issue.record(
+                    "the \(name) seed is not accepted: \(String(describing: FuzzTarget.decideRequest(seeds[name]!)))")
                 continue
             }
         }
@@ -43,8 +44,9 @@ import Testing
     @Test func theSeedsInTheRepositoryAreTheGeneratedOnes() throws {
         // Signed tokens differ each time they are made (ES256 is randomised), so names are compared.
         for target in FuzzTarget.allCases {
-            let kept = Set(try FuzzCorpus.files(at: FuzzRegressionTests.root + "/Fuzz/corpus/" + target.rawValue)
-                .map { ($0 as NSString).lastPathComponent }.filter { $0.hasPrefix("seed-") })
+            let kept = Set(
+                try FuzzCorpus.files(at: FuzzRegressionTests.root + "/Fuzz/corpus/" + target.rawValue)
+                    .map { ($0 as NSString).lastPathComponent }.filter { $0.hasPrefix("seed-") })
             let generated = Set(FuzzSeeds.seeds(for: target, root: FuzzRegressionTests.root).keys.map { "seed-" + $0 })
             #expect(kept == generated, "run `swift run pushgate-fuzz seed .` (\(target.rawValue))")
         }

@@ -1,6 +1,6 @@
-import Foundation
 import AdminAPI
 import DeviceHub
+import Foundation
 import Logging
 import ProviderAPI
 import PushModel
@@ -133,7 +133,9 @@ import Testing
     /// A wrapper script's PUSHGATE_BIN, or a typo, is named in a warning and does not stop the command; a
     /// known key with a bad value still does.
     @Test func anUnknownPushgateVariableIsAWarningNotAnError() throws {
-        let raw = try RawConfiguration(environment: ["PUSHGATE_BIN": "/opt/pushgate", "PUSHGATE_PROVIDER_TSL_PORT": "1"])
+        let raw = try RawConfiguration(environment: [
+            "PUSHGATE_BIN": "/opt/pushgate", "PUSHGATE_PROVIDER_TSL_PORT": "1",
+        ])
         #expect(raw.warnings.count == 2)
         #expect(raw.warnings.contains { $0.contains("PUSHGATE_BIN") && $0.contains("ignored") })
         #expect(try GatewayConfiguration(raw).tlsListener.port == 2197)

@@ -20,7 +20,8 @@ import Testing
 
     @Test func silentConnectionsAreClosedAfterTheHandshakeTimeout() async throws {
         try await GatewayWithDevice.run(
-            topic: Self.topic, settings: ["provider.handshake_timeout_seconds=1", "devices.upgrade_timeout_seconds=1"]) { setup in
+            topic: Self.topic, settings: ["provider.handshake_timeout_seconds=1", "devices.upgrade_timeout_seconds=1"]
+        ) { setup in
             let toProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
             let toDevices = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
             try await eventually("both silent connections are closed") { !toProvider.isActive && !toDevices.isActive }
@@ -44,18 +45,25 @@ import Testing
             settings: [
                 "devices.max_connections=2", "provider.max_connections_per_address=2",
                 "devices.upgrade_timeout_seconds=300", "provider.handshake_timeout_seconds=300",
-            ]) { setup in
+            ]
+        ) { setup in
             let device = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
             let provider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
             let refusedDevice = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
             let refusedProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
-            try await eventually("the excess is closed at accept") { !refusedDevice.isActive && !refusedProvider.isActive }
+            try await eventually("the excess is closed at accept") {
+                !refusedDevice.isActive && !refusedProvider.isActive
+            }
             #expect(device.isActive && provider.isActive)
             #expect(try await setup.post(silent: false) == 200, "the provider client in still works")
-            try await eventually("and the device in still gets its pushes") { setup.gateway.services.hub.counters.delivered == 1 }
+            try await eventually("and the device in still gets its pushes") {
+                setup.gateway.services.hub.counters.delivered == 1
+            }
             let metrics = try await setup.admin("/metrics").body
-            #expect(metrics.contains(#"pushgate_connections_refused_total{listener="devices",reason="listener_cap"} 1"#))
-            #expect(metrics.contains(#"pushgate_connections_refused_total{listener="provider",reason="address_cap"} 1"#))
+            #expect(
+                metrics.contains(#"pushgate_connections_refused_total{listener="devices",reason="listener_cap"} 1"#))
+            #expect(
+                metrics.contains(#"pushgate_connections_refused_total{listener="provider",reason="address_cap"} 1"#))
             #expect(metrics.contains(#"pushgate_connections_open{listener="devices"} 2"#))
             try await device.close()
             try await provider.close()

@@ -78,6 +78,8 @@ import Yams
             #expect(configuration.store.backend == .postgres, "\(name)")
         }
         // The two nodes differ in their node id.
-        #expect(services["node-a"]?["PUSHGATE_STORE_POSTGRES_NODE_ID"] != services["node-b"]?["PUSHGATE_STORE_POSTGRES_NODE_ID"])
+        #expect(
+            services["node-a"]?["PUSHGATE_STORE_POSTGRES_NODE_ID"]
+                != services["node-b"]?["PUSHGATE_STORE_POSTGRES_NODE_ID"])
     }
 }

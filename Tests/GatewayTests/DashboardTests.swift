@@ -19,7 +19,8 @@ import Testing
             "needs Debian's chromium (apt-get install chromium); .ci/run installs it"))
     func theLiveFiguresAppearAndChangeWhilePushesFlow() async throws {
         try await GatewayWithDevice.run(
-            topic: Self.topic, settings: ["devices.keep_alive_seconds=3600"]) { setup in
+            topic: Self.topic, settings: ["devices.keep_alive_seconds=3600"]
+        ) { setup in
             let token = setup.token
             // Pushes flow while the page is open: an alert and a silent push every 50 ms (bounded: 10 s).
             let sending = Task {
@@ -32,11 +33,14 @@ import Testing
             // A fleet in the gateway's process (as the demo attaches one): its freshness table shows.
             var ledger = FreshnessLedger()
             for at: Int64 in [1_000, 2_000, 3_000] {
-                ledger.record(.opened(bundleID: "n", contentVersion: 1), at: UnixTime(milliseconds: at), profile: "news")
+                ledger.record(
+                    .opened(bundleID: "n", contentVersion: 1), at: UnixTime(milliseconds: at), profile: "news")
             }
-            ledger.record(.opened(bundleID: "c", contentVersion: nil), at: UnixTime(milliseconds: 4_000), profile: "chat")
+            ledger.record(
+                .opened(bundleID: "c", contentVersion: nil), at: UnixTime(milliseconds: 4_000), profile: "chat")
             let figures = FleetFigures(
-                devices: 2, seconds: 10, report: ledger.report(versions: [1: 500], hours: 1, apps: ["news": 1, "chat": 1]),
+                devices: 2, seconds: 10,
+                report: ledger.report(versions: [1: 500], hours: 1, apps: ["news": 1, "chat": 1]),
                 timeline: [], published: [.init(version: 1, publishedAt: 500)], announcements: [])
             let json = String(decoding: try figures.json(), as: UTF8.self)
             setup.gateway.services.attached.attach(.init(json: { json }, metrics: { "" }))
@@ -50,14 +54,16 @@ import Testing
             let accepted = (try await browser.evaluate("document.body.dataset.accepted") as? String ?? "")
                 .split(separator: ",").compactMap { Int($0) }
             #expect(accepted.count >= 3)
-            #expect((accepted.last ?? 0) > (accepted.first ?? 0), "the accepted total grows while pushes flow: \(accepted)")
+            #expect(
+                (accepted.last ?? 0) > (accepted.first ?? 0), "the accepted total grows while pushes flow: \(accepted)")
             #expect(try await browser.evaluate("document.getElementById('connected').textContent") as? String == "1")
             let rate = try await browser.evaluate("document.getElementById('rate-total').textContent") as? String
             #expect(rate != nil && rate != "–")
             try await eventually("the fleet's freshness table appeared") {
                 try await browser.evaluate("document.body.dataset.fleetOpens") as? String == "4"
             }
-            let table = try await browser.evaluate("document.getElementById('fleet-table').textContent") as? String ?? ""
+            let table =
+                try await browser.evaluate("document.getElementById('fleet-table').textContent") as? String ?? ""
             #expect(table.contains("news") && table.contains("100 %"), "\(table)")
 
             // The lookup box finds the device behind the token.

@@ -15,7 +15,9 @@ import Testing
             let file = EnrolmentSecret.path(dataDirectory: setup.gateway.dataDirectory)
             let attributes = try FileManager.default.attributesOfItem(atPath: file)
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-            #expect(EnrolmentSecret.read(dataDirectory: setup.gateway.dataDirectory) == setup.gateway.services.hub.settings.enrolmentSecret)
+            #expect(
+                EnrolmentSecret.read(dataDirectory: setup.gateway.dataDirectory)
+                    == setup.gateway.services.hub.settings.enrolmentSecret)
             // The device that registered used it (GatewayWithDevice gives it to the agent).
             #expect(setup.agent.identity != nil)
         }

@@ -11,9 +11,9 @@ import NIOCore
 import NIOPosix
 import ProviderClient
 import PushModel
-import WallClock
 import TestSupport
 import Testing
+import WallClock
 
 @testable import pushgate
 
@@ -56,7 +56,8 @@ import Testing
             try await eventually("200 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
             try await content.running(
                 fleet: fleet, strategies: mix.strategies,
-                provider: .init(host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                provider: .init(
+                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
                 publishEvery: 0
             ) {
                 // Three versions, 5 s apart, each announced to every app; then the users' end, and every device
@@ -72,7 +73,9 @@ import Testing
                 }
                 try await eventually("the users' end", seconds: 60) { UnixTime.now() >= usersUntil }
                 // Every push decided for delivery acknowledged (the announcements were answered above).
-                try await eventually("every delivery acknowledged", seconds: 30) { gateway.services.hub.outstandingCount == 0 }
+                try await eventually("every delivery acknowledged", seconds: 30) {
+                    gateway.services.hub.outstandingCount == 0
+                }
                 try await eventually("every iPhone settled", seconds: 30) { try await fleet.settled() }
             }
             let end = UnixTime.now()
@@ -104,7 +107,9 @@ import Testing
         // The backend's fan-out as the real run had it (from each publication to its last answer), and its
         // transfers' median time as the link's latency.
         let published = Dictionary(uniqueKeysWithValues: real.published.map { ($0.version, $0.publishedAt) })
-        let spreads = real.announcements.map { Double($0.sentAt + $0.milliseconds - (published[$0.version] ?? $0.sentAt)) }
+        let spreads = real.announcements.map {
+            Double($0.sentAt + $0.milliseconds - (published[$0.version] ?? $0.sentAt))
+        }
         scenario.announcementSeconds = spreads.reduce(0, +) / Double(max(1, spreads.count)) / 1000
         let forecast = await Forecast.run(scenario)
 
@@ -125,7 +130,8 @@ import Testing
             // goals, which Benchmarks/forecast-validate.sh checks on a release build over minutes.
             #expect(within(0.25, row.silentWakes, other.silentWakes), "\(profile): silent wakes")
             #expect(within(0.20, row.foregroundTransfers, other.foregroundTransfers), "\(profile): transfers")
-            #expect(within(0.50, row.opensWithoutContent, other.opensWithoutContent), "\(profile): opens without content")
+            #expect(
+                within(0.50, row.opensWithoutContent, other.opensWithoutContent), "\(profile): opens without content")
             let points = abs((row.freshAtOpen ?? 0) - (other.freshAtOpen ?? 0)) * 100
             #expect(points <= 15, "\(profile): fresh at open \(row.freshAtOpen ?? 0) vs \(other.freshAtOpen ?? 0)")
         }

@@ -9,9 +9,9 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import TestSupport
 import Testing
+import WallClock
 
 /// A real gateway (`LocalGateway`, SQLite store) with one device agent that installed `topic`, and a
 /// provider connection to POST with.
@@ -87,4 +87,3 @@ struct GatewayWithDevice {
     }
 
 }
-

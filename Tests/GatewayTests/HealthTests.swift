@@ -12,7 +12,8 @@ import Testing
     @Test func readyUntilTheProviderAPIDrains() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         try await LocalGateway.run(
-            topic: "com.example.app", settings: ["log.level=error"], group: group, logger: Logger(label: "test")) { gateway in
+            topic: "com.example.app", settings: ["log.level=error"], group: group, logger: Logger(label: "test")
+        ) { gateway in
             func get(_ path: String) async throws -> (Int, String) {
                 try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: path, token: nil)
             }

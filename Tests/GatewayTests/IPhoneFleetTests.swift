@@ -12,10 +12,10 @@ import NIOCore
 import NIOPosix
 import ProviderClient
 import PushModel
-import WallClock
 import Synchronization
 import TestSupport
 import Testing
+import WallClock
 import Yams
 
 @testable import pushgate
@@ -72,7 +72,8 @@ import Yams
     @Test func anIOSVersionThatIsNotModelledIsRefusedNamingTheFileAndKey() throws {
         for version in [5, 8, 99] {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("ios\(version)-\(UUID()).yaml")
-            try "ios: \(version)\napps:\n  - bundle_id: com.example.x\n".write(to: file, atomically: true, encoding: .utf8)
+            try "ios: \(version)\napps:\n  - bundle_id: com.example.x\n".write(
+                to: file, atomically: true, encoding: .utf8)
             defer { try? FileManager.default.removeItem(at: file) }
             var message = ""
             do { _ = try IPhoneMix(flag: file.path) } catch { message = "\(error)" }
@@ -139,7 +140,8 @@ import Yams
         }
         try await LocalGateway.run(
             topics: Array(mix.strategies.keys), settings: ["log.level=error"], group: group,
-            logger: Logger(label: "test")) { gateway in
+            logger: Logger(label: "test")
+        ) { gateway in
             var settings = OriginServer.Settings()
             settings.itemBytes = 16 * 1024
             let content = try await ContentScenario(url: nil, settings: settings, group: group)
@@ -170,7 +172,8 @@ import Yams
                 let (status, body) = try await AdminClient.get(
                     host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
                 #expect(status == 200 && body.contains(#""profile" : "news""#))
-                let scrape = try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
+                let scrape = try await AdminClient.get(
+                    host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
                 #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
                 #expect(scrape.body.contains("pushgate_provider_requests_total"))
             }

@@ -13,7 +13,8 @@ import Testing
 
     @Test func aHeldPushReleasedOnAKeepAliveShowsItsJourney() async throws {
         try await GatewayWithDevice.run(
-            topic: Self.topic, settings: ["policy.budget.capacity=1", "devices.keep_alive_seconds=1"]) { setup in
+            topic: Self.topic, settings: ["policy.budget.capacity=1", "devices.keep_alive_seconds=1"]
+        ) { setup in
             let held = "0a9f4c1e-7b2d-4e8f-9a3c-5d6e7f8a9b0c"
             #expect(try await setup.post(silent: true) == 200)
             #expect(try await setup.post(silent: true, id: held) == 200)
@@ -48,7 +49,8 @@ import Testing
             #expect(stored?["pushType"] as? String == "background")
 
             let table = try #require(
-                AdminTables.render(resource: "notifications", json: try await setup.admin("/v1/notifications/\(held)").body)
+                AdminTables.render(
+                    resource: "notifications", json: try await setup.admin("/v1/notifications/\(held)").body)
             )
             #expect(table.contains("held_over_budget"))
             #expect(table.contains("released_piggyback_keep_alive"))

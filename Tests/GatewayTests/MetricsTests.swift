@@ -16,7 +16,10 @@ import Testing
     @Test func aScriptedSetOfPushesGivesExactCounts() async throws {
         try await GatewayWithDevice.run(
             topic: Self.topic,
-            settings: ["policy.budget.capacity=2", "devices.keep_alive_seconds=3600", "store.postgres.node_id=test-node"]) { setup in
+            settings: [
+                "policy.budget.capacity=2", "devices.keep_alive_seconds=3600", "store.postgres.node_id=test-node",
+            ]
+        ) { setup in
             let gateway = setup.gateway
             // Three silent pushes (two wake the app, one is held), an alert (it carries the held one), and a
             // push to a token nobody has.

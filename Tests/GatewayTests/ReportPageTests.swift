@@ -19,7 +19,8 @@ import Testing
         for millisecond in 1...200 {
             recorder.sent(kind: 0, at: 0)
             recorder.completed(
-                kind: 0, .accepted, latencyNanoseconds: Int64(millisecond) * 1_000_000, at: Int64(millisecond) * 1_000_000)
+                kind: 0, .accepted, latencyNanoseconds: Int64(millisecond) * 1_000_000,
+                at: Int64(millisecond) * 1_000_000)
         }
         recorder.sent(kind: 0, at: 0)
         recorder.completed(
@@ -69,7 +70,8 @@ import Testing
         #expect(try await text("document.documentElement.scrollWidth <= window.innerWidth") == "true")
         #expect(
             try await text(
-                "[...document.querySelectorAll('table, svg')].every(e => e.getBoundingClientRect().right <= window.innerWidth)")
+                "[...document.querySelectorAll('table, svg')].every(e => e.getBoundingClientRect().right <= window.innerWidth)"
+            )
                 == "true")
 
         let screenshot = try await browser.screenshot()

@@ -12,11 +12,11 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
-import WallClock
 import PushPolicy
 import Synchronization
 import TestSupport
 import Testing
+import WallClock
 
 /// A simulated iPhone end to end over loopback: a real gateway, a device agent running iOS's background
 /// rules (`DeviceRuntime` in its `RuntimeShell`), and a content server it fetches from over real HTTP.
@@ -36,7 +36,8 @@ import Testing
         let origin = OriginServer(settings: originSettings, group: group, clock: UnixTime.now)
         try await origin.start()
         try await LocalGateway.run(
-            topic: topic, settings: ["log.level=error"], group: group, logger: Logger(label: "test")) { gateway in
+            topic: topic, settings: ["log.level=error"], group: group, logger: Logger(label: "test")
+        ) { gateway in
             let http = HTTPClient(eventLoopGroupProvider: .shared(group))
             // iOS 17, with discretionary transfers started at once (their delay is a model figure; not waited for here).
             var profile = IOSProfile.ios17
@@ -103,9 +104,13 @@ import Testing
                         $0 == .contentUpdated(bundleID: topic, version: 1, by: .silentPush(apnsID: first))
                     }
             }
-            try await eventually("the session's handler was called: suspended again") { try await state() == .suspended }
+            try await eventually("the session's handler was called: suspended again") {
+                try await state() == .suspended
+            }
             #expect(
-                !recorded.contains { if case .terminated(_, let cause) = $0 { cause != .memoryPressure } else { false } })
+                !recorded.contains {
+                    if case .terminated(_, let cause) = $0 { cause != .memoryPressure } else { false }
+                })
 
             // 3. A second version: the wake starts its download, and a force-quit cancels it. The origin
             //    holds the item until then, so the download cannot end whole before the cancel.

@@ -19,7 +19,8 @@ import Testing
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         try await LocalGateway.run(
             topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
-            logger: Logger(label: "test")) { gateway in
+            logger: Logger(label: "test")
+        ) { gateway in
             var profile = AgentProfile()
             profile.work_ms_min = 1
             profile.work_ms_max = 5

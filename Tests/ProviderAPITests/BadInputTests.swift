@@ -105,7 +105,9 @@ import Testing
             // Over the configured size: 431 on that stream, and the same connection goes on.
             let client = try await gateway.client()
             let large = head(gateway, extra: [("x-padding", String(repeating: "p", count: 16_000))])
-            let refused = try await client.send([.headers(large, endStream: false), .data(alertPayload, endStream: true)])
+            let refused = try await client.send([
+                .headers(large, endStream: false), .data(alertPayload, endStream: true),
+            ])
             #expect(refused.status == 431)
             #expect(try await client.post(path: path, headers: gateway.headers(), body: alertPayload).status == 200)
             // Over NIO's ceiling (the HPACK decoder stops mid-block): that connection ends, no other.

@@ -43,7 +43,9 @@ import X509
         #expect(subject.contains("OU=TEAM123456"), "\(subject)")
         // One file with both reads back as both.
         let both = issued.certificate + issued.privateKey
-        #expect(try Certificate(pemEncoded: String(both.prefix(upTo: both.range(of: "-----BEGIN PRIVATE KEY")!.lowerBound))) == certificate)
+        #expect(
+            try Certificate(pemEncoded: String(both.prefix(upTo: both.range(of: "-----BEGIN PRIVATE KEY")!.lowerBound)))
+                == certificate)
     }
 
     @Test func registeredCertificatePushesToItsTopics() async throws {

@@ -1,8 +1,8 @@
 import Foundation
 import GatewayFiles
 import PushModel
-import Testing
 import TestSupport
+import Testing
 
 @testable import ProviderAPI
 

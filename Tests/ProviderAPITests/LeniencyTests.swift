@@ -21,7 +21,8 @@ import Testing
     static let cases: [Case] = [
         // aapns always adds an alert, so every background push it sends is one of these.
         Case(
-            description: "background with an alert", headers: [("apns-push-type", "background"), ("apns-priority", "5")],
+            description: "background with an alert",
+            headers: [("apns-push-type", "background"), ("apns-priority", "5")],
             payload: #"{"aps":{"alert":"hi","content-available":1}}"#, kind: .silent, type: .background,
             mismatch: .backgroundWithVisibleContent),
         Case(
@@ -47,7 +48,8 @@ import Testing
         try await TestGateway.with { gateway in
             let client = try await gateway.client()
             let response = try await client.post(
-                path: "/3/device/\(Fixture.token.hex)", headers: gateway.headers(topic: lenient.topic, extra: lenient.headers),
+                path: "/3/device/\(Fixture.token.hex)",
+                headers: gateway.headers(topic: lenient.topic, extra: lenient.headers),
                 body: Array(lenient.payload.utf8))
             #expect(response.status == 200, "\(lenient): \(response.reason ?? "")")
             let received = try #require(gateway.intake.notifications.last)

@@ -49,7 +49,8 @@ import Testing
 
     /// A token with the registered key id but another key's signature.
     func forged(_ at: UnixTime) -> String {
-        let other = ProviderTokenSigner(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: P256.Signing.PrivateKey())
+        let other = ProviderTokenSigner(
+            teamID: "TEAM123456", keyID: "KEY1234567", privateKey: P256.Signing.PrivateKey())
         return "bearer " + (try! other.token(issuedAt: at))
     }
 

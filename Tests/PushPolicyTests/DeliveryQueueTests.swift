@@ -25,7 +25,9 @@ import Testing
         writes = []
         #expect(queue.acknowledged(five[0].id, now: t0, into: &writes)?.id == five[0].id)
         #expect(writes.map(\.id) == [five[2].id], "the freed place goes to the next in order")
-        #expect(queue.acknowledged(five[0].id, now: t0, into: &writes) == nil, "a repeated acknowledgement delivers nothing")
+        #expect(
+            queue.acknowledged(five[0].id, now: t0, into: &writes) == nil, "a repeated acknowledgement delivers nothing"
+        )
         #expect(queue.acknowledged(pushes.make(.alerting).id, now: t0, into: &writes) == nil, "an unknown one neither")
         #expect(writes.count == 1)
     }

@@ -13,8 +13,9 @@ import Testing
         #expect(DeliveryState(rule: .reconnect, acknowledged: true, discarded: false) == .deliveredFromStorage)
         #expect(DeliveryState(rule: .piggybackAlert, acknowledged: true, discarded: false) == .deliveredFromStorage)
         #expect(DeliveryState(rule: .offline, acknowledged: false, discarded: false) == .storedDeviceOffline)
-        for rule in [Rule.overBudget, .forceQuit, .lowPowerMode, .backgroundAppRefreshOff, .lowPriority, .deferredPowerSaving]
-        {
+        for rule in [
+            Rule.overBudget, .forceQuit, .lowPowerMode, .backgroundAppRefreshOff, .lowPriority, .deferredPowerSaving,
+        ] {
             #expect(DeliveryState(rule: rule, acknowledged: false, discarded: false) == .storedPowerConsiderations)
         }
         for rule in [Rule.coalescedNewest, .coalescedCollapseID, .overflow] {
@@ -23,7 +24,9 @@ import Testing
         for rule in [Rule.expired, .expiredOnArrival, .notStoredExpirationZero] {
             #expect(DeliveryState(rule: rule, acknowledged: false, discarded: true) == .discardedExpired)
         }
-        #expect(DeliveryState(rule: .tokenUnregistered, acknowledged: false, discarded: true) == .discardedTokenUnregistered)
+        #expect(
+            DeliveryState(rule: .tokenUnregistered, acknowledged: false, discarded: true) == .discardedTokenUnregistered
+        )
     }
 
     @Test func everyRuleIsOneKindOfDecision() {

@@ -274,10 +274,14 @@ import Testing
                     // change nothing but expired pushes (the policy timer's anyway).
                     let releases = engine.keepAliveReleases(device: device)
                     let actions = engine.keepAlive(device: device, now: now)
-                    if !releases, actions.contains(where: { if case .discard(_, .expired) = $0 { false } else { true } }) {
+                    if !releases,
+                        actions.contains(where: { if case .discard(_, .expired) = $0 { false } else { true } })
+                    {
                         failures.append("a keep-alive said to release nothing did: \(actions)")
                     }
-                    if releases, actions.delivered.isEmpty, !actions.contains(where: { if case .discard = $0 { true } else { false } }) {
+                    if releases, actions.delivered.isEmpty,
+                        !actions.contains(where: { if case .discard = $0 { true } else { false } })
+                    {
                         failures.append("a keep-alive said to release something did nothing")
                     }
                     check(actions, now)

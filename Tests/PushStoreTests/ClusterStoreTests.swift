@@ -144,14 +144,16 @@ import Testing
             #expect(taken.first?.claimed.budgets == spent)
             #expect(taken.first?.claimed.pending.map(\.notification.id) == [undecided.notification.id])
             #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty, "one survivor takes each device")
-            #expect(try await TestPostgres.integer(place.path, "SELECT COUNT(*) FROM nodes WHERE node_id = 'node-a'") == 0)
+            #expect(
+                try await TestPostgres.integer(place.path, "SELECT COUNT(*) FROM nodes WHERE node_id = 'node-a'") == 0)
 
             // B owns it now: its undecided push is B's to sweep, once older than the cutoff.
             #expect(try await b.undecided(olderThan: undecided.notification.receivedAt).isEmpty)
             #expect(
-                try await b.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).map(\.apnsID) == [
-                    undecided.notification.id.value
-                ])
+                try await b.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).map(\.apnsID)
+                    == [
+                        undecided.notification.id.value
+                    ])
             #expect(try await c.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).isEmpty)
 
             // Node A comes back: it renews its lease and owns nothing until a device connects to it.
@@ -214,7 +216,10 @@ final class Heard: Sendable {
         #expect(ClusterMessage(text: message.text) == message)
     }
 
-    @Test(arguments: ["2\tnode-a\towner\td\tn\t1", "1\tnode-a\tremoved\td\tsoon", "1\tnode-a\towner\td\tn", "1\tnode-a\tdevice\td\tzz\t1\t", "", "1"])
+    @Test(arguments: [
+        "2\tnode-a\towner\td\tn\t1", "1\tnode-a\tremoved\td\tsoon", "1\tnode-a\towner\td\tn",
+        "1\tnode-a\tdevice\td\tzz\t1\t", "", "1",
+    ])
     func aNoticeThisVersionCannotReadIsSkipped(_ text: String) {
         #expect(ClusterMessage(text: text) == nil)
     }

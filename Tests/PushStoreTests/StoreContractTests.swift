@@ -69,7 +69,9 @@ import Testing
             let store = try await place.open(in: &stores)
             _ = try await store.open(now: Self.t0)
             var batch = StoreBatch()
-            batch.devices = ["dev-a", "dev-b", "dev-c"].map { StoredDevice(id: $0, secretHash: [1], createdAt: Self.t0) }
+            batch.devices = ["dev-a", "dev-b", "dev-c"].map {
+                StoredDevice(id: $0, secretHash: [1], createdAt: Self.t0)
+            }
             try await store.commit(batch)
             var later = StoreBatch()
             later.seen = ["dev-a": Self.t0.adding(seconds: 5), "dev-b": Self.t0.adding(seconds: 6)]
@@ -189,7 +191,8 @@ import Testing
             outcomes.outcomes = [
                 NotificationOutcome(apnsID: Samples.id(1), state: .delivered, rule: nil, at: Self.t0),
                 NotificationOutcome(apnsID: Samples.id(2), state: .discarded, rule: .coalescedNewest, at: Self.t0),
-                NotificationOutcome(apnsID: Samples.id(3), state: .delivered, rule: nil, at: Self.t0.adding(seconds: 600)),
+                NotificationOutcome(
+                    apnsID: Samples.id(3), state: .delivered, rule: nil, at: Self.t0.adding(seconds: 600)),
             ]
             try await store.commit(outcomes)
             let result = try await store.prune(finishedBefore: Self.t0.adding(seconds: 300), now: Self.t0)

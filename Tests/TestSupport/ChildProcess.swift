@@ -49,7 +49,7 @@ public final class ChildProcess: Sendable {
         // such sources are first copied above every target (close-on-exec, closed here after the spawn).
         let highest = max(2, descriptors.keys.max() ?? 2)
         var copies: [Int32] = []
-        defer { copies.forEach { _ = Glibc.close($0) } }
+        defer { for copy in copies { _ = Glibc.close(copy) } }
         func safe(_ source: Int32) -> Int32 {
             guard source <= highest else { return source }
             let copy = fcntl(source, F_DUPFD_CLOEXEC, highest + 1)
@@ -72,7 +72,7 @@ public final class ChildProcess: Sendable {
         }
         _ = Self.closeFrom?(&actions, highest + 1)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         var child: pid_t = 0
         let spawned =
             executable.contains("/")

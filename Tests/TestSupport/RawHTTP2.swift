@@ -73,7 +73,8 @@ public final class RawHTTP2: Sendable {
                     let stream = state.pending.getInteger(at: start + 5, as: UInt32.self)! & 0x7fff_ffff
                     state.pending.moveReaderIndex(forwardBy: 9)
                     var payload = state.pending.readSlice(length: length)!
-                    var frame = Frame(type: type, flags: flags, stream: stream, payload: Array(payload.readableBytesView))
+                    var frame = Frame(
+                        type: type, flags: flags, stream: stream, payload: Array(payload.readableBytesView))
                     if type == Frame.headersType {
                         // No padding or priority from the server under test.
                         if let fields = try? state.decoder.decodeHeaders(from: &payload) {

@@ -25,7 +25,8 @@ public enum RawWebSocket {
     }
 
     /// Returns nil when the connection was not upgraded, else the texts received before the close.
-    public static func exchange(host: String, port: Int, texts: [String], group: any EventLoopGroup) async throws -> [String]?
+    public static func exchange(host: String, port: Int, texts: [String], group: any EventLoopGroup) async throws
+        -> [String]?
     {
         let collector = Collector()
         guard let channel = try? await open(host: host, port: port, group: group) else { return nil }
@@ -82,7 +83,9 @@ public enum RawWebSocket {
         return upgraded.1
     }
 
-    public static func connectAndSend(host: String, port: Int, text: String, group: any EventLoopGroup) async throws -> Bool {
+    public static func connectAndSend(host: String, port: Int, text: String, group: any EventLoopGroup) async throws
+        -> Bool
+    {
         try await exchange(host: host, port: port, texts: [text], group: group) != nil
     }
 }
@@ -136,6 +139,7 @@ public final class RawDevice: Sendable {
     public func closeOrderly() async throws {
         var data = channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: .normalClosure)
-        try await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data))
+        try await channel.writeAndFlush(
+            WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data))
     }
 }

@@ -155,13 +155,19 @@ public final class GatewayMetrics: Sendable {
     /// A listener kind's door: open connections now, refusals by cap and handshake timeouts since the
     /// last scrape.
     private func addGate(_ name: String, now: ConnectionGate.Figures, before: ConnectionGate.Figures) {
-        CoreMetrics.Meter(label: MetricName.connectionsOpen.rawValue, dimensions: [("listener", name)], factory: factory)
-            .set(now.open)
+        CoreMetrics.Meter(
+            label: MetricName.connectionsOpen.rawValue, dimensions: [("listener", name)], factory: factory
+        )
+        .set(now.open)
         let rows: [(MetricName, [(String, String)], Int)] = [
-            (.connectionsRefused, [("listener", name), ("reason", ConnectionGate.Refusal.listenerCap.rawValue)],
-             now.refusedListenerCap - before.refusedListenerCap),
-            (.connectionsRefused, [("listener", name), ("reason", ConnectionGate.Refusal.addressCap.rawValue)],
-             now.refusedAddressCap - before.refusedAddressCap),
+            (
+                .connectionsRefused, [("listener", name), ("reason", ConnectionGate.Refusal.listenerCap.rawValue)],
+                now.refusedListenerCap - before.refusedListenerCap
+            ),
+            (
+                .connectionsRefused, [("listener", name), ("reason", ConnectionGate.Refusal.addressCap.rawValue)],
+                now.refusedAddressCap - before.refusedAddressCap
+            ),
             (.handshakeTimeouts, [("listener", name)], now.handshakeTimeouts - before.handshakeTimeouts),
         ]
         for (metric, dimensions, difference) in rows {

@@ -42,7 +42,8 @@ extension DeviceHub {
             if pruned { $0.devicesPruned += 1 } else { $0.devicesRemoved += 1 }
         }
         logger.notice(
-            pruned ? "device pruned" : "device removed", metadata: ["device": "\(deviceID)", "apps": "\(bundleIDs.count)"])
+            pruned ? "device pruned" : "device removed",
+            metadata: ["device": "\(deviceID)", "apps": "\(bundleIDs.count)"])
         return true
     }
 
@@ -60,7 +61,8 @@ extension DeviceHub {
         guard settings.pruneAfterSeconds > 0 else { return 0 }
         let cutoff = UnixTime(milliseconds: clock().milliseconds - settings.pruneAfterSeconds * 1000)
         var pruned = 0
-        for id in registry.notSeen(since: cutoff) where core.withLock({ $0.session(of: registry.slot(ofDevice: id)!) == nil }) {
+        for id in registry.notSeen(since: cutoff)
+        where core.withLock({ $0.session(of: registry.slot(ofDevice: id)!) == nil }) {
             if remove(deviceID: id, pruned: true) { pruned += 1 }
         }
         return pruned

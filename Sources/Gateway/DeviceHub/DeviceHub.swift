@@ -1,14 +1,14 @@
 import DeviceProtocol
-import JobQueue
 import Histogram
+import JobQueue
 import Logging
 import NIOCore
 import PushIntake
 import PushModel
-import WallClock
 import PushPolicy
 import PushStore
 import Synchronization
+import WallClock
 
 /// A connected device as the hub reaches it: a channel to write gateway messages to, from any thread.
 public protocol DeviceSession: AnyObject, Sendable {
@@ -205,7 +205,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     func keepAlive(_ device: DeviceSlot, sequence: Int) -> GatewayMessage {
         let now = clock()
         let (_, _, writes) = decideAndCommit(
-            now: now, device: device, inserting: nil, answeringOn: nil, { $0.policy.keepAlive(device: device, now: now) },
+            now: now, device: device, inserting: nil, answeringOn: nil,
+            { $0.policy.keepAlive(device: device, now: now) },
             actions: { $0 })
         let inAnswer = writes.filter { $0.device == device }
         write(writes.filter { $0.device != device })
@@ -338,7 +339,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     public var connectedCount: Int { core.withLock { $0.connectedCount } }
     public func isConnected(_ device: DeviceSlot) -> Bool { core.withLock { $0.session(of: device) != nil } }
     /// Pushes decided for `device` and not acknowledged by it (written or waiting), in order.
-    public func outstanding(of device: DeviceSlot) -> [Outgoing] { core.withLock { $0.deliveries.outstanding(of: device) } }
+    public func outstanding(of device: DeviceSlot) -> [Outgoing] {
+        core.withLock { $0.deliveries.outstanding(of: device) }
+    }
     /// Pushes not acknowledged across the fleet.
     public var outstandingCount: Int { core.withLock { $0.deliveries.totalCount } }
 

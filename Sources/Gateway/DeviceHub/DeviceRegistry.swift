@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
 import PushModel
-import WallClock
 import PushPolicy
 import PushStore
 import Synchronization
+import WallClock
 
 /// Who the devices are: their identities and secrets, the apps they installed and the tokens issued
 /// for them. It answers the provider API's token lookups (`DeviceDirectory`) from memory; with a
@@ -222,7 +222,9 @@ public final class DeviceRegistry: DeviceDirectory {
     /// The device said hello now: pruning counts from here (written to the store, not waited for).
     func seen(_ slot: DeviceSlot, at now: UnixTime) {
         let id = state.withLock { state -> String? in
-            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else { return nil }
+            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else {
+                return nil
+            }
             device.lastSeen = now
             state.devices[device.id] = device
             return device.id
@@ -251,7 +253,8 @@ public final class DeviceRegistry: DeviceDirectory {
             let bundleIDs = device.apps.keys.sorted()
             for bundleID in bundleIDs {
                 let token = device.apps[bundleID]!
-                state.tokens[token] = TokenRecord(slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
+                state.tokens[token] = TokenRecord(
+                    slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
                 if writing {
                     record(StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now))
                 }

@@ -136,7 +136,9 @@ struct HubCore: Sendable {
     /// The store's commit of `push` (accepted for `device`) ended: if it was stored, its delivery may be
     /// written; if not, its provider is answered with an error and the queue and the policy forget it.
     /// What the device's window lets through now is written either way.
-    mutating func settled(_ push: PushNotification, device: DeviceSlot, stored: Bool, now: UnixTime, writes: inout [Write]) {
+    mutating func settled(
+        _ push: PushNotification, device: DeviceSlot, stored: Bool, now: UnixTime, writes: inout [Write]
+    ) {
         unstored.remove(push.id)
         var items: [Outgoing] = []
         if stored {
@@ -183,7 +185,8 @@ struct HubCore: Sendable {
             } else {
                 // Over budget it waits for a piggyback as before; anything else was for a device now offline.
                 let rule: Rule = entry.rule == .overBudget ? .overBudget : .offline
-                held[bundleID, default: []].append(HeldPush(notification: entry.push, expiresAt: entry.expiresAt, rule: rule))
+                held[bundleID, default: []].append(
+                    HeldPush(notification: entry.push, expiresAt: entry.expiresAt, rule: rule))
             }
         }
         var budget: [String: ThrottleBudget] = [:]

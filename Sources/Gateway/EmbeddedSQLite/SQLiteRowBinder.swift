@@ -69,7 +69,8 @@ public struct SQLiteRowBinder {
                         statement, span.index, pointer.assumingMemoryBound(to: CChar.self), Int32(span.count),
                         nil)  // SQLITE_STATIC
                 case .blob:
-                    sqlite_nio_sqlite3_bind_blob(statement, span.index, pointer, Int32(span.count), nil)  // SQLITE_STATIC
+                    // SQLITE_STATIC (nil): the bytes outlive the statement's step.
+                    sqlite_nio_sqlite3_bind_blob(statement, span.index, pointer, Int32(span.count), nil)
                 }
             }
             let code = sqlite_nio_sqlite3_step(statement)

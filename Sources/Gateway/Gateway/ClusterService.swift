@@ -1,10 +1,10 @@
 import DeviceHub
 import Logging
 import PushModel
-import WallClock
 import PushStore
 import ServiceLifecycle
 import Synchronization
+import WallClock
 
 /// Keeps a node in touch with the others on a shared PostgreSQL database: one connection LISTENs for
 /// their notices (routed pushes, device owners, new devices and tokens) and the hub acts on them. The

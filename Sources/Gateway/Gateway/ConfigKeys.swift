@@ -362,7 +362,8 @@ public enum ConfigKeys {
         "provider.tls.certificate", "",
         "PEM certificate chain of the TLS listener. Empty: a development certificate is created in data_dir/tls on first start.",
         to: \.tls.certificate)
-    static let tlsPrivateKey = ConfigKey.text("provider.tls.private_key", "", "PEM private key of provider.tls.certificate.", to: \.tls.privateKey)
+    static let tlsPrivateKey = ConfigKey.text(
+        "provider.tls.private_key", "", "PEM private key of provider.tls.certificate.", to: \.tls.privateKey)
     static let maxWaiting = ConfigKey.int(
         "devices.max_waiting", "10000", in: 1...10_000_000,
         "Pushes that may wait for one device (queued or written, not acknowledged) before POSTs to its tokens get 429 TooManyRequests.",

@@ -144,12 +144,14 @@ public struct GatewayConfiguration: Sendable {
         if admin.enabled, !loopback, adminToken == nil {
             throw refuse(
                 ConfigKeys.adminToken,
-                "required when \(ConfigKeys.adminHost.name) (\(admin.host)) is not loopback: the admin API shows devices and tokens")
+                "required when \(ConfigKeys.adminHost.name) (\(admin.host)) is not loopback: the admin API shows devices and tokens"
+            )
         }
         if store.backend == .postgres, store.postgresURL.isEmpty {
             throw refuse(
                 ConfigKeys.postgresURL,
-                "required when \(ConfigKeys.storeBackend.name) is postgres (postgres://user:password@host:port/database)")
+                "required when \(ConfigKeys.storeBackend.name) is postgres (postgres://user:password@host:port/database)"
+            )
         }
         if store.nodeID.isEmpty { store.nodeID = "\(ProcessInfo.processInfo.hostName):\(deviceListener.port)" }
     }

@@ -11,10 +11,10 @@ import ProviderAPI
 import ProviderAuth
 import PushIntake
 import PushModel
-import WallClock
 import PushStore
 import ServiceLifecycle
 import UnixSignals
+import WallClock
 
 /// The gateway assembled from its configuration: the provider API's listeners and the registry reloader,
 /// as services to run in one `ServiceGroup` (in dependency order).

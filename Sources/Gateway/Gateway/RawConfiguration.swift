@@ -127,7 +127,8 @@ public struct RawConfiguration: Sendable {
             guard let name = byVariable[variable] else {
                 // A wrapper's PUSHGATE_BIN or PUSHGATE_VERSION must not stop every command; a typo is named.
                 warnings.append(
-                    "environment variable \(variable) is no configuration key, ignored (`pushgate config` lists the keys)")
+                    "environment variable \(variable) is no configuration key, ignored (`pushgate config` lists the keys)"
+                )
                 continue
             }
             values[name] = (value, .environment(variable))

@@ -1,10 +1,10 @@
 import Logging
 import ProviderAPI
 import PushModel
-import WallClock
 import PushStore
 import ServiceLifecycle
 import Synchronization
+import WallClock
 
 /// The store as a service: opens the backend (migrations, snapshot), runs the group-commit writer and
 /// the pruning pass, and on shutdown (after the provider API and the device port, which are shut

@@ -27,7 +27,9 @@ public enum EnrolmentSecret {
         var generator = SystemRandomNumberGenerator()
         let secret = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let file = path(dataDirectory: dataDirectory)
-        guard FileManager.default.createFile(atPath: file, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: file, contents: Data((secret + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else {
             throw RegistryFileError(
                 path: file, message: "cannot write the enrolment secret (or set devices.enrolment_secret)")

@@ -172,7 +172,8 @@ public enum RegistryFiles {
         try update(TokensDocument.self, at: path, empty: TokensDocument(tokens: [])) { document in
             var tokens = document.tokens ?? []
             tokens.removeAll { hexes.contains($0.token) }
-            tokens.append(contentsOf: added.map { TokenEntry(token: $0.hex, bundle_id: bundleID, unregistered_at: nil) })
+            tokens.append(
+                contentsOf: added.map { TokenEntry(token: $0.hex, bundle_id: bundleID, unregistered_at: nil) })
             document.tokens = tokens
         }
     }

@@ -387,7 +387,8 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         logger.debug("malformed request", metadata: ["stream": "\(id)", "reason": "\(reason)"])
         providerContext.metrics.malformed()
         flushIfNeeded(context: context)
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
     }
 
     /// Refuses one stream over a limit and keeps the connection: REFUSED_STREAM for a stream over the

@@ -2,8 +2,8 @@ import ProviderAuth
 import PushIntake
 import PushMetrics
 import PushModel
-import WallClock
 import Synchronization
+import WallClock
 
 /// What every provider connection shares: settings, keys, the device directory, the limiters and the intake.
 public final class ProviderContext: Sendable {
@@ -62,4 +62,3 @@ public final class ProviderContext: Sendable {
             maxFailedVerifications: settings.auth.maxFailedVerifications)
     }
 }
-

@@ -122,7 +122,8 @@ public final class ProviderServer: Service, Sendable {
             .childChannelOption(
                 .writeBufferWaterMark,
                 value: .init(
-                    low: context.settings.http2.outputLimitBytes / 2, high: context.settings.http2.outputLimitBytes))
+                    low: context.settings.http2.outputLimitBytes / 2, high: context.settings.http2.outputLimitBytes)
+            )
             .childChannelInitializer { [weak self] channel in
                 do {
                     try gate?.guardConnection(channel)

@@ -71,16 +71,21 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .connectedDevices: "Device agents connected to this node now."
         case .registeredDevices: "Devices known to this node's registry."
         case .keepAlives: "Keep-alives answered."
-        case .sent: "Notifications written to device connections (a push written again after its connection ended counts again)."
-        case .resent: "Notifications written again because the connection they were written to ended before the device acknowledged them."
+        case .sent:
+            "Notifications written to device connections (a push written again after its connection ended counts again)."
+        case .resent:
+            "Notifications written again because the connection they were written to ended before the device acknowledged them."
         case .delivered: "Notifications delivered: acknowledged by their device (Apple's 'Delivered to Device')."
         case .acknowledged: "Acknowledgements received from devices (a repeated one delivers nothing)."
-        case .waiting: "Notifications decided for delivery and not yet acknowledged (written or waiting in a device's queue)."
-        case .disconnections: "Device sessions that ended (closed by either side, dropped, replaced, stalled, shut down)."
+        case .waiting:
+            "Notifications decided for delivery and not yet acknowledged (written or waiting in a device's queue)."
+        case .disconnections:
+            "Device sessions that ended (closed by either side, dropped, replaced, stalled, shut down)."
         case .devicesClosed: "Device connections closed for flooding, oversized frames or not reading."
         case .enrolmentsRefused:
             "Device registrations refused: a missing or wrong enrolment secret, or over devices.enrolments_per_minute_per_address."
-        case .devicesRemoved: "Devices removed, by how: removed (pushgate devices remove) or pruned (not seen for devices.prune_after_days)."
+        case .devicesRemoved:
+            "Devices removed, by how: removed (pushgate devices remove) or pruned (not seen for devices.prune_after_days)."
         case .connectionsOpen: "Connections open now, by listener kind (provider, devices)."
         case .connectionsRefused:
             "Connections closed at accept, by listener kind and cap (listener_cap: the kind's maximum; address_cap: one source address's)."
@@ -90,7 +95,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .storeCommitFailures: "Store transactions that failed (their requests were answered 500)."
         case .storeCommitDuration: "Time one store commit took."
         case .storeCommitBatch: "Changes per store commit."
-        case .node: "This node's name (store.postgres.node_id, or <hostname>:<devices.port>), as a label; the value is 1."
+        case .node:
+            "This node's name (store.postgres.node_id, or <hostname>:<devices.port>), as a label; the value is 1."
         case .routed: "Notifications routed between nodes: out (accepted here, run by the device's owner), in."
         case .deviceHandovers: "Devices this node claimed from another node (claimed) or let go to one (released)."
         }

@@ -52,7 +52,9 @@ public final class ProviderMetrics: Sendable {
         duration = Timer(label: MetricName.providerRequestDuration.rawValue, dimensions: [], factory: factory)
         malformedRequests = Counter(label: MetricName.malformedRequests.rawValue, dimensions: [], factory: factory)
         mismatches = PushTypeMismatch.allCases.map {
-            Counter(label: MetricName.pushTypeMismatches.rawValue, dimensions: [("mismatch", $0.rawValue)], factory: factory)
+            Counter(
+                label: MetricName.pushTypeMismatches.rawValue, dimensions: [("mismatch", $0.rawValue)], factory: factory
+            )
         }
         refusedStreams = StreamRefusal.allCases.map {
             Counter(label: MetricName.refusedStreams.rawValue, dimensions: [("limit", $0.rawValue)], factory: factory)
@@ -91,7 +93,9 @@ public final class ProviderMetrics: Sendable {
     public func malformed() { malformedRequests.increment() }
 
     /// A stream was refused alone for going over `limit`.
-    public func refused(_ limit: StreamRefusal) { refusedStreams[StreamRefusal.allCases.firstIndex(of: limit)!].increment() }
+    public func refused(_ limit: StreamRefusal) {
+        refusedStreams[StreamRefusal.allCases.firstIndex(of: limit)!].increment()
+    }
 
     /// A connection's reading stopped for its unsent answers (`closed`: and it was closed for staying so).
     public func stalled(closed: Bool) { (closed ? stalledClosed : stalledPaused).increment() }

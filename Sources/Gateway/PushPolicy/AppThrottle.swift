@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import PushModel
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The silent-push policy for one (device, app), as a pure state machine: each event is a `mutating`
 /// method that takes the time and the device's conditions and appends the actions to carry out.
@@ -500,7 +501,8 @@ extension AppThrottle {
     /// device has not acknowledged (they are sent again; their deadlines start with the acknowledgement).
     /// Wakes that were awaiting their completion are not restored: the app was not running while the
     /// gateway was down.
-    public init(restoring budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = [], overflow: inout [APNsID]) {
+    public init(restoring budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = [], overflow: inout [APNsID])
+    {
         self.init()
         tokens = budget.tokens ?? .nan
         strikes = budget.strikes

@@ -198,7 +198,8 @@ public struct DeliveryQueues: Sendable {
     public func isConnected(_ device: DeviceSlot) -> Bool { queues[device]?.isConnected ?? false }
     public func outstanding(of device: DeviceSlot) -> [Outgoing] { queues[device]?.all ?? [] }
 
-    public mutating func enqueue(_ item: Outgoing, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]) {
+    public mutating func enqueue(_ item: Outgoing, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing])
+    {
         queues[device, default: DeliveryQueue(window: window)].enqueue(item, now: now, into: &writes)
         totalCount += 1
     }

@@ -75,7 +75,9 @@ extension PostgresStore {
             var notify = PostgresQuery(unsafeSQL: "SELECT pg_notify($1, t) FROM UNNEST($2::text[]) AS t")
             notify.binds.append(Self.channel)
             notify.binds.append(
-                taken.map { ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text })
+                taken.map {
+                    ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text
+                })
             _ = try await connection.query(notify, logger: self.logger).all()
             var budgets: [String: [AppBudget]] = [:]
             for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {

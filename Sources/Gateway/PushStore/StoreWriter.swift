@@ -157,7 +157,7 @@ public final class StoreWriter: Sendable {
                     $0.failing = false
                 }
                 onCommit(batch.count, elapsed)
-                promises.forEach { $0.succeed() }
+                for promise in promises { promise.succeed() }
             } catch {
                 state.withLock {
                     $0.figures.failures += 1
@@ -165,7 +165,7 @@ public final class StoreWriter: Sendable {
                     $0.failing = true
                 }
                 onFailure(error, batch.count)
-                promises.forEach { $0.fail(error) }
+                for promise in promises { promise.fail(error) }
             }
         }
     }

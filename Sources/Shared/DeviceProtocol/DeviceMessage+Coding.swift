@@ -71,7 +71,9 @@ struct Envelope: Codable {
 
     func unknownType() -> ProtocolError { ProtocolError("unknown message type \"\(type)\"") }
     /// A type the other side sends.
-    func wrongDirection() -> ProtocolError { ProtocolError("unexpected message type \"\(type)\" (the other side sends it)") }
+    func wrongDirection() -> ProtocolError {
+        ProtocolError("unexpected message type \"\(type)\" (the other side sends it)")
+    }
 }
 
 private let encoder: JSONEncoder = {

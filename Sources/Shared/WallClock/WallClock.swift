@@ -1,9 +1,10 @@
+import PushModel
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import PushModel
 
 extension UnixTime {
     /// The system's wall clock. Only the I/O shell calls this; policy receives the value.

@@ -132,7 +132,8 @@ public final class SimulatedFleet: Sendable {
         while !allInstalled {
             try checkRefusals()
             guard ContinuousClock.now - start < .seconds(seconds) else {
-                throw FleetError.notConnected(connected: counters.snapshot.connected, of: agents.count, seconds: seconds)
+                throw FleetError.notConnected(
+                    connected: counters.snapshot.connected, of: agents.count, seconds: seconds)
             }
             try await Task.sleep(for: .milliseconds(200))  // clock-ok: polling real connections, bounded
         }

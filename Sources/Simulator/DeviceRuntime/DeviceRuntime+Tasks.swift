@@ -4,8 +4,7 @@ import PushModel
 extension DeviceRuntime {
     /// R3: the expiration handler runs; a well-behaved app ends the task, moving a protected download to
     /// a background session first (R11).
-    mutating func expire(_ bundleID: String, taskAt index: Int, now: UnixTime, _ actions: inout [RuntimeAction])
-    {
+    mutating func expire(_ bundleID: String, taskAt index: Int, now: UnixTime, _ actions: inout [RuntimeAction]) {
         table[bundleID].tasks[index].expirationCalled = true
         let task = table[bundleID].tasks[index]
         guard !task.forgetsEnd else { return }

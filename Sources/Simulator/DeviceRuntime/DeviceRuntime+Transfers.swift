@@ -93,8 +93,7 @@ extension DeviceRuntime {
 
     /// R10: launched (or resumed) in the background with `handleEventsForBackgroundURLSession`: the
     /// app takes the events and must call the handler within `sessionEventsSeconds`.
-    mutating func relaunchForSessionEvents(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction])
-    {
+    mutating func relaunchForSessionEvents(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
         let app = table[bundleID]
         if app.state == .notRunning { actions.append(.relaunched(bundleID: bundleID)) }
         resumeInBackground(bundleID, &actions)

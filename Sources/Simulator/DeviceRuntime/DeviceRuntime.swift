@@ -130,7 +130,8 @@ public struct DeviceRuntime: Sendable {
             if charging, table[position: index].state != .foreground {
                 for task in table[position: index].tasks {
                     if !task.expirationCalled {
-                        consider(chargedTo.adding(milliseconds: task.remaining - profile.expirationWarningSeconds * 1000))
+                        consider(
+                            chargedTo.adding(milliseconds: task.remaining - profile.expirationWarningSeconds * 1000))
                     }
                     consider(chargedTo.adding(milliseconds: task.remaining))
                 }

@@ -24,7 +24,9 @@ public enum Forecast {
     ) async -> ForecastResult {
         let started = monotonicNanoseconds()
         let devices = scenario.devices
-        let ranges = stride(from: 0, to: devices, by: max(1, shardSize)).map { $0..<min(devices, $0 + max(1, shardSize)) }
+        let ranges = stride(from: 0, to: devices, by: max(1, shardSize)).map {
+            $0..<min(devices, $0 + max(1, shardSize))
+        }
         let next = Counter()
         let done = Counter()
         let span = max(1, scenario.end.milliseconds - scenario.start.milliseconds)
@@ -40,7 +42,8 @@ public enum Forecast {
                         var reported = 0
                         shard.run { at in
                             // Device-milliseconds done, as a share of the whole fleet's.
-                            let share = Int(Double(weight) * Double(at - scenario.start.milliseconds) / Double(span) * 1000)
+                            let share = Int(
+                                Double(weight) * Double(at - scenario.start.milliseconds) / Double(span) * 1000)
                             let total = done.value.wrappingAdd(share - reported, ordering: .relaxed).newValue
                             reported = share
                             progress(Double(total) / Double(max(1, devices) * 1000))

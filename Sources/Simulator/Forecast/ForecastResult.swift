@@ -148,7 +148,8 @@ public struct ForecastResult: Sendable, Codable {
         hourly.map { hour in
             let share = hour.freshAtOpen.map { Int(($0 * 100).rounded()) }
             let bar = String(repeating: "█", count: (share ?? 0) / 4)
-            return "\(hour.hour < 10 ? " " : "")\(hour.hour) h  \(share.map { "\($0 < 10 ? "  " : $0 < 100 ? " " : "")\($0) %" } ?? "   –")  \(bar)  (\(hour.opens) opens)"
+            return
+                "\(hour.hour < 10 ? " " : "")\(hour.hour) h  \(share.map { "\($0 < 10 ? "  " : $0 < 100 ? " " : "")\($0) %" } ?? "   –")  \(bar)  (\(hour.opens) opens)"
         }.joined(separator: "\n")
     }
 

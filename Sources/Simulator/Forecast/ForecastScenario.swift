@@ -116,7 +116,8 @@ public struct PublicationSchedule: Sendable, Equatable {
     func allows(_ at: Int64) -> Bool {
         guard let hours else { return true }
         let hour = Double(at % 86_400_000) / 3_600_000
-        return hours.start <= hours.end ? (hour >= hours.start && hour < hours.end) : (hour >= hours.start || hour < hours.end)
+        return hours.start <= hours.end
+            ? (hour >= hours.start && hour < hours.end) : (hour >= hours.start || hour < hours.end)
     }
 }
 
@@ -139,7 +140,8 @@ public struct LinkModel: Sendable, Equatable {
     /// Milliseconds to move `bytes` at `slowdown`, the latency included.
     func milliseconds(bytes: Int64, slowdown: Double) -> Int64 {
         guard bytesPerSecond > 0 else { return latencyMilliseconds }
-        return latencyMilliseconds + Int64((Double(bytes) * max(1, slowdown) * 1000 / Double(bytesPerSecond)).rounded(.up))
+        return latencyMilliseconds
+            + Int64((Double(bytes) * max(1, slowdown) * 1000 / Double(bytesPerSecond)).rounded(.up))
     }
 
     /// Bytes moved `elapsed` milliseconds after the start, of `bytes` in all.

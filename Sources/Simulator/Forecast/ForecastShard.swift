@@ -109,7 +109,8 @@ final class ForecastShard {
                 defer { index += 1 }
                 guard range.contains(index) else { continue }
                 let seed = scenario.seed &+ UInt64(index)
-                var iphone = SimulatedIPhone(profile: ios, apps: kindApps, users: kind.profile.users, seed: seed, now: start)
+                var iphone = SimulatedIPhone(
+                    profile: ios, apps: kindApps, users: kind.profile.users, seed: seed, now: start)
                 if let until = scenario.usersUntil { iphone.usersUntil = until.milliseconds }
                 iphones.append(iphone)
                 kindOf.append(UInt8(kindIndex))
@@ -233,8 +234,10 @@ final class ForecastShard {
             templates = [:]
             for kind in apps {
                 for app in kind where templates[app.bundleID] == nil {
-                    templates[app.bundleID] = AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
-                        .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+                    templates[app.bundleID] = AnnouncementRequest.requests(
+                        app.announce, topic: app.bundleID, version: version
+                    )
+                    .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
                 }
             }
         }
@@ -295,7 +298,9 @@ final class ForecastShard {
                 let device = self.device(of: push.id)
                 count(rule, device)
                 if isTraced(device) {
-                    record(device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#)
+                    record(
+                        device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#
+                    )
                 }
                 let time = UnixTime(milliseconds: now)
                 engine.acknowledged(push.id, device: DeviceSlot(device), bundleID: push.bundleID, wake: wake, now: time)
@@ -379,13 +384,16 @@ final class ForecastShard {
                 hourlyWakes[min(hourlyWakes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))] += 1
                 continue
             case .appState(let bundleID, let state):
-                engine.appStateChanged(device: DeviceSlot(device), bundleID: bundleID, to: state, now: time, into: &decided)
+                engine.appStateChanged(
+                    device: DeviceSlot(device), bundleID: bundleID, to: state, now: time, into: &decided)
             case .complete(let apnsID, let bundleID, let result):
                 guard let id = APNsID(header: apnsID), let result = CompletionResult(rawValue: result) else { continue }
-                engine.completed(device: DeviceSlot(device), bundleID: bundleID, id: id, result: result, now: time, into: &decided)
+                engine.completed(
+                    device: DeviceSlot(device), bundleID: bundleID, id: id, result: result, now: time, into: &decided)
             case .conditions(let lowPowerMode, let refreshOff):
                 engine.conditionsChanged(
-                    device: DeviceSlot(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff, now: time,
+                    device: DeviceSlot(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff,
+                    now: time,
                     into: &decided)
             default:
                 continue
@@ -417,7 +425,8 @@ final class ForecastShard {
         let endsAt = now + scenario.link.milliseconds(bytes: size - from, slowdown: request.slowdown)
         transfers[Self.key(device, request.id)] = Running(
             request: request, from: from, size: size, startedAt: now, endsAt: endsAt)
-        queue.schedule(at: endsAt, .transferEnd, target: UInt32(device), argument: Int32(truncatingIfNeeded: request.id))
+        queue.schedule(
+            at: endsAt, .transferEnd, target: UInt32(device), argument: Int32(truncatingIfNeeded: request.id))
     }
 
     fileprivate func cancelTransfer(_ device: Int, _ id: Int) -> Int64? {
@@ -454,7 +463,9 @@ final class ForecastShard {
         return count == 0 ? nil : count
     }
 
-    private static func key(_ device: Int, _ id: Int) -> UInt64 { UInt64(device) << 32 | UInt64(UInt32(truncatingIfNeeded: id)) }
+    private static func key(_ device: Int, _ id: Int) -> UInt64 {
+        UInt64(device) << 32 | UInt64(UInt32(truncatingIfNeeded: id))
+    }
 
     // MARK: Trace
 
@@ -497,7 +508,8 @@ final class ForecastShard {
 
     private func traceAction(_ device: Int, _ action: RuntimeAction) {
         switch action {
-        case .appState(let app, let state): record(device, #""event":"app_state","app":"\#(app)","state":"\#(state.rawValue)""#)
+        case .appState(let app, let state):
+            record(device, #""event":"app_state","app":"\#(app)","state":"\#(state.rawValue)""#)
         case .complete(let id, let app, let result):
             record(device, #""event":"complete","app":"\#(app)","apns_id":"\#(id)","result":"\#(result)""#)
         case .startTransfer(let request):
@@ -536,10 +548,15 @@ final class ForecastShard {
                 #""event":"opened","app":"\#(app)","version_held":\#(held.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
             )
         case .contentUpdated(let app, let version, let by):
-            record(device, #""event":"content_updated","app":"\#(app)","version":\#(version),"by":"\#(by?.name ?? "foreground")""#)
+            record(
+                device,
+                #""event":"content_updated","app":"\#(app)","version":\#(version),"by":"\#(by?.name ?? "foreground")""#)
         case .conditions(let lowPower, let refreshOff):
-            record(device, #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
-        case .wakeRefused(let app, let id): record(device, #""event":"wake_refused","app":"\#(app)","apns_id":"\#(id)""#)
+            record(
+                device,
+                #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
+        case .wakeRefused(let app, let id):
+            record(device, #""event":"wake_refused","app":"\#(app)","apns_id":"\#(id)""#)
         }
     }
 }

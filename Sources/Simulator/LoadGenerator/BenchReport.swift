@@ -5,9 +5,11 @@ import Foundation
 public enum BenchReport {
     public static func summary(_ result: BenchResult) -> String {
         let (title, rows) = summaryRows(result)
-        return ([title] + rows.map { row in
-            row.value.map { row.name.padding(toLength: 34, withPad: " ", startingAt: 0) + $0 } ?? row.name
-        }).joined(separator: "\n")
+        return
+            ([title]
+            + rows.map { row in
+                row.value.map { row.name.padding(toLength: 34, withPad: " ", startingAt: 0) + $0 } ?? row.name
+            }).joined(separator: "\n")
     }
 
     /// The summary's title and its rows (name, value; a row without a value heads a section, a name

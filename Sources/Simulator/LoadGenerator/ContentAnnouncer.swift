@@ -53,7 +53,8 @@ public enum ContentAnnouncer {
             let announce: AppProfile.Announcement =
                 strategy.silent ? (strategy.alert ? .silent_and_alert : .silent) : (strategy.alert ? .alert : .none)
             for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) {
-                pushes.append(Push(target: target, silent: request.silent, headers: request.headers, body: request.body))
+                pushes.append(
+                    Push(target: target, silent: request.silent, headers: request.headers, body: request.body))
             }
         }
         return pushes

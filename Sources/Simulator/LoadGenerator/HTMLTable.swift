@@ -1,4 +1,5 @@
 import Foundation
+
 /// Tables for the HTML reports (`bench`, `simulate`, `demo` and `forecast --html`): Markdown tables and
 /// name–value rows as HTML tables, text escaped, and the style the pages share (a wide table scrolls
 /// inside its box instead of running past the page's edge).
@@ -49,7 +50,9 @@ public enum HTMLTable {
     /// with spaces is a detail of the row above.
     public static func rows(_ rows: [(name: String, value: String?)]) -> String {
         let body = rows.map { row -> String in
-            guard let value = row.value else { return "<tr><th class=\"section\" colspan=\"2\">\(escape(row.name))</th></tr>" }
+            guard let value = row.value else {
+                return "<tr><th class=\"section\" colspan=\"2\">\(escape(row.name))</th></tr>"
+            }
             let name = row.name.trimmingCharacters(in: .whitespaces)
             let detail = row.name.hasPrefix(" ") ? " class=\"sub\"" : ""
             return "<tr><td\(detail)>\(escape(name))</td><td>\(escape(value))</td></tr>"
