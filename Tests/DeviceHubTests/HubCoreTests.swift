@@ -33,22 +33,22 @@ import Testing
             notificationClass: kind, payload: [], teamID: nil, receivedAt: Self.t0)
     }
 
-    func core(window: Int = 2) -> HubCore {
+    func core(window: Int = 2) -> HubCore<Never> {
         HubCore(policy: ThrottleEngine(), deliveries: DeliveryQueues(window: window, limit: 100))
     }
 
     /// `received`, then the routing the hub does under the same lock.
-    func receive(_ push: PushNotification, _ core: inout HubCore, device: DeviceSlot = 1) -> [HubCore.Write] {
-        var writes: [HubCore.Write] = []
+    func receive(_ push: PushNotification, _ core: inout HubCore<Never>, device: DeviceSlot = 1) -> [HubWrite] {
+        var writes: [HubWrite] = []
         let actions = core.received(push, device: device, now: Self.t0)
         core.route(actions, device: device, now: Self.t0, slot: { _ in device }, writes: &writes)
         return writes
     }
 
-    func connect(_ session: FakeSession, _ core: inout HubCore, device: DeviceSlot = 1) -> (
-        previous: (any DeviceSession)?, writes: [HubCore.Write]
+    func connect(_ session: FakeSession, _ core: inout HubCore<Never>, device: DeviceSlot = 1) -> (
+        previous: (any DeviceSession)?, writes: [HubWrite]
     ) {
-        var writes: [HubCore.Write] = []
+        var writes: [HubWrite] = []
         let (previous, actions) = core.connected(device, session: session, now: Self.t0, writes: &writes)
         core.route(actions, device: device, now: Self.t0, slot: { _ in device }, writes: &writes)
         return (previous, writes)
@@ -74,7 +74,7 @@ import Testing
         let alerts = (0..<3).map { _ in push(.alerting) }
         let written = alerts.flatMap { receive($0, &core) }
         #expect(written.map(\.item.id) == [alerts[0].id, alerts[1].id])
-        var writes: [HubCore.Write] = []
+        var writes: [HubWrite] = []
         let first = core.acknowledged(alerts[0].id, by: 1, now: Self.t0, writes: &writes)
         #expect(first?.id == alerts[0].id)
         #expect(writes.map(\.item.id) == [alerts[2].id])
@@ -132,7 +132,7 @@ import Testing
         // Two more while it is away: APNs keeps the newest of those only.
         let away = (0..<2).map { _ in push(.alerting) }
         for alert in away { _ = receive(alert, &core) }
-        var writes: [HubCore.Write] = []
+        var writes: [HubWrite] = []
         let again = FakeSession()
         let (_, connectWrites) = connect(again, &core)
         writes = connectWrites
@@ -171,7 +171,7 @@ import Testing
         #expect(writes.map(\.item.id) == [alert.id, wake.id, undecided.id, overBudget.id])
         #expect(writes.map(\.item.wake) == [false, true, false, true])
         // The restored wake was paid for: acknowledging it starts its deadline, no second charge.
-        var more: [HubCore.Write] = []
+        var more: [HubWrite] = []
         _ = core.acknowledged(wake.id, by: 1, now: Self.t0, writes: &more)
         let due = core.policy.advance(to: Self.t0.adding(seconds: 31))
         #expect(due == [.deadlineMissed(wake.id)])

@@ -192,7 +192,7 @@ extension DeviceHub {
             let now = clock()
             let (_, _, writes) = decideAndCommit(
                 now: now, device: device, inserting: (push, device, false), answeringOn: nil,
-                { $0.received(push, device: device, now: now) }, actions: { $0 })
+                { core, _ in core.received(push, device: device, now: now) }, actions: { $0 })
             write(writes)
         }
     }

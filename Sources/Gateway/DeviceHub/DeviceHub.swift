@@ -31,7 +31,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     let clock: @Sendable () -> UnixTime
     let logger: Logger
     /// The policy, the delivery queues and the sessions, under one lock that is never held for I/O.
-    let core: Mutex<HubCore>
+    let core: Mutex<HubCore<any EventLoop>>
     let hubCounters = Mutex(HubCounters())
     /// With several nodes on one PostgreSQL database: the store they share (nil on a single node).
     let cluster: (any ClusterStore)?
@@ -111,7 +111,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         // together never take a device past it).
         let (decided, committed, writes) = decideAndCommit(
             now: now, device: device, inserting: (notification, device, true), answeringOn: eventLoop,
-            { core -> [PolicyAction]? in
+            { core, _ -> [PolicyAction]? in
                 guard !core.deliveries.isFull(device) else { return nil }
                 return core.received(notification, device: device, now: now)
             }, actions: { $0 })
@@ -140,7 +140,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// if the store could not write it, it is withdrawn from the queue and the policy.
     private func settle(_ notification: PushNotification, device: DeviceSlot, stored: Bool, accepted: NIODeadline) {
         let now = clock()
-        var writes: [HubCore.Write] = []
+        var writes: [HubWrite] = []
         core.withLock { core in
             core.settled(notification, device: device, stored: stored, now: now, writes: &writes)
             core.noteResends(writes, now: now)
@@ -151,7 +151,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// A push written now: its device's ack closes its accept-to-ack latency.
-    private func noteAwaitingAck(_ notification: PushNotification, accepted: NIODeadline, in writes: [HubCore.Write]) {
+    private func noteAwaitingAck(_ notification: PushNotification, accepted: NIODeadline, in writes: [HubWrite]) {
         guard writes.contains(where: { $0.item.push === notification }) else { return }
         awaitingAck.withLock { pending in
             if pending.count < Self.latencySampleLimit { pending[notification.id] = accepted }
@@ -182,11 +182,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
         // delivery can be decided for a session that is not the device's.
         let ((previous, _), _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil,
-            { core -> ((any DeviceSession)?, [PolicyAction]) in
-                var writes: [HubCore.Write] = []
-                let result = core.connected(device, session: session, now: now, writes: &writes)
-                core.pendingWrites = writes
-                return result
+            { core, writes -> ((any DeviceSession)?, [PolicyAction]) in
+                core.connected(device, session: session, now: now, writes: &writes)
             }, actions: { $0.1 })
         previous?.close(reason: "replaced", reconnectAfterMilliseconds: nil)
         write(writes)
@@ -206,7 +203,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil,
-            { $0.policy.keepAlive(device: device, now: now) },
+            { core, _ in core.policy.keepAlive(device: device, now: now) },
             actions: { $0 })
         let inAnswer = writes.filter { $0.device == device }
         write(writes.filter { $0.device != device })
@@ -221,7 +218,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         hubCounters.withLock { $0.acknowledged += 1 }
         guard let id = APNsID(header: apnsID) else { return }
         let now = clock()
-        var writes: [HubCore.Write] = []
+        var writes: [HubWrite] = []
         let item = core.withLock { core in
             let item = core.acknowledged(id, by: device, now: now, writes: &writes)
             core.noteResends(writes, now: now)
@@ -355,14 +352,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
     // MARK: Writing
 
     /// Writes what the delivery queues let through, after the lock is released.
-    func write(_ writes: [HubCore.Write]) {
+    func write(_ writes: [HubWrite]) {
         guard !writes.isEmpty else { return }
         for write in writes { write.session.send(.notification(delivery(write.item))) }
         countSent(writes)
     }
 
     /// Counts what was written (inline in a keep-alive's answer too), and what was written again.
-    private func countSent(_ writes: [HubCore.Write]) {
+    private func countSent(_ writes: [HubWrite]) {
         guard !writes.isEmpty else { return }
         let resent = writes.count { $0.item.sends > 1 }
         hubCounters.withLock {
@@ -372,9 +369,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// Decides under the lock, hands the store its change, then writes what the queues let through.
-    func decideAndWrite(now: UnixTime, device: DeviceSlot?, _ body: (inout HubCore) -> [PolicyAction]) {
+    func decideAndWrite(now: UnixTime, device: DeviceSlot?, _ body: (inout HubCore<any EventLoop>) -> [PolicyAction]) {
         let (_, _, writes) = decideAndCommit(
-            now: now, device: device, inserting: nil, answeringOn: nil, body, actions: { $0 })
+            now: now, device: device, inserting: nil, answeringOn: nil, { core, _ in body(&core) }, actions: { $0 })
         write(writes)
     }
 
@@ -393,14 +390,14 @@ public final class DeviceHub: NotificationIntake, Sendable {
     func decideAndCommit<R>(
         now: UnixTime, device: DeviceSlot?, inserting: (push: PushNotification, device: DeviceSlot, new: Bool)?,
         answeringOn eventLoop: (any EventLoop)?,
-        _ body: (inout HubCore) -> R, actions pick: (R) -> [PolicyAction]?
-    ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubCore.Write]) {
-        let (result, writes, posted) = core.withLock { core -> (R, [HubCore.Write], UInt64?) in
-            let result = body(&core)
+        _ body: (inout HubCore<any EventLoop>, inout [HubWrite]) -> R, actions pick: (R) -> [PolicyAction]?
+    ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubWrite]) {
+        let (result, writes, posted) = core.withLock { core -> (R, [HubWrite], UInt64?) in
+            // Writes the event makes itself (a connection's queued pushes) come before the policy's.
+            var writes: [HubWrite] = []
+            let result = body(&core, &writes)
             // nil: the event was refused (nothing decided, nothing to store).
             guard let actions = pick(result) else { return (result, [], nil) }
-            var writes = core.pendingWrites
-            core.pendingWrites = []
             // A new push's delivery waits for the commit that answers its provider (`settle`).
             let unstored = writer != nil && eventLoop != nil && inserting?.new == true ? inserting?.push.id : nil
             core.route(
@@ -424,7 +421,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
             }
             // Posted in decision order, enqueued after the lock (`enqueuePosted`).
             let sequence = core.post(
-                StoreChange(inserting: insert, outcomes: outcomes, budgets: budgets, answerLoop: eventLoop))
+                StoreChange(inserting: insert, outcomes: outcomes, budgets: budgets, answer: eventLoop))
             return (result, writes, sequence)
         }
         guard let posted else { return (result, nil, writes) }
@@ -446,7 +443,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
                     batch.outcomes.append(contentsOf: change.outcomes)
                     for (device, apps) in change.budgets { batch.budgets[device] = apps }
                 }
-                guard let loop = change.answerLoop else {
+                guard let loop = change.answer else {
                     writer.enqueue(apply)
                     continue
                 }

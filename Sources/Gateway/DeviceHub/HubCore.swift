@@ -1,14 +1,25 @@
-import NIOCore
 import PushModel
 import PushPolicy
 import PushStore
 
+/// A device's connection, as the hub's core keeps it.
+typealias HubSession = any DeviceSession
+
+/// A push to write to a session (after the hub's lock is released).
+struct HubWrite {
+    var session: HubSession
+    var device: DeviceSlot
+    var item: Outgoing
+}
+
 /// What the hub's one lock guards: the policy, every device's delivery queue, and which session is each
 /// device's current one. Its methods are pure (no I/O, time passed in): they change the state and return
 /// what to write to which session, which the hub does after unlocking. Tests drive it with plain
-/// objects as sessions.
-struct HubCore: Sendable {
-    typealias Session = any DeviceSession
+/// objects as sessions. `Answer` is what a store change carries for whoever waits for its commit (the
+/// hub: the event loop to answer the provider on), opaque here.
+struct HubCore<Answer: Sendable>: Sendable {
+    typealias Session = HubSession
+    typealias Write = HubWrite
 
     var policy: ThrottleEngine
     var deliveries: DeliveryQueues
@@ -16,16 +27,13 @@ struct HubCore: Sendable {
     /// New pushes whose insert the store has not committed yet: a delivery of one, decided with it or
     /// released later (an alert carrying a held push along), waits in its queue for `settled`.
     private(set) var unstored: Set<APNsID> = []
-    /// Writes an event produced before its policy actions were routed (a connection's queued pushes),
-    /// for the hub to collect in the same lock.
-    var pendingWrites: [Write] = []
     /// Store changes decided under the lock, in decision order, for the hub to hand to the store's
     /// writer after unlocking (no store call is made under this lock).
-    private var posted: [StoreChange] = []
+    private var posted: [StoreChange<Answer>] = []
     private var nextSequence: UInt64 = 0
 
     /// Posts a store change; its sequence number.
-    mutating func post(_ change: StoreChange) -> UInt64 {
+    mutating func post(_ change: StoreChange<Answer>) -> UInt64 {
         var change = change
         change.sequence = nextSequence
         nextSequence &+= 1
@@ -34,16 +42,9 @@ struct HubCore: Sendable {
     }
 
     /// Everything posted so far, in order.
-    mutating func takePosted() -> [StoreChange] {
+    mutating func takePosted() -> [StoreChange<Answer>] {
         defer { posted.removeAll(keepingCapacity: true) }
         return posted
-    }
-
-    /// A push to write to a session.
-    struct Write {
-        var session: Session
-        var device: DeviceSlot
-        var item: Outgoing
     }
 
     init(policy: ThrottleEngine, deliveries: DeliveryQueues) {
@@ -214,11 +215,12 @@ struct PendingPush: Sendable {
 }
 
 /// What one decision changes in the store: the new notification, what became of others, the budgets;
-/// with an answer loop when a provider waits for its commit.
-struct StoreChange: Sendable {
+/// with an answer when someone waits for its commit (the hub: the event loop a provider's answer goes
+/// out on).
+struct StoreChange<Answer: Sendable>: Sendable {
     var inserting: StoredNotification?
     var outcomes: [NotificationOutcome]
     var budgets: [String: [AppBudget]]
-    var answerLoop: (any EventLoop)?
+    var answer: Answer?
     var sequence: UInt64 = 0
 }
