@@ -35,9 +35,14 @@ public final class DeviceRegistry: DeviceDirectory {
         var devices: [String: Device] = [:]
         var bySlot: [String] = []
         var tokens: [DeviceToken: TokenRecord] = [:]
+        /// Store changes decided under the lock, in decision order, for `handOver` (docs/store.md: the
+        /// order rule).
+        var posted: [@Sendable (inout StoreBatch) -> Void] = []
     }
 
     private let state = Mutex(State())
+    /// Held while posted changes are handed to the writer: one thread at a time, so none overtakes another.
+    private let handingOver = Mutex(())
     let writer: StoreWriter?
     let clock: @Sendable () -> UnixTime
     /// This node's name when several share the database: new devices are owned by it, and every change
@@ -144,17 +149,18 @@ public final class DeviceRegistry: DeviceDirectory {
         let secret = Self.randomHex(bytes: 32)
         let hash = Self.hash(secret)
         let now = clock()
+        let stored = StoredDevice(id: id, secretHash: hash, createdAt: now, owner: nodeID)
         let slot = state.withLock { state -> DeviceSlot in
             let slot = DeviceSlot(state.bySlot.count)
             state.bySlot.append(id)
             state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:], owner: nodeID, lastSeen: now)
+            post(in: &state) { [nodeID] in
+                $0.devices.append(stored)
+                if nodeID != nil { $0.notices.append(.device(stored)) }
+            }
             return slot
         }
-        let stored = StoredDevice(id: id, secretHash: hash, createdAt: now, owner: nodeID)
-        writer?.enqueue {
-            $0.devices.append(stored)
-            if nodeID != nil { $0.notices.append(.device(stored)) }
-        }
+        handOver()
         return (id, secret, slot)
     }
 
@@ -178,7 +184,8 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// Installs an app and issues its token; installing again returns the same token.
     public func install(_ bundleID: String, on slot: DeviceSlot) -> DeviceToken? {
-        state.withLock { state in
+        defer { handOver() }
+        return state.withLock { state in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else {
                 return nil
             }
@@ -187,7 +194,8 @@ public final class DeviceRegistry: DeviceDirectory {
             device.apps[bundleID] = token
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .active(bundleID: bundleID))
-            record(StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil))
+            record(
+                StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil), in: &state)
             return token
         }
     }
@@ -195,23 +203,44 @@ public final class DeviceRegistry: DeviceDirectory {
     /// Uninstalls an app: its token now answers 410 Unregistered with this time.
     @discardableResult
     public func uninstall(_ bundleID: String, on slot: DeviceSlot, at now: UnixTime) -> Bool {
-        state.withLock { state in
+        defer { handOver() }
+        return state.withLock { state in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
                 let token = device.apps.removeValue(forKey: bundleID)
             else { return false }
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
-            record(StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now))
+            record(
+                StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now), in: &state)
             return true
         }
     }
 
-    /// Writes a token's change (and tells the other nodes), called under the lock so the store sees a
-    /// token's changes in the order they happened.
-    private func record(_ token: StoredToken) {
-        writer?.enqueue {
+    /// Posts a token's change (and tells the other nodes), under the lock, so the store sees a token's
+    /// changes in the order they happened.
+    private func record(_ token: StoredToken, in state: inout State) {
+        post(in: &state) { [nodeID] in
             $0.tokens.append(token)
             if nodeID != nil { $0.notices.append(.token(token)) }
+        }
+    }
+
+    /// Posts a store change, under the lock that decided it (nothing without a store).
+    private func post(in state: inout State, _ apply: @escaping @Sendable (inout StoreBatch) -> Void) {
+        guard writer != nil else { return }
+        state.posted.append(apply)
+    }
+
+    /// Hands what was posted to the store's writer in the order it was decided, after the lock is
+    /// released: one thread at a time takes everything posted so far (docs/store.md: the order rule).
+    private func handOver() {
+        guard let writer else { return }
+        handingOver.withLock { _ in
+            let posted = state.withLock { state in
+                defer { state.posted.removeAll(keepingCapacity: true) }
+                return state.posted
+            }
+            for apply in posted { writer.enqueue(apply) }
         }
     }
 
@@ -221,15 +250,16 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// The device said hello now: pruning counts from here (written to the store, not waited for).
     func seen(_ slot: DeviceSlot, at now: UnixTime) {
-        let id = state.withLock { state -> String? in
+        state.withLock { state in
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else {
-                return nil
+                return
             }
             device.lastSeen = now
             state.devices[device.id] = device
-            return device.id
+            let id = device.id
+            post(in: &state) { $0.seen[id] = now }
         }
-        if let id { writer?.enqueue { $0.seen[id] = now } }
+        handOver()
     }
 
     /// Removes a device: it cannot connect again and each of its tokens answers 410 Unregistered from
@@ -248,7 +278,8 @@ public final class DeviceRegistry: DeviceDirectory {
     /// change also goes to the store (and the other nodes), under the lock so they stay in order.
     private func markRemoved(_ id: String, at now: UnixTime, writing: Bool) -> (slot: DeviceSlot, bundleIDs: [String])?
     {
-        state.withLock { state in
+        defer { handOver() }
+        return state.withLock { state in
             guard var device = state.devices[id], !device.removed else { return nil }
             let bundleIDs = device.apps.keys.sorted()
             for bundleID in bundleIDs {
@@ -256,14 +287,16 @@ public final class DeviceRegistry: DeviceDirectory {
                 state.tokens[token] = TokenRecord(
                     slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
                 if writing {
-                    record(StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now))
+                    record(
+                        StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now), in: &state
+                    )
                 }
             }
             device.apps = [:]
             device.removed = true
             state.devices[id] = device
             if writing {
-                writer?.enqueue {
+                post(in: &state) { [nodeID] in
                     $0.removed[id] = now
                     if nodeID != nil { $0.notices.append(.removed(deviceID: id, at: now)) }
                 }
