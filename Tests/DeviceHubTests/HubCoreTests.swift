@@ -206,9 +206,9 @@ import Testing
         let alert = push(1)
         let released = push(2, .silent)
         let coalesced = push(3)
-        let decided = DeviceHub.stored(
-            alert, deviceID: "d", [.deliver(alert, rule: .alerting, wake: false)], policy: PolicySettings())
-        let (inserting, outcomes) = DeviceHub.storeChange(
+        let decided = HubCore<Never>.stored(
+            alert, deviceID: "d", [.deliver(alert, rule: .alerting, wake: false)], settings: PolicySettings())
+        let (inserting, outcomes) = HubCore<Never>.storeChange(
             [
                 .deliver(alert, rule: .alerting, wake: false), .deliver(released, rule: .piggybackAlert, wake: true),
                 .discard(coalesced.id, rule: .coalescedNewest),
@@ -224,9 +224,9 @@ import Testing
 
     @Test func aPushAnotherNodeStoredGetsItsDecisionAsAnOutcome() {
         let routed = push(4)
-        let decided = DeviceHub.stored(
-            routed, deviceID: "d", [.hold(routed.id, rule: .offline)], policy: PolicySettings())
-        let (inserting, outcomes) = DeviceHub.storeChange(
+        let decided = HubCore<Never>.stored(
+            routed, deviceID: "d", [.hold(routed.id, rule: .offline)], settings: PolicySettings())
+        let (inserting, outcomes) = HubCore<Never>.storeChange(
             [.hold(routed.id, rule: .offline)], decided: decided, new: false, now: Self.t0)
         #expect(inserting == nil)
         #expect(outcomes == [NotificationOutcome(apnsID: routed.id, state: .pending, rule: .offline, at: Self.t0)])

@@ -377,56 +377,35 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     // MARK: The store
 
-    /// Runs `body` on the policy and, with a store, posts what it decided (the `actions` it picks from
-    /// its result, the changed budgets, the new notification) before the lock is released, and hands it
-    /// to the store's writer after (`enqueuePosted`): the store sees decisions in the order the policy
-    /// made them, so an outcome never reaches it before the insert of its notification, and no store
-    /// call is made under the hub's lock. The deliveries among the actions go to their devices' queues (to
-    /// `device`, or the device of each push's token); what the windows let through is returned to write
-    /// after unlocking. A push that is not `new` is already stored (another node accepted it): what the
-    /// policy decided for it is written as an outcome. With `answeringOn`, the future (on that loop) of
-    /// the commit that carries what was decided: the provider's 200. `actions` answering nil refuses the event:
-    /// nothing is routed or stored.
+    /// Decides one event under the hub's lock (`body` on the core, then `HubCore.decided`: the routing of its
+    /// deliveries, the store change posted in decision order) and carries the outcome out after
+    /// unlocking: the posted changes go to the store's writer in order (`enqueuePosted`); the writes are
+    /// returned for the caller to make. With `answeringOn`, the future (on that loop) of the commit that
+    /// carries what was decided: the provider's 200.
     func decideAndCommit<R>(
         now: UnixTime, device: DeviceSlot?, inserting: (push: PushNotification, device: DeviceSlot, new: Bool)?,
         answeringOn eventLoop: (any EventLoop)?,
         _ body: (inout HubCore<any EventLoop>, inout [HubWrite]) -> R, actions pick: (R) -> [PolicyAction]?
     ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubWrite]) {
-        let (result, writes, posted) = core.withLock { core -> (R, [HubWrite], UInt64?) in
-            // Writes the event makes itself (a connection's queued pushes) come before the policy's.
+        let registry = self.registry
+        let directory = HubDirectory(slot: { registry.slot(of: $0) }, deviceID: { registry.deviceID(of: $0) })
+        let stores = writer != nil
+        let (result, outcome) = core.withLock { core -> (R, HubOutcome) in
+            // The event's own writes (a connection's queued pushes) come before the policy's.
             var writes: [HubWrite] = []
             let result = body(&core, &writes)
             // nil: the event was refused (nothing decided, nothing to store).
-            guard let actions = pick(result) else { return (result, [], nil) }
-            // A new push's delivery waits for the commit that answers its provider (`settle`).
-            let unstored = writer != nil && eventLoop != nil && inserting?.new == true ? inserting?.push.id : nil
-            core.route(
-                actions, device: device, now: now, slot: { registry.slot(of: $0) }, unstored: unstored,
-                writes: &writes)
-            core.noteResends(writes, now: now)
-            guard writer != nil else { return (result, writes, nil) }
-            var budgets: [String: [AppBudget]] = [:]
-            for changed in core.policy.takeChangedDevices() {
-                guard let id = registry.deviceID(of: changed) else { continue }
-                budgets[id] = core.policy.budgets(of: changed).map {
-                    AppBudget(bundleID: $0.bundleID, budget: $0.budget)
-                }
-            }
-            let stored = inserting.map {
-                Self.stored($0.push, deviceID: registry.deviceID(of: $0.device), actions, policy: policy)
-            }
-            let (insert, outcomes) = Self.storeChange(actions, decided: stored, new: inserting?.new ?? true, now: now)
-            guard insert != nil || !outcomes.isEmpty || !budgets.isEmpty || eventLoop != nil else {
-                return (result, writes, nil)
-            }
-            // Posted in decision order, enqueued after the lock (`enqueuePosted`).
-            let sequence = core.post(
-                StoreChange(inserting: insert, outcomes: outcomes, budgets: budgets, answer: eventLoop))
-            return (result, writes, sequence)
+            guard let actions = pick(result) else { return (result, .refused) }
+            return (
+                result,
+                core.decided(
+                    actions, writes: writes, now: now, device: device, inserting: inserting, answer: eventLoop,
+                    stores: stores, directory: directory)
+            )
         }
-        guard let posted else { return (result, nil, writes) }
+        guard let posted = outcome.posted else { return (result, nil, outcome.writes) }
         // Before the writes: the device's ack of a push must follow the insert of its notification.
-        return (result, enqueuePosted(upTo: posted), writes)
+        return (result, enqueuePosted(upTo: posted), outcome.writes)
     }
 
     /// Hands the posted store changes to the writer in the order they were decided, outside the hub's
@@ -452,59 +431,6 @@ public final class DeviceHub: NotificationIntake, Sendable {
             }
             return mine ?? handedOver.removeValue(forKey: sequence)
         }
-    }
-
-    /// What the store records of a decision, as a pure function of it: the new notification (or, for one
-    /// another node stored, its outcome), and what became of other pushes — discarded, released (pending
-    /// with the release rule until acknowledged), held.
-    static func storeChange(
-        _ actions: [PolicyAction], decided: StoredNotification?, new: Bool, now: UnixTime
-    ) -> (inserting: StoredNotification?, outcomes: [NotificationOutcome]) {
-        var outcomes: [NotificationOutcome] = []
-        var inserting: StoredNotification?
-        if let decided {
-            if new {
-                inserting = decided
-            } else {
-                outcomes.append(
-                    NotificationOutcome(
-                        apnsID: decided.notification.id, state: decided.state, rule: decided.rule, at: now))
-            }
-        }
-        let decidedID = decided?.notification.id
-        for action in actions {
-            switch action {
-            case .discard(let id, let rule) where id != decidedID:
-                outcomes.append(NotificationOutcome(apnsID: id, state: .discarded, rule: rule, at: now))
-            case .deliver(let push, let rule, _) where rule.isRelease && push.id != decidedID:
-                outcomes.append(NotificationOutcome(apnsID: push.id, state: .pending, rule: rule, at: now))
-            case .hold(let id, let rule) where id != decidedID:
-                outcomes.append(NotificationOutcome(apnsID: id, state: .pending, rule: rule, at: now))
-            default:
-                continue
-            }
-        }
-        return (inserting, outcomes)
-    }
-
-    /// A new notification as the store keeps it, with what the policy decided for it.
-    static func stored(
-        _ push: PushNotification, deviceID: String?, _ actions: [PolicyAction], policy: PolicySettings
-    ) -> StoredNotification {
-        var state = NotificationState.pending
-        var rule: Rule?
-        for action in actions {
-            switch action {
-            case .deliver(let delivered, let decided, _) where delivered === push: rule = decided
-            case .hold(push.id, let decided): rule = decided
-            case .discard(push.id, let decided):
-                state = .discarded
-                rule = decided
-            default: continue
-            }
-        }
-        return StoredNotification(
-            notification: push, expiresAt: policy.expiry(of: push), deviceID: deviceID, state: state, rule: rule)
     }
 
     /// Brings back what the store kept: devices and tokens, budgets, and pending notifications (held
