@@ -47,16 +47,26 @@ public final class ClusterService: Service, Sendable {
     /// Whether the listening connection is up (`/ready`).
     public var isListening: Bool { state.withLock { $0.connected } }
 
-    /// Returns once the first LISTEN is in place (`listen` runs beside), throws if it cannot be.
+    /// Returns once the first LISTEN is in place (`listen` runs beside), throws if it cannot be, or when
+    /// the waiting task is cancelled (a start that took too long).
     public func waitUntilListening() async throws {
-        try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
-            let now: Result<Void, any Error>? = state.withLock { state in
-                if state.listened { return .success(()) }
-                if let error = state.failedToStart { return .failure(error) }
-                state.started = started
-                return nil
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
+                let now: Result<Void, any Error>? = state.withLock { state in
+                    if state.listened { return .success(()) }
+                    if let error = state.failedToStart { return .failure(error) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.started = started
+                    return nil
+                }
+                if let now { started.resume(with: now) }
             }
-            if let now { started.resume(with: now) }
+        } onCancel: {
+            let started = state.withLock { state in
+                defer { state.started = nil }
+                return state.started
+            }
+            started?.resume(throwing: CancellationError())
         }
     }
 

@@ -334,6 +334,10 @@ public enum ConfigKeys {
             "A node whose lease (renewed every third of this) is older than this is gone: another node takes its devices over and delivers their pushes.",
             to: \.store.cluster.leaseSeconds),
         .int(
+            "store.postgres.start_seconds", "30", in: 1...3600,
+            "How long a node waits at start for PostgreSQL (its first LISTEN and the snapshot) before it stops with an error naming store.postgres.url: an unreachable database is reported, not waited for in silence.",
+            to: \.store.startSeconds),
+        .int(
             "store.postgres.sweep_seconds", "30", in: 1...86400,
             "How often a node looks for pushes to its devices that no policy has decided and that are older than this (none in normal operation; each found is logged and counted).",
             to: \.store.cluster.sweepSeconds),

@@ -25,6 +25,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var nodeID = ""
     /// Several nodes: leases, takeovers and the sweep for undecided pushes.
     public var cluster = ClusterSettings()
+    /// How long a node waits for PostgreSQL at start.
+    public var startSeconds: Int64 = 30
     public var retentionSeconds: Int64 = 86400
     public var pruneSeconds: Int64 = 60
     /// How long a change someone waits for may wait for its commit to start; 0: no limit.

@@ -69,9 +69,39 @@ public struct GatewayServices: Sendable {
             background.addTask { await backend.run() }
             if let cluster { background.addTask { await cluster.listen() } }
             defer { background.cancelAll() }
-            let services = try await GatewayServices(
-                configuration: configuration, backend: backend, cluster: cluster, group: group, logger: logger)
+            let open: @Sendable () async throws -> GatewayServices = {
+                try await GatewayServices(
+                    configuration: configuration, backend: backend, cluster: cluster, group: group, logger: logger)
+            }
+            // A database that does not answer is reported, not waited for in silence (its pool retries
+            // for ever); an embedded store opens a local file.
+            guard cluster != nil else { return try await body(try await open()) }
+            let seconds = configuration.store.startSeconds
+            let place = (backend as? PostgresStore)?.place ?? "PostgreSQL"
+            let services = try await Self.within(seconds: seconds, open) {
+                ConfigError(
+                    key: ConfigKeys.postgresURL.name, source: nil,
+                    message:
+                        "the database at \(place) did not answer within \(seconds) s (store.postgres.start_seconds): is the server running and reachable?"
+                )
+            }
             return try await body(services)
+        }
+    }
+
+    /// `work`'s value, or `failure()` if it takes longer than `seconds` (then `work` is cancelled).
+    private static func within<T: Sendable>(
+        seconds: Int64, _ work: @escaping @Sendable () async throws -> T, failure: () -> any Error
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { race in
+            race.addTask { try await work() }
+            race.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            defer { race.cancelAll() }
+            guard let first = try await race.next(), let value = first else { throw failure() }
+            return value
         }
     }
 
