@@ -1,3 +1,5 @@
+import PushModel
+
 /// A device's apps in installation order, found by bundle id. A device has a handful, so a scan beats
 /// hashing; and the subscript reads and changes an app in place (a dictionary's getter copied the whole
 /// `AppRuntime`, with a retain per field, on every read: a forecast's profile put that at 14 % of its time).
@@ -12,6 +14,9 @@ struct AppTable: Sendable {
     }
 
     func contains(_ bundleID: String) -> Bool { index(of: bundleID) != nil }
+
+    /// The app's state, or nil when it is not installed (read in place: `find` copies the whole app).
+    func state(of bundleID: String) -> AppState? { index(of: bundleID).map { list[$0].state } }
 
     /// A copy of the app, or nil when it is not installed.
     func find(_ bundleID: String) -> AppRuntime? { index(of: bundleID).map { list[$0] } }

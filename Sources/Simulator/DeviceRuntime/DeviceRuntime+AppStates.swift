@@ -4,7 +4,7 @@ import PushModel
 extension DeviceRuntime {
     /// R1: the user opens the app (launching it if it was not running or force-quit).
     mutating func open(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = table.find(bundleID), app.state != .foreground else { return }
+        guard let state = table.state(of: bundleID), state != .foreground else { return }
         screenOn = true
         table[bundleID].state = .foreground
         table[bundleID].watchdogAt = nil
@@ -17,10 +17,11 @@ extension DeviceRuntime {
         actions.append(.opened(bundleID: bundleID, contentVersion: table[bundleID].contentVersion))
         table[bundleID].fetch.recordLaunch(at: now)
         if profile.backgroundFetch {
-            table[bundleID].fetch.schedule(after: now, interval: app.behaviour.fetchInterval, profile: profile)
+            table[bundleID].fetch.schedule(
+                after: now, interval: table[bundleID].behaviour.fetchInterval, profile: profile)
         }
         // The app refreshes what it shows.
-        if app.wake == nil {
+        if table[bundleID].wake == nil {
             startTransfer(bundleID, .manifest, session: .foreground, forWake: nil, now: now, &actions)
         }
     }

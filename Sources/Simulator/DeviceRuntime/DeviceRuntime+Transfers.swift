@@ -26,9 +26,10 @@ extension DeviceRuntime {
     mutating func transferFinished(
         _ id: Int, _ result: TransferResult, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let bundleID = order.first(where: { table[$0].transfers[id] != nil }),
-            let transfer = table[bundleID].transfers.removeValue(forKey: id)
+        guard let position = table.list.indices.first(where: { table[position: $0].transfers[id] != nil }),
+            let transfer = table[position: position].transfers.removeValue(forKey: id)
         else { return }  // cancelled meanwhile
+        let bundleID = table[position: position].bundleID
         let state = table[bundleID].state
         if case .background = transfer.request.session, state == .suspended || state == .notRunning {
             // R10: the system launches the app in the background for its session's events.
@@ -44,21 +45,25 @@ extension DeviceRuntime {
         _ bundleID: String, _ transfer: AppRuntime.Transfer, _ result: TransferResult, now: UnixTime,
         _ actions: inout [RuntimeAction]
     ) {
-        let app = table[bundleID]
+        // Read in place (a copy of the app costs a retain per field).
+        let position = table.index(of: bundleID)!
         let id = transfer.request.id
         // A task that protected this transfer is ended (unless the app forgets: R2/R3).
-        if let index = app.tasks.firstIndex(where: { $0.protects == id }), !app.tasks[index].forgetsEnd {
-            table[bundleID].tasks.remove(at: index)
+        if let index = table[position: position].tasks.firstIndex(where: { $0.protects == id }),
+            !table[position: position].tasks[index].forgetsEnd
+        {
+            table[position: position].tasks.remove(at: index)
         }
-        let waitedOn = app.wake?.waitingOn.contains(id) == true
-        if waitedOn { table[bundleID].wake!.waitingOn.remove(id) }
+        let waitedOn = table[position: position].wake?.waitingOn.contains(id) == true
+        if waitedOn { table[position: position].wake!.waitingOn.remove(id) }
         switch result {
         case .manifest(let version):
-            guard version > (app.contentVersion ?? Int.min) else {
+            guard version > (table[position: position].contentVersion ?? Int.min) else {
                 if waitedOn { decideWake(bundleID, result: "noData", now: now) }
                 return
             }
-            if waitedOn, app.state != .foreground, app.behaviour.downloadsInBackgroundSession,
+            if waitedOn, table[position: position].state != .foreground,
+                table[position: position].behaviour.downloadsInBackgroundSession,
                 profile.backgroundSessions
             {
                 // R9: started in the background, so discretionary; the handler is called at once.
@@ -94,15 +99,16 @@ extension DeviceRuntime {
     /// R10: launched (or resumed) in the background with `handleEventsForBackgroundURLSession`: the
     /// app takes the events and must call the handler within `sessionEventsSeconds`.
     mutating func relaunchForSessionEvents(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        let app = table[bundleID]
-        if app.state == .notRunning { actions.append(.relaunched(bundleID: bundleID)) }
+        let position = table.index(of: bundleID)!
+        if table[position: position].state == .notRunning { actions.append(.relaunched(bundleID: bundleID)) }
         resumeInBackground(bundleID, &actions)
         actions.append(.woken(bundleID: bundleID, kind: .sessionEvents))
         deliverFinishedEvents(bundleID, &actions)
-        let forgets = roll(app.behaviour.forgetsSessionHandler)
+        let behaviour = table[position: position].behaviour
+        let forgets = roll(behaviour.forgetsSessionHandler)
         table[bundleID].wake = AppRuntime.Wake(
             kind: .sessionEvents, deadline: now.adding(seconds: profile.sessionEventsSeconds),
-            completesAt: forgets ? nil : now.adding(milliseconds: app.behaviour.workMilliseconds), forgets: forgets)
+            completesAt: forgets ? nil : now.adding(milliseconds: behaviour.workMilliseconds), forgets: forgets)
     }
 
     mutating func deliverFinishedEvents(_ bundleID: String, _ actions: inout [RuntimeAction]) {

@@ -7,8 +7,8 @@ extension DeviceRuntime {
     mutating func silentPush(
         _ bundleID: String, apnsID: String, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let app = table.find(bundleID) else { return }
-        guard app.state != .forceQuit, !lowPowerMode, backgroundAppRefresh else {
+        guard let state = table.state(of: bundleID) else { return }
+        guard state != .forceQuit, !lowPowerMode, backgroundAppRefresh else {
             actions.append(.wakeRefused(bundleID: bundleID, apnsID: apnsID))
             return
         }
@@ -17,7 +17,7 @@ extension DeviceRuntime {
 
     /// R8: a location event gives the app `locationWakeSeconds` in the background.
     mutating func locationWake(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) {
-        guard let app = table.find(bundleID), app.state != .forceQuit, app.state != .foreground else { return }
+        guard let state = table.state(of: bundleID), state != .forceQuit, state != .foreground else { return }
         resumeInBackground(bundleID, &actions)
         actions.append(.woken(bundleID: bundleID, kind: .location))
         table[bundleID].locationEndsAt = now.adding(seconds: profile.locationWakeSeconds)
@@ -28,8 +28,8 @@ extension DeviceRuntime {
     mutating func beginWake(
         _ bundleID: String, _ kind: WakeKind, seconds: Int64, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let app = table.find(bundleID) else { return }
-        if let current = app.wake {
+        guard let position = table.index(of: bundleID) else { return }
+        if let current = table[position: position].wake {
             // One wake at a time: a second one is answered with the first's result when that completes.
             // (Rare: the gateway spaces wakes out by the budget.)
             if case .silentPush(let apnsID) = kind {
@@ -37,12 +37,12 @@ extension DeviceRuntime {
             }
             return
         }
-        let foreground = app.state == .foreground
+        let foreground = table[position: position].state == .foreground
         if !foreground { resumeInBackground(bundleID, &actions) }
         actions.append(.woken(bundleID: bundleID, kind: kind))
         table[bundleID].wake = AppRuntime.Wake(
             kind: kind, deadline: foreground ? UnixTime(milliseconds: .max) : now.adding(seconds: seconds),
-            forgets: roll(app.behaviour.forgetsCompletion))
+            forgets: roll(table[position: position].behaviour.forgetsCompletion))
         let id = startTransfer(bundleID, .manifest, session: .foreground, forWake: kind, now: now, &actions)
         table[bundleID].wake!.waitingOn.insert(id)
     }

@@ -15,8 +15,6 @@ public struct DeviceRuntime: Sendable {
     /// One installed app, or nil.
     public func app(_ bundleID: String) -> AppRuntime? { table.find(bundleID) }
     var table = AppTable()
-    /// The apps in installation order (the order actions come out in).
-    var order: [String] = []
     public internal(set) var screenOn = false
     /// An interruption (an alert, a call) keeps the device awake until then (R4).
     var awakeUntil: UnixTime?
@@ -39,13 +37,18 @@ public struct DeviceRuntime: Sendable {
                 app.fetch.schedule(after: now, interval: behaviour.fetchInterval, profile: profile)
             }
             table.append(app)
-            order.append(bundleID)
         }
     }
 
     /// Applies `event` at `now` (never earlier than the last event's time) and returns what follows.
     public mutating func handle(_ event: RuntimeEvent, at now: UnixTime) -> [RuntimeAction] {
         var actions: [RuntimeAction] = []
+        handle(event, at: now, into: &actions)
+        return actions
+    }
+
+    /// Applies `event` at `now` and appends what follows to `actions` (a buffer the caller reuses).
+    public mutating func handle(_ event: RuntimeEvent, at now: UnixTime, into actions: inout [RuntimeAction]) {
         charge(to: now)
         switch event {
         case .userOpened(let bundleID): open(bundleID, now: now, &actions)
@@ -63,7 +66,7 @@ public struct DeviceRuntime: Sendable {
                 actions.append(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: !enabled))
             }
         case .memoryPressure(let bundleID):
-            if table.find(bundleID)?.state == .suspended { terminate(bundleID, .memoryPressure, &actions) }
+            if table.state(of: bundleID) == .suspended { terminate(bundleID, .memoryPressure, &actions) }
         case .pushDelivered(let bundleID, let apnsID, let silent):
             if silent {
                 silentPush(bundleID, apnsID: apnsID, now: now, &actions)
@@ -76,7 +79,6 @@ public struct DeviceRuntime: Sendable {
         }
         runDue(now: now, &actions)
         pauseOrResume(now: now, &actions)
-        return actions
     }
 
     /// R4: from iOS 7 an app kept running by a background task runs only while the device is awake, so
@@ -126,7 +128,7 @@ public struct DeviceRuntime: Sendable {
             if let at = table[position: index].watchdogAt { consider(at) }
             if let at = table[position: index].locationEndsAt { consider(at) }
             for transfer in table[position: index].transfers.values { if let at = transfer.startsAt { consider(at) } }
-            if let at = table[position: index].fetch.nextFetchAt, fetchAllowed(table[position: index]) { consider(at) }
+            if let at = table[position: index].fetch.nextFetchAt, fetchAllowed(index) { consider(at) }
             if charging, table[position: index].state != .foreground {
                 for task in table[position: index].tasks {
                     if !task.expirationCalled {
@@ -155,8 +157,11 @@ public struct DeviceRuntime: Sendable {
             !profile.opportunisticTasks || screenOn
             ? elapsed : max(0, min(now.milliseconds, (awakeUntil ?? chargedTo).milliseconds) - chargedTo.milliseconds)
         if awake > 0 {
-            for bundleID in order where table[bundleID].state != .foreground && !table[bundleID].tasks.isEmpty {
-                for index in table[bundleID].tasks.indices { table[bundleID].tasks[index].remaining -= awake }
+            for position in table.list.indices
+            where table[position: position].state != .foreground && !table[position: position].tasks.isEmpty {
+                for index in table[position: position].tasks.indices {
+                    table[position: position].tasks[index].remaining -= awake
+                }
             }
         }
         chargedTo = now
@@ -166,17 +171,21 @@ public struct DeviceRuntime: Sendable {
     mutating func runDue(now: UnixTime, _ actions: inout [RuntimeAction]) {
         for _ in 0..<64 {
             var progressed = false
-            for bundleID in order { progressed = runDue(bundleID, now: now, &actions) || progressed }
-            for bundleID in order where table[bundleID].state == .background && !table[bundleID].busyInBackground {
-                suspend(bundleID, &actions)
+            // By position, in installation order (the order actions come out in): no lookups by bundle id.
+            for position in table.list.indices {
+                progressed = runDue(at: position, now: now, &actions) || progressed
+            }
+            for position in table.list.indices
+            where table[position: position].state == .background && !table[position: position].busyInBackground {
+                suspend(table[position: position].bundleID, &actions)
                 progressed = true
             }
             if !progressed { return }
         }
     }
 
-    mutating func runDue(_ bundleID: String, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
-        guard let position = table.index(of: bundleID) else { return false }
+    mutating func runDue(at position: Int, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
+        var bundleID: String { table[position: position].bundleID }
         if let at = table[position: position].watchdogAt, at <= now {
             terminate(bundleID, .watchdog, &actions)
             return true
@@ -192,7 +201,7 @@ public struct DeviceRuntime: Sendable {
             }
         }
         if let at = table[position: position].locationEndsAt, at <= now {
-            table[bundleID].locationEndsAt = nil
+            table[position: position].locationEndsAt = nil
             return true
         }
         for (index, task) in table[position: position].tasks.enumerated() {
@@ -210,13 +219,13 @@ public struct DeviceRuntime: Sendable {
             for id in table[position: position].transfers.keys.sorted() {
                 let transfer = table[position: position].transfers[id]!
                 guard let at = transfer.startsAt, at <= now else { continue }
-                table[bundleID].transfers[id]!.startsAt = nil
+                table[position: position].transfers[id]!.startsAt = nil
                 actions.append(.startTransfer(transfer.request))
                 return true
             }
         }
-        if let at = table[position: position].fetch.nextFetchAt, at <= now, fetchAllowed(table[position: position]) {
-            table[bundleID].fetch.nextFetchAt = nil
+        if let at = table[position: position].fetch.nextFetchAt, at <= now, fetchAllowed(position) {
+            table[position: position].fetch.nextFetchAt = nil
             beginWake(bundleID, .fetch, seconds: profile.fetchCompletionSeconds, now: now, &actions)
             return true
         }
@@ -227,9 +236,10 @@ public struct DeviceRuntime: Sendable {
 
     /// R6: fetches need iOS 7+, an interval other than `never`, and an app that is neither force-quit nor
     /// in the foreground, on a device not in Low Power Mode and with Background App Refresh on.
-    func fetchAllowed(_ app: AppRuntime) -> Bool {
-        profile.backgroundFetch && app.state != .forceQuit && app.state != .foreground && !lowPowerMode
-            && backgroundAppRefresh && app.wake == nil
+    func fetchAllowed(_ position: Int) -> Bool {
+        let state = table[position: position].state
+        return profile.backgroundFetch && state != .forceQuit && state != .foreground && !lowPowerMode
+            && backgroundAppRefresh && table[position: position].wake == nil
     }
 
     mutating func takeID() -> Int {

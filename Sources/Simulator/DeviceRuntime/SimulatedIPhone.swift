@@ -45,8 +45,17 @@ public struct SimulatedIPhone: Sendable {
 
     /// What the device does when it first connects: a user without Background App Refresh turns it off.
     public mutating func start<Link: TransferLink>(at now: UnixTime, link: inout Link) -> [RuntimeAction] {
-        guard user?.refreshOff == true else { return [] }
-        return handle(.backgroundAppRefresh(enabled: false), at: now, link: &link)
+        var actions: [RuntimeAction] = []
+        start(at: now, link: &link, into: &actions)
+        return actions
+    }
+
+    /// `start(at:link:)`, appending to a buffer the caller reuses.
+    public mutating func start<Link: TransferLink>(
+        at now: UnixTime, link: inout Link, into actions: inout [RuntimeAction]
+    ) {
+        guard user?.refreshOff == true else { return }
+        handle(.backgroundAppRefresh(enabled: false), at: now, link: &link, into: &actions)
     }
 
     /// Whether the users have nothing left to do before their end (`usersUntil`).
@@ -66,25 +75,41 @@ public struct SimulatedIPhone: Sendable {
     public mutating func handle<Link: TransferLink>(_ event: RuntimeEvent, at now: UnixTime, link: inout Link)
         -> [RuntimeAction]
     {
+        var actions: [RuntimeAction] = []
+        handle(event, at: now, link: &link, into: &actions)
+        return actions
+    }
+
+    /// `handle(_:at:link:)`, appending to a buffer the caller reuses (a forecast: no array per event).
+    public mutating func handle<Link: TransferLink>(
+        _ event: RuntimeEvent, at now: UnixTime, link: inout Link, into actions: inout [RuntimeAction]
+    ) {
         // The user sees an alert, and may open its app for it.
         if case .pushDelivered(let bundleID, _, false) = event { user?.alertShown(bundleID, at: now) }
-        let actions = runtime.handle(event, at: now)
-        for action in actions { perform(action, at: now, link: &link) }
-        return actions
+        let first = actions.count
+        runtime.handle(event, at: now, into: &actions)
+        for index in first..<actions.count { perform(actions[index], at: now, link: &link) }
     }
 
     /// Whatever is due by `now`: the user's events, then the runtime's own deadlines (a call before the
     /// deadline changes nothing).
     public mutating func advance<Link: TransferLink>(to now: UnixTime, link: inout Link) -> [RuntimeAction] {
         var actions: [RuntimeAction] = []
+        advance(to: now, link: &link, into: &actions)
+        return actions
+    }
+
+    /// `advance(to:link:)`, appending to a buffer the caller reuses.
+    public mutating func advance<Link: TransferLink>(
+        to now: UnixTime, link: inout Link, into actions: inout [RuntimeAction]
+    ) {
         // The users' events due before their end: a late call (a real shell's timer under load) must not
         // fire one due at or after it, nor one planned past it within the same call.
         let cutoff = UnixTime(milliseconds: min(now.milliseconds, usersUntil - 1))
         if let at = user?.nextAt, at <= cutoff {
-            for event in user!.fire(at: cutoff) { actions += handle(event, at: now, link: &link) }
+            for event in user!.fire(at: cutoff) { handle(event, at: now, link: &link, into: &actions) }
         }
-        actions += handle(.tick, at: now, link: &link)
-        return actions
+        handle(.tick, at: now, link: &link, into: &actions)
     }
 
     /// Ends the run: the awake time of apps still in the background is counted up to `now`.

@@ -36,6 +36,8 @@ final class ForecastShard {
     /// Announcement pushes of the current version, by bundle id (parsed once, copied per device).
     private var templates: [String: [PushNotification]] = [:]
     private var templatesVersion = 0
+    private var runtimeBuffers = BufferPool<RuntimeAction>()
+    private var policyBuffers = BufferPool<PolicyAction>()
 
     /// Folds each open as it comes (the publications are known in advance).
     private(set) var ledger: FreshnessLedger
@@ -160,16 +162,19 @@ final class ForecastShard {
                 // The device's one standing entry (moved in place when its deadline moved).
                 deadlineAt[device] = .max
                 var link = ShardLink(shard: self, device: device)
-                let actions = iphones[device].advance(to: UnixTime(milliseconds: now), link: &link)
+                var actions = runtimeBuffers.take()
+                iphones[device].advance(to: UnixTime(milliseconds: now), link: &link, into: &actions)
                 after(device, actions)
+                runtimeBuffers.give(actions)
             case .keepAlive:
                 guard keepAliveAt[device] == entry.time else { continue }
                 keepAliveAt[device] = .max
                 keepAlives[device].advance()
                 if isTraced(device) { record(device, #""event":"keep_alive""#) }
-                var actions: [PolicyAction] = []
+                var actions = policyBuffers.take()
                 engine.keepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
+                policyBuffers.give(actions)
                 armKeepAlive(device)
             case .transferEnd:
                 transferEnded(device, id: Int(entry.argument), at: entry.time)
@@ -182,9 +187,10 @@ final class ForecastShard {
             case .policyTimer:
                 guard policyTimerAt == entry.time else { continue }
                 policyTimerAt = .max
-                var actions: [PolicyAction] = []
+                var actions = policyBuffers.take()
                 engine.advance(to: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
+                policyBuffers.give(actions)
                 armPolicyTimer()
             }
         }
@@ -199,12 +205,15 @@ final class ForecastShard {
     /// The device connects: the gateway delivers what it stored (nothing: a forecast's publications
     /// come after its devices connect), and its runtime starts.
     private func connect(_ device: Int) {
-        var actions: [PolicyAction] = []
+        var actions = policyBuffers.take()
         engine.connected(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
         apply(actions)
+        policyBuffers.give(actions)
         var link = ShardLink(shard: self, device: device)
-        let started = iphones[device].start(at: UnixTime(milliseconds: now), link: &link)
+        var started = runtimeBuffers.take()
+        iphones[device].start(at: UnixTime(milliseconds: now), link: &link, into: &started)
         after(device, started)
+        runtimeBuffers.give(started)
     }
 
     // MARK: Publications
@@ -262,9 +271,10 @@ final class ForecastShard {
                         #""event":"push","app":"\#(app.bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
                     )
                 }
-                var actions: [PolicyAction] = []
+                var actions = policyBuffers.take()
                 engine.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
+                policyBuffers.give(actions)
             }
         }
     }
@@ -343,7 +353,7 @@ final class ForecastShard {
     /// they are not simulated: a device is looked at again when a push is held, or its conditions or an
     /// app's state change (a force-quit app relaunched, Low Power Mode ending).
     private func armKeepAlive(_ device: Int) {
-        guard keepAliveAt[device] == .max, engine.keepAliveReleases(device: DeviceSlot(device)) else { return }
+        guard keepAliveAt[device] == .max, Self.releases(&engine, device) else { return }
         let at = keepAlives[device].first(atOrAfter: UnixTime(milliseconds: now)).milliseconds
         keepAliveAt[device] = at
         queue.schedule(at: at, .keepAlive, target: UInt32(device))
@@ -351,7 +361,7 @@ final class ForecastShard {
 
     /// The policy's timers run on the hub's tick (every 200 ms), as in the gateway.
     private func armPolicyTimer() {
-        guard let next = engine.nextTimer?.milliseconds else { return }
+        guard let next = Self.nextTimer(&engine) else { return }
         let tick: Int64 = 200
         let start = scenario.start.milliseconds
         var at = max(next, now + 1)
@@ -366,8 +376,10 @@ final class ForecastShard {
     private func deviceEvent(_ device: Int, _ event: RuntimeEvent) {
         if isTraced(device) { traceEvent(device, event) }
         var link = ShardLink(shard: self, device: device)
-        let actions = iphones[device].handle(event, at: UnixTime(milliseconds: now), link: &link)
+        var actions = runtimeBuffers.take()
+        iphones[device].handle(event, at: UnixTime(milliseconds: now), link: &link, into: &actions)
         after(device, actions)
+        runtimeBuffers.give(actions)
     }
 
     /// What the device's runtime did: its messages go to the gateway, every action to the ledger; its
@@ -375,10 +387,11 @@ final class ForecastShard {
     private func after(_ device: Int, _ actions: [RuntimeAction]) {
         let kind = Int(kindOf[device])
         let time = UnixTime(milliseconds: now)
+        var decided = policyBuffers.take()
         for action in actions {
             ledger.record(action, at: time, profileIndex: ledgerIndex[kind])
             if isTraced(device) { traceAction(device, action) }
-            var decided: [PolicyAction] = []
+            decided.removeAll(keepingCapacity: true)
             switch action {
             case .woken:
                 hourlyWakes[min(hourlyWakes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))] += 1
@@ -401,11 +414,26 @@ final class ForecastShard {
             apply(decided)
             armKeepAlive(device)
         }
+        policyBuffers.give(decided)
         fileDeadline(device)
     }
 
+    /// Read through `inout`: a class's array element read in place (its getter copies the whole iPhone,
+    /// a retain per field).
+    private static func deadline(of iphone: inout SimulatedIPhone) -> Int64 {
+        iphone.nextDeadline?.milliseconds ?? .max
+    }
+
+    private static func releases(_ engine: inout ThrottleEngine, _ device: Int) -> Bool {
+        engine.keepAliveReleases(device: DeviceSlot(device))
+    }
+
+    private static func nextTimer(_ engine: inout ThrottleEngine) -> Int64? {
+        engine.nextTimer?.milliseconds
+    }
+
     private func fileDeadline(_ device: Int) {
-        let next = iphones[device].nextDeadline?.milliseconds ?? .max
+        let next = Self.deadline(of: &iphones[device])
         guard next != deadlineAt[device] else { return }
         deadlineAt[device] = next
         queue.setDeadline(UInt32(device), at: next == .max ? nil : max(next, now))
