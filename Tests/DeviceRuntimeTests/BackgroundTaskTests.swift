@@ -5,16 +5,16 @@ import Testing
 /// R2–R5, R11: leaving the foreground with work open; the allowance per iOS; the expiration handler;
 /// opportunistic tasks; the DidEnterBackground watchdog; a download moved to a background session.
 @Suite struct BackgroundTaskTests {
-    let app = "com.example.news"
+    let app: AppSlot = 0
 
     /// Opens the app, lets its manifest name version 5, and leaves with the item's foreground download open.
     func leaveDuringADownload(_ rig: inout Rig) throws -> TransferRequest {
-        rig.send(.userOpened(bundleID: app))
+        rig.send(.userOpened(app: app))
         let manifest = try #require(rig.started().last)
         let item = try #require(
             rig.started(rig.send(.transferFinished(id: manifest.id, result: .manifest(version: 5)))).first)
         #expect(item.session == .foreground)
-        rig.send(.userLeft(bundleID: app))
+        rig.send(.userLeft(app: app))
         return item
     }
 
@@ -58,7 +58,7 @@ import Testing
         let item = try leaveDuringADownload(&rig)
         rig.advance(seconds: 10)
         let done = rig.send(.transferFinished(id: item.id, result: .item(version: 5, bytes: 100)))
-        #expect(done.contains(.contentUpdated(bundleID: app, version: 5, by: nil)))
+        #expect(done.contains(.contentUpdated(app: app, version: 5, by: nil)))
         #expect(rig.states(done) == [.suspended])
     }
 
@@ -70,7 +70,7 @@ import Testing
         rig.send(.screen(on: false))
         #expect(rig.advance(seconds: 3600).isEmpty, "asleep: no expiration however long")
         // An alert keeps the device awake for 10 s: 10 s of the task's time.
-        rig.send(.pushDelivered(bundleID: "com.example.chat", apnsID: "X", silent: false))
+        rig.send(.pushDelivered(app: 1, apnsID: .x, silent: false))
         rig.advance(seconds: 60)
         rig.send(.screen(on: true))
         // 100 + 10 s used of 180: the handler runs 5 s before the remaining 70 s are up.
@@ -90,11 +90,11 @@ import Testing
         #expect(rig.advance(seconds: 600).isEmpty)
         // An alert wakes the device for `interruptionAwakeSeconds`: the download goes on, then stops again.
         #expect(
-            rig.send(.pushDelivered(bundleID: "com.example.chat", apnsID: "X", silent: false))
+            rig.send(.pushDelivered(app: 1, apnsID: .x, silent: false))
                 == [.resumeTransfer(id: item.id)])
         #expect(rig.advance(seconds: Double(profile.interruptionAwakeSeconds) + 1) == [.pauseTransfer(id: item.id)])
         // The user opens the app: in the foreground the download runs whatever the screen.
-        let opened = rig.send(.userOpened(bundleID: app))
+        let opened = rig.send(.userOpened(app: app))
         #expect(opened.contains(.resumeTransfer(id: item.id)))
         #expect(!opened.contains(.pauseTransfer(id: item.id)))
         let done = rig.send(.transferFinished(id: item.id, result: .item(version: 5, bytes: 100)))
@@ -112,7 +112,7 @@ import Testing
         #expect(rig.send(.screen(on: false)) == [.pauseTransfer(id: item.id)])
         #expect(rig.advance(seconds: 100).isEmpty)
         // The expiration handler is due 5 s before the 30 s: 3 s into the alert's 10.
-        rig.send(.pushDelivered(bundleID: "com.example.chat", apnsID: "X", silent: false))
+        rig.send(.pushDelivered(app: 1, apnsID: .x, silent: false))
         let expired = rig.advance(seconds: 3.1)
         let moved = try #require(
             expired.compactMap {
@@ -125,7 +125,7 @@ import Testing
         var other = Rig(.ios17)
         let download = try leaveDuringADownload(&other)
         other.send(.screen(on: false))
-        #expect(other.send(.userForceQuit(bundleID: app)).contains(.cancelTransfer(id: download.id)))
+        #expect(other.send(.userForceQuit(app: app)).contains(.cancelTransfer(id: download.id)))
         #expect(!other.send(.screen(on: true)).contains(.resumeTransfer(id: download.id)))
     }
 
@@ -141,17 +141,17 @@ import Testing
     /// R5: DidEnterBackground that does not return within 5 s is killed by the watchdog.
     @Test func theWatchdogTerminatesASlowDidEnterBackground() {
         var rig = Rig(.ios17, .with { $0.didEnterBackgroundMilliseconds = 6000 })
-        rig.send(.userOpened(bundleID: app))
-        rig.send(.userLeft(bundleID: app))
+        rig.send(.userOpened(app: app))
+        rig.send(.userLeft(app: app))
         #expect(rig.terminations(rig.advance(seconds: 4.9)).isEmpty)
         #expect(rig.terminations(rig.advance(seconds: 0.2)) == [.watchdog])
     }
 
     @Test func leavingWithNothingOpenSuspendsAtOnceAndStopsTheRefresh() throws {
         var rig = Rig(.ios17)
-        rig.send(.userOpened(bundleID: app))
+        rig.send(.userOpened(app: app))
         let manifest = try #require(rig.started().last)
-        let left = rig.send(.userLeft(bundleID: app))
+        let left = rig.send(.userLeft(app: app))
         // The refresh is protected by a task and finishes: then suspended.
         #expect(rig.states(left) == [.background])
         let done = rig.send(.transferFinished(id: manifest.id, result: .manifest(version: 0)))

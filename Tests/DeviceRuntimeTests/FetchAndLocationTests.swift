@@ -5,10 +5,10 @@ import Testing
 
 /// R6 (background fetch) and R8 (location wakes).
 @Suite struct FetchAndLocationTests {
-    let app = "com.example.news"
+    let app: AppSlot = 0
 
     func fetches(_ actions: [RuntimeAction]) -> Int {
-        actions.filter { $0 == .woken(bundleID: app, kind: .fetch) }.count
+        actions.filter { $0 == .woken(app: app, kind: .fetch) }.count
     }
 
     @Test func neverIsTheDefault() {
@@ -45,8 +45,8 @@ import Testing
         var rig = Rig(condition == "ios 6" ? .ios6 : .ios17, .with { $0.fetchInterval = .minimum })
         switch condition {
         case "force-quit":
-            rig.send(.userOpened(bundleID: app))
-            rig.send(.userForceQuit(bundleID: app))
+            rig.send(.userOpened(app: app))
+            rig.send(.userForceQuit(app: app))
         case "low power": rig.send(.lowPowerMode(true))
         case "refresh off": rig.send(.backgroundAppRefresh(enabled: false))
         default: break
@@ -78,22 +78,22 @@ import Testing
 
     @Test func newDataIsFetchedSoonerThanNoDataAndFailedLater() {
         let now = UnixTime(seconds: 1_800_000_000)
-        func spacing(_ results: [String]) -> Int64 {
+        func spacing(_ results: [CompletionResult]) -> Int64 {
             var schedule = FetchSchedule()
             for result in results { schedule.recordFetch(at: now, result: result) }
             schedule.schedule(after: now, interval: .minimum, profile: .ios17)
             return schedule.nextFetchAt!.seconds - now.seconds
         }
-        #expect(spacing(["newData"]) == 900)
-        #expect(spacing(["noData"]) == 1800)
-        #expect(spacing(["failed"]) == 3600)
-        #expect(spacing(["failed", "newData", "newData"]) == 1800)
+        #expect(spacing([.newData]) == 900)
+        #expect(spacing([.noData]) == 1800)
+        #expect(spacing([.failed]) == 3600)
+        #expect(spacing([.failed, .newData, .newData]) == 1800)
     }
 
     @Test func aLocationWakeGivesTenSecondsThenSuspends() {
         var rig = Rig(.ios17)
-        let woken = rig.send(.locationChanged(bundleID: app))
-        #expect(woken.contains(.woken(bundleID: app, kind: .location)))
+        let woken = rig.send(.locationChanged(app: app))
+        #expect(woken.contains(.woken(app: app, kind: .location)))
         #expect(rig.states(rig.advance(seconds: 9.9)).isEmpty)
         #expect(rig.states(rig.advance(seconds: 0.2)) == [.suspended])
         #expect(rig.terminations().isEmpty)

@@ -48,7 +48,7 @@ struct Rig {
         (actions ?? log).compactMap { if case .terminated(_, let cause) = $0 { cause } else { nil } }
     }
 
-    func completions(_ actions: [RuntimeAction]? = nil) -> [String] {
+    func completions(_ actions: [RuntimeAction]? = nil) -> [CompletionResult] {
         (actions ?? log).compactMap { if case .complete(_, _, let result) = $0 { result } else { nil } }
     }
 
@@ -61,4 +61,13 @@ extension AppBehaviour {
         change(&behaviour)
         return behaviour
     }
+}
+
+/// Push ids for the tests, by letter.
+extension APNsID {
+    static let a = APNsID(high: 0, low: 0xA)
+    static let b = APNsID(high: 0, low: 0xB)
+    static let c = APNsID(high: 0, low: 0xC)
+    static let x = APNsID(high: 0, low: 0x10)
+    static let y = APNsID(high: 0, low: 0x11)
 }

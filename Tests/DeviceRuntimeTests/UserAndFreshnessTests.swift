@@ -2,13 +2,17 @@ import DeviceRuntime
 import PushModel
 import Testing
 
+/// The apps of the tests' devices, by slot.
+private let a: AppSlot = 0
+private let b: AppSlot = 1
+
 /// The user model (opens around habits, leaves, force-quits, Low Power Mode) and the freshness ledger.
 @Suite struct UserAndFreshnessTests {
     let start = UnixTime(milliseconds: 20_000 * 86_400_000)
 
     /// Runs a user for `days`, collecting its events with their times.
     func run(_ profile: UserProfile, days: Int, seed: UInt64 = 3) -> [(UnixTime, RuntimeEvent)] {
-        var user = UserModel(profile: profile, apps: ["a"], seed: seed, now: start)
+        var user = UserModel(profile: profile, apps: [a], seed: seed, now: start)
         var events: [(UnixTime, RuntimeEvent)] = []
         let end = start.adding(seconds: Int64(days) * 86_400)
         while let at = user.nextAt, at <= end {
@@ -25,13 +29,13 @@ import Testing
         profile.extra_opens_per_day = 0
         profile.force_quit_share = 0
         let events = run(profile, days: 10)
-        let opens = events.filter { $0.1 == .userOpened(bundleID: "a") }
+        let opens = events.filter { $0.1 == .userOpened(app: a) }
         #expect(opens.count == 10)
         for (at, _) in opens {
             let minute = (at.milliseconds % 86_400_000) / 60_000
             #expect((470...490).contains(minute), "08:00 ± 10 min, got minute \(minute)")
         }
-        #expect(events.filter { $0.1 == .userLeft(bundleID: "a") }.count == 10)
+        #expect(events.filter { $0.1 == .userLeft(app: a) }.count == 10)
         #expect(events.filter { $0.1 == .screen(on: true) }.count == 10)
     }
 
@@ -40,8 +44,8 @@ import Testing
         profile.extra_opens_per_day = 20
         profile.force_quit_share = 0.3
         let events = run(profile, days: 30)
-        let quits = events.filter { $0.1 == .userForceQuit(bundleID: "a") }.count
-        let leaves = events.filter { $0.1 == .userLeft(bundleID: "a") }.count
+        let quits = events.filter { $0.1 == .userForceQuit(app: a) }.count
+        let leaves = events.filter { $0.1 == .userLeft(app: a) }.count
         let share = Double(quits) / Double(quits + leaves)
         #expect((0.2...0.4).contains(share), "\(quits) force-quits of \(quits + leaves) visits")
     }
@@ -72,30 +76,30 @@ import Testing
         profile.alert_open_seconds = 60
         profile.alert_open_share = 1
         let noon = start.adding(seconds: 12 * 3600)
-        var user = UserModel(profile: profile, apps: ["a", "b"], seed: 5, now: noon)
+        var user = UserModel(profile: profile, apps: [a, b], seed: 5, now: noon)
         let planned = user.nextAt!
-        let reacted = user.alertShown("b", at: noon)
+        let reacted = user.alertShown(b, at: noon)
         #expect(reacted)
         let open = user.nextAt!
         #expect(open < planned && open.milliseconds - noon.milliseconds >= 1000)
         let events = user.fire(at: open)
-        #expect(events.contains(.userOpened(bundleID: "b")))
-        let inApp = user.alertShown("a", at: open)
+        #expect(events.contains(.userOpened(app: b)))
+        let inApp = user.alertShown(a, at: open)
         #expect(!inApp, "in an app: the alert is not opened for")
-        let elsewhere = user.alertShown("c", at: open)
+        let elsewhere = user.alertShown(AppSlot(2), at: open)
         #expect(!elsewhere, "not an app of this device")
 
         profile.alert_open_share = 0
-        var never = UserModel(profile: profile, apps: ["a"], seed: 5, now: noon)
+        var never = UserModel(profile: profile, apps: [a], seed: 5, now: noon)
         let habit = never.nextAt
-        for second: Int64 in 1...100 { never.alertShown("a", at: noon.adding(seconds: second)) }
+        for second: Int64 in 1...100 { never.alertShown(a, at: noon.adding(seconds: second)) }
         #expect(never.nextAt == habit)
 
         profile.alert_open_share = 0.3
         var some = 0
         for seed: UInt64 in 1...400 {
-            var user = UserModel(profile: profile, apps: ["a"], seed: seed, now: noon)
-            if user.alertShown("a", at: noon) { some += 1 }
+            var user = UserModel(profile: profile, apps: [a], seed: seed, now: noon)
+            if user.alertShown(a, at: noon) { some += 1 }
         }
         #expect((80...160).contains(some), "\(some) of 400 alerts opened for, 30 % asked")
     }
@@ -110,12 +114,12 @@ import Testing
         profile.alert_open_seconds = 30
         let end = start.adding(seconds: 2 * 86_400)
         func opens(alertEvery seconds: Int64?) -> [Int64] {
-            var user = UserModel(profile: profile, apps: ["a", "b"], seed: 21, now: start)
+            var user = UserModel(profile: profile, apps: [a, b], seed: 21, now: start)
             var opened: [Int64] = []
             var nextAlert = seconds.map { start.adding(seconds: $0) }
             while let due = user.nextAt, due <= end {
                 if let alert = nextAlert, alert < due {
-                    user.alertShown("b", at: alert)
+                    user.alertShown(b, at: alert)
                     nextAlert = alert.adding(seconds: seconds!)
                     continue
                 }
@@ -139,14 +143,14 @@ import Testing
     @Test func locationChangesComeAtTheirRateToTheAppsThatMonitorThem() {
         var profile = UserProfile()
         profile.location_changes_per_day = 24
-        var user = UserModel(profile: profile, apps: ["a", "b"], locationApps: ["b"], seed: 9, now: start)
+        var user = UserModel(profile: profile, apps: [a, b], locationApps: [b], seed: 9, now: start)
         var changes: [RuntimeEvent] = []
         let end = start.adding(seconds: 10 * 86_400)
         while let at = user.nextAt, at <= end {
             changes += user.fire(at: at).filter { if case .locationChanged = $0 { true } else { false } }
         }
         #expect((180...300).contains(changes.count), "\(changes.count) in 10 days at 24 a day")
-        #expect(changes.allSatisfy { $0 == .locationChanged(bundleID: "b") })
+        #expect(changes.allSatisfy { $0 == .locationChanged(app: b) })
         let none = run(profile, days: 3).filter { if case .locationChanged = $0.1 { true } else { false } }
         #expect(none.isEmpty, "no app monitors them")
     }
@@ -187,7 +191,7 @@ import Testing
             let at = start - 300_000 + Int64(random.next() % 10_800_000)
             let newest = times.filter { $0 <= at }.count
             let held: Int? = random.next() % 5 == 0 ? nil : max(1, newest - Int(random.next() % 3))
-            let action = RuntimeAction.opened(bundleID: "a", contentVersion: newest == 0 ? nil : held)
+            let action = RuntimeAction.opened(app: a, contentVersion: newest == 0 ? nil : held)
             let profile = ["news", "chat", "podcast"][n % 3]
             keeping.record(action, at: UnixTime(milliseconds: at), profile: profile)
             slices[n % 3].record(action, at: UnixTime(milliseconds: at), profile: profile)
@@ -211,7 +215,7 @@ import Testing
         let versions: [Int: Int64] = [1: 1_000_000, 2: 2_000_000]
         func open(_ at: Int64, _ held: Int?, _ profile: String = "news") {
             ledger.record(
-                .opened(bundleID: "a", contentVersion: held), at: UnixTime(milliseconds: at), profile: profile)
+                .opened(app: a, contentVersion: held), at: UnixTime(milliseconds: at), profile: profile)
         }
         open(500_000, nil)  // nothing published yet: fresh
         open(1_500_000, 1)  // newest is 1: fresh, 500 s old
@@ -219,13 +223,13 @@ import Testing
         open(2_600_000, 2)  // fresh, 600 s old
         open(2_700_000, nil, "chat")  // no content at all
         ledger.record(
-            .woken(bundleID: "a", kind: .silentPush(apnsID: "x")), at: UnixTime(milliseconds: 0), profile: "news")
+            .woken(app: a, kind: .silentPush(apnsID: .x)), at: UnixTime(milliseconds: 0), profile: "news")
         ledger.record(
-            .woken(bundleID: "a", kind: .silentPush(apnsID: "y")), at: UnixTime(milliseconds: 0), profile: "news")
+            .woken(app: a, kind: .silentPush(apnsID: .y)), at: UnixTime(milliseconds: 0), profile: "news")
         ledger.record(
-            .contentUpdated(bundleID: "a", version: 2, by: .silentPush(apnsID: "x")), at: UnixTime(milliseconds: 0),
+            .contentUpdated(app: a, version: 2, by: .silentPush(apnsID: .x)), at: UnixTime(milliseconds: 0),
             profile: "news")
-        ledger.record(.terminated(bundleID: "a", cause: .wakeOverrun), at: UnixTime(milliseconds: 0), profile: "news")
+        ledger.record(.terminated(app: a, cause: .wakeOverrun), at: UnixTime(milliseconds: 0), profile: "news")
         ledger.recordTransfer(background: true, bytes: 2_000_000, milliseconds: 4000, succeeded: true, profile: "news")
         ledger.recordTransfer(background: false, bytes: 500, milliseconds: 100, succeeded: false, profile: "news")
         let report = ledger.report(versions: versions, hours: 1, apps: ["news": 2, "chat": 2])

@@ -34,10 +34,10 @@ import Testing
             var ledger = FreshnessLedger()
             for at: Int64 in [1_000, 2_000, 3_000] {
                 ledger.record(
-                    .opened(bundleID: "n", contentVersion: 1), at: UnixTime(milliseconds: at), profile: "news")
+                    .opened(app: 0, contentVersion: 1), at: UnixTime(milliseconds: at), profile: "news")
             }
             ledger.record(
-                .opened(bundleID: "c", contentVersion: nil), at: UnixTime(milliseconds: 4_000), profile: "chat")
+                .opened(app: 0, contentVersion: nil), at: UnixTime(milliseconds: 4_000), profile: "chat")
             let figures = FleetFigures(
                 devices: 2, seconds: 10,
                 report: ledger.report(versions: [1: 500], hours: 1, apps: ["news": 1, "chat": 1]),

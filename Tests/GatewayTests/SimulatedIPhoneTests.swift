@@ -76,9 +76,11 @@ import WallClock
             origin.holdItems(true)
             origin.publish()
             let first = "5e0e3c3a-0000-4000-8000-000000000001"
+            let firstID = try #require(APNsID(header: first))
+            let app: AppSlot = 0  // the device's one app, `topic`
             #expect(try await postSilent(first) == 200)
             try await eventually("the app completed its wake with newData") {
-                recorded.contains { $0 == .complete(apnsID: first, bundleID: topic, result: "newData") }
+                recorded.contains { $0 == .complete(apnsID: firstID, app: app, result: .newData) }
             }
             try await eventually("the gateway saw the completion") {
                 let journey = try await AdminClient.get(
@@ -94,14 +96,14 @@ import WallClock
 
             // 2. The system reclaims the app while the download runs; the download goes on, and when it
             //    finishes the app is relaunched in the background and calls the session's handler.
-            #expect(!recorded.contains { $0 == .relaunched(bundleID: topic) })
-            shell.handle(.memoryPressure(bundleID: topic))
+            #expect(!recorded.contains { $0 == .relaunched(app: app) })
+            shell.handle(.memoryPressure(app: app))
             try await eventually("terminated by the system") { try await state() == .notRunning }
             origin.holdItems(false)
             try await eventually("relaunched with the content") {
-                recorded.contains { $0 == .relaunched(bundleID: topic) }
+                recorded.contains { $0 == .relaunched(app: app) }
                     && recorded.contains {
-                        $0 == .contentUpdated(bundleID: topic, version: 1, by: .silentPush(apnsID: first))
+                        $0 == .contentUpdated(app: app, version: 1, by: .silentPush(apnsID: firstID))
                     }
             }
             try await eventually("the session's handler was called: suspended again") {
@@ -123,7 +125,7 @@ import WallClock
                     if case .startTransfer(let request) = $0 { request.content == .item(version: 2) } else { false }
                 }
             }
-            shell.handle(.userForceQuit(bundleID: topic))
+            shell.handle(.userForceQuit(app: app))
             try await eventually("force-quit") { try await state() == .forceQuit }
             #expect(recorded.contains { if case .cancelTransfer = $0 { true } else { false } })
             // Whether the request reached the origin before the cancel or not, every request the origin saw

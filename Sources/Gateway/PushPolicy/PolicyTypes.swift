@@ -16,13 +16,6 @@ public struct DeviceConditions: Sendable, Equatable, Codable {
     var savingPower: Bool { lowPowerMode }
 }
 
-/// The app's answer to a background wake.
-public enum CompletionResult: String, Sendable, Codable, CaseIterable {
-    case newData
-    case noData
-    case failed
-}
-
 /// Why the policy decided what it did: the decision log's "rule".
 public enum Rule: String, Sendable, Codable, CaseIterable {
     // delivered now

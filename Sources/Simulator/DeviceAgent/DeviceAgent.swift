@@ -310,9 +310,8 @@ public final class DeviceAgent: Sendable {
         }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
         if let runtime {
-            return runtime.handle(
-                .pushDelivered(
-                    bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: delivery.kind == "background"))
+            return runtime.delivered(
+                bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: delivery.kind == "background")
         }
         guard delivery.kind == "background" else { return }
         switch behaviour.wake(delivery) {

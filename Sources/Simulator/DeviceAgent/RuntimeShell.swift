@@ -57,8 +57,10 @@ public final class RuntimeShell: @unchecked Sendable {
     private var timer: Scheduled<Void>?
     private var transfers: [Int: Running] = [:]
     private var stopped = false
-    /// Item sizes the apps ask for (`AppBehaviour.itemBytes`), by bundle id.
-    private let itemBytes: [String: Int]
+    /// The apps' bundle ids, by slot (the device protocol names apps by bundle id, the runtime by slot).
+    private let bundleIDs: [String]
+    /// Item sizes the apps ask for (`AppBehaviour.itemBytes`), by slot.
+    private let itemBytes: [Int?]
     let transferred: @Sendable (TransferFigures) -> Void
 
     struct Running {
@@ -87,9 +89,8 @@ public final class RuntimeShell: @unchecked Sendable {
     ) {
         origin = settings.origin
         self.transferred = transferred
-        var sizes: [String: Int] = [:]
-        for app in settings.apps { if let bytes = app.behaviour.itemBytes { sizes[app.bundleID] = bytes } }
-        itemBytes = sizes
+        bundleIDs = settings.apps.map(\.bundleID)
+        itemBytes = settings.apps.map(\.behaviour.itemBytes)
         self.loop = loop
         self.http = http
         self.clock = clock
@@ -128,6 +129,13 @@ public final class RuntimeShell: @unchecked Sendable {
         } else {
             loop.execute { self.handleOnLoop(event) }
         }
+    }
+
+    /// A push the agent received (from any thread), as the device protocol names it. Nothing happens
+    /// for an app the device does not have, or for an id that is not a UUID (the gateway sends UUIDs).
+    public func delivered(bundleID: String, apnsID: String, silent: Bool) {
+        guard let app = bundleIDs.firstIndex(of: bundleID), let id = APNsID(header: apnsID) else { return }
+        handle(.pushDelivered(app: AppSlot(app), apnsID: id, silent: silent))
     }
 
     /// The app's state now, read on the device's loop.
@@ -179,10 +187,10 @@ public final class RuntimeShell: @unchecked Sendable {
     private func perform(_ action: RuntimeAction, now: UnixTime) {
         record(action, now)
         switch action {
-        case .appState(let bundleID, let state):
-            send(.appState(bundleID: bundleID, state: state.rawValue))
-        case .complete(let apnsID, let bundleID, let result):
-            send(.complete(apnsID: apnsID, bundleID: bundleID, result: result))
+        case .appState(let app, let state):
+            send(.appState(bundleID: bundleIDs[Int(app.index)], state: state.rawValue))
+        case .complete(let apnsID, let app, let result):
+            send(.complete(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], result: result.rawValue))
         case .conditions(let lowPowerMode, let refreshOff):
             send(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff))
         case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,
@@ -212,7 +220,7 @@ public final class RuntimeShell: @unchecked Sendable {
         case .manifest: path = "/manifest"
         case .item(let version):
             var query: [String] = []
-            if let bytes = itemBytes[request.bundleID] { query.append("bytes=\(bytes)") }
+            if let bytes = itemBytes[Int(request.app.index)] { query.append("bytes=\(bytes)") }
             if request.slowdown > 1 { query.append("slowdown=\(request.slowdown)") }
             path = "/items/\(version)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
         }
@@ -249,7 +257,7 @@ public final class RuntimeShell: @unchecked Sendable {
         if case .background = request.session { background = true }
         transferred(
             TransferFigures(
-                bundleID: request.bundleID, background: background, bytes: delegate.bytes,
+                bundleID: bundleIDs[Int(request.app.index)], background: background, bytes: delegate.bytes,
                 milliseconds: clock().milliseconds - started.milliseconds, succeeded: succeeded))
         handleOnLoop(.transferFinished(id: id, result: result))
     }

@@ -70,7 +70,7 @@ public final class SimulatedFleet: Sendable {
                         users: kind.profile.users, usersUntil: usersUntil),
                     loop: group.next(), http: http, clock: clock, createdAt: createdAt,
                     record: { action, at in
-                        if case .complete(_, _, let result) = action { counters.recordCompletion(result) }
+                        if case .complete(_, _, let result) = action { counters.recordCompletion(result.rawValue) }
                         freshness.record(action, at: at, profile: name)
                     },
                     transferred: { freshness.recordTransfer($0, profile: name) })

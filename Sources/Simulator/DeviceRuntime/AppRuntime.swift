@@ -15,7 +15,7 @@ public struct AppRuntime: Sendable {
         var deadline: UnixTime
         /// When the app calls the handler (nil: not decided yet, waiting on a transfer).
         var completesAt: UnixTime?
-        var result = "noData"
+        var result = CompletionResult.noData
         /// The app will never call the handler (it is terminated at the deadline, or suspended for a
         /// location wake).
         var forgets: Bool

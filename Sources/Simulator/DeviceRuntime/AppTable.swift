@@ -1,34 +1,32 @@
 import PushModel
 
-/// A device's apps in installation order, found by bundle id. A device has a handful, so a scan beats
-/// hashing; and the subscript reads and changes an app in place (a dictionary's getter copied the whole
-/// `AppRuntime`, with a retain per field, on every read: a forecast's profile put that at 14 % of its time).
+/// A device's apps in installation order: an app's `AppSlot` is its position. Found by bundle id only at
+/// the edges (a device has a handful: a scan beats hashing); the subscripts read and change an app in
+/// place (a copy of an `AppRuntime` costs a retain per field).
 struct AppTable: Sendable {
     private(set) var list: [AppRuntime] = []
 
     mutating func append(_ app: AppRuntime) { list.append(app) }
 
-    func index(of bundleID: String) -> Int? {
-        for index in list.indices where list[index].bundleID == bundleID { return index }
+    /// The slots in installation order (no array made: the runtime walks them on every event).
+    var slots: LazyMapCollection<Range<Int>, AppSlot> { list.indices.lazy.map(AppSlot.init) }
+
+    func slot(of bundleID: String) -> AppSlot? {
+        for index in list.indices where list[index].bundleID == bundleID { return AppSlot(index) }
         return nil
     }
 
-    func contains(_ bundleID: String) -> Bool { index(of: bundleID) != nil }
+    func contains(_ app: AppSlot) -> Bool { Int(app.index) < list.count }
 
-    /// The app's state, or nil when it is not installed (read in place: `find` copies the whole app).
-    func state(of bundleID: String) -> AppState? { index(of: bundleID).map { list[$0].state } }
+    /// The app's state, or nil when there is no such app.
+    func state(of app: AppSlot) -> AppState? { contains(app) ? list[Int(app.index)].state : nil }
 
     /// A copy of the app, or nil when it is not installed.
-    func find(_ bundleID: String) -> AppRuntime? { index(of: bundleID).map { list[$0] } }
+    func find(_ bundleID: String) -> AppRuntime? { slot(of: bundleID).map { list[Int($0.index)] } }
 
-    /// The installed app `bundleID` (the runtime's own callers know it is installed).
-    subscript(bundleID: String) -> AppRuntime {
-        _read { yield list[index(of: bundleID)!] }
-        _modify { yield &list[index(of: bundleID)!] }
-    }
-
-    subscript(position index: Int) -> AppRuntime {
-        _read { yield list[index] }
-        _modify { yield &list[index] }
+    /// The app in `slot` (the runtime's own callers know it is there).
+    subscript(app: AppSlot) -> AppRuntime {
+        _read { yield list[Int(app.index)] }
+        _modify { yield &list[Int(app.index)] }
     }
 }

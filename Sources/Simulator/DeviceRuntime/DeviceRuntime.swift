@@ -14,6 +14,15 @@ public struct DeviceRuntime: Sendable {
     }
     /// One installed app, or nil.
     public func app(_ bundleID: String) -> AppRuntime? { table.find(bundleID) }
+    /// The app in `slot`, or nil.
+    public func app(_ slot: AppSlot) -> AppRuntime? { table.contains(slot) ? table[slot] : nil }
+    /// The slot of app `bundleID`, or nil when it is not installed (the device protocol names apps by
+    /// bundle id; the runtime's events and actions by slot).
+    public func slot(of bundleID: String) -> AppSlot? { table.slot(of: bundleID) }
+    /// The bundle id of the app in `slot` (which the runtime gave out).
+    public func bundleID(of slot: AppSlot) -> String { table[slot].bundleID }
+    /// The apps' slots, in installation order.
+    public var slots: [AppSlot] { Array(table.slots) }
     var table = AppTable()
     public internal(set) var screenOn = false
     /// An interruption (an alert, a call) keeps the device awake until then (R4).
@@ -51,9 +60,9 @@ public struct DeviceRuntime: Sendable {
     public mutating func handle(_ event: RuntimeEvent, at now: UnixTime, into actions: inout [RuntimeAction]) {
         charge(to: now)
         switch event {
-        case .userOpened(let bundleID): open(bundleID, now: now, &actions)
-        case .userLeft(let bundleID): leave(bundleID, now: now, &actions)
-        case .userForceQuit(let bundleID): forceQuit(bundleID, &actions)
+        case .userOpened(let app): if table.contains(app) { open(app, now: now, &actions) }
+        case .userLeft(let app): if table.contains(app) { leave(app, now: now, &actions) }
+        case .userForceQuit(let app): if table.contains(app) { forceQuit(app, &actions) }
         case .screen(let on): screenOn = on
         case .lowPowerMode(let on):
             if lowPowerMode != on {
@@ -65,15 +74,15 @@ public struct DeviceRuntime: Sendable {
                 backgroundAppRefresh = enabled
                 actions.append(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: !enabled))
             }
-        case .memoryPressure(let bundleID):
-            if table.state(of: bundleID) == .suspended { terminate(bundleID, .memoryPressure, &actions) }
-        case .pushDelivered(let bundleID, let apnsID, let silent):
+        case .memoryPressure(let app):
+            if table.state(of: app) == .suspended { terminate(app, .memoryPressure, &actions) }
+        case .pushDelivered(let app, let apnsID, let silent):
             if silent {
-                silentPush(bundleID, apnsID: apnsID, now: now, &actions)
+                silentPush(app, apnsID: apnsID, now: now, &actions)
             } else {
                 awakeUntil = max(awakeUntil ?? now, now.adding(seconds: profile.interruptionAwakeSeconds))
             }
-        case .locationChanged(let bundleID): locationWake(bundleID, now: now, &actions)
+        case .locationChanged(let app): if table.contains(app) { locationWake(app, now: now, &actions) }
         case .transferFinished(let id, let result): transferFinished(id, result, now: now, &actions)
         case .tick: break
         }
@@ -88,17 +97,17 @@ public struct DeviceRuntime: Sendable {
         guard profile.opportunisticTasks else { return }
         // Most events find no protected transfer and nothing paused: no sets to build.
         var anyProtected = false
-        for index in table.list.indices where table[position: index].state != .foreground {
-            for task in table[position: index].tasks where task.protects != nil { anyProtected = true }
+        for slot in table.slots where table[slot].state != .foreground {
+            for task in table[slot].tasks where task.protects != nil { anyProtected = true }
         }
         guard anyProtected || !paused.isEmpty else { return }
         var protected: Set<Int> = []
         var exists: Set<Int> = []
-        for index in table.list.indices {
-            exists.formUnion(table[position: index].transfers.keys)
-            guard table[position: index].state != .foreground else { continue }
-            for task in table[position: index].tasks {
-                if let id = task.protects, table[position: index].transfers[id] != nil { protected.insert(id) }
+        for slot in table.slots {
+            exists.formUnion(table[slot].transfers.keys)
+            guard table[slot].state != .foreground else { continue }
+            for task in table[slot].tasks {
+                if let id = task.protects, table[slot].transfers[id] != nil { protected.insert(id) }
             }
         }
         // Ended or cancelled meanwhile: nothing to resume.
@@ -120,17 +129,17 @@ public struct DeviceRuntime: Sendable {
         @inline(__always) func consider(_ time: UnixTime) { earliest = min(earliest, time.milliseconds) }
         if let awakeUntil, awakeUntil > chargedTo { consider(awakeUntil) }
         let charging = !profile.opportunisticTasks || isAwake(at: chargedTo)
-        for index in table.list.indices {
-            if let wake = table[position: index].wake {
+        for slot in table.slots {
+            if let wake = table[slot].wake {
                 consider(wake.deadline)
                 if let at = wake.completesAt { consider(at) }
             }
-            if let at = table[position: index].watchdogAt { consider(at) }
-            if let at = table[position: index].locationEndsAt { consider(at) }
-            for transfer in table[position: index].transfers.values { if let at = transfer.startsAt { consider(at) } }
-            if let at = table[position: index].fetch.nextFetchAt, fetchAllowed(index) { consider(at) }
-            if charging, table[position: index].state != .foreground {
-                for task in table[position: index].tasks {
+            if let at = table[slot].watchdogAt { consider(at) }
+            if let at = table[slot].locationEndsAt { consider(at) }
+            for transfer in table[slot].transfers.values { if let at = transfer.startsAt { consider(at) } }
+            if let at = table[slot].fetch.nextFetchAt, fetchAllowed(slot) { consider(at) }
+            if charging, table[slot].state != .foreground {
+                for task in table[slot].tasks {
                     if !task.expirationCalled {
                         consider(
                             chargedTo.adding(milliseconds: task.remaining - profile.expirationWarningSeconds * 1000))
@@ -157,10 +166,9 @@ public struct DeviceRuntime: Sendable {
             !profile.opportunisticTasks || screenOn
             ? elapsed : max(0, min(now.milliseconds, (awakeUntil ?? chargedTo).milliseconds) - chargedTo.milliseconds)
         if awake > 0 {
-            for position in table.list.indices
-            where table[position: position].state != .foreground && !table[position: position].tasks.isEmpty {
-                for index in table[position: position].tasks.indices {
-                    table[position: position].tasks[index].remaining -= awake
+            for app in table.slots where table[app].state != .foreground && !table[app].tasks.isEmpty {
+                for index in table[app].tasks.indices {
+                    table[app].tasks[index].remaining -= awake
                 }
             }
         }
@@ -171,62 +179,58 @@ public struct DeviceRuntime: Sendable {
     mutating func runDue(now: UnixTime, _ actions: inout [RuntimeAction]) {
         for _ in 0..<64 {
             var progressed = false
-            // By position, in installation order (the order actions come out in): no lookups by bundle id.
-            for position in table.list.indices {
-                progressed = runDue(at: position, now: now, &actions) || progressed
-            }
-            for position in table.list.indices
-            where table[position: position].state == .background && !table[position: position].busyInBackground {
-                suspend(table[position: position].bundleID, &actions)
+            // In installation order (the order actions come out in).
+            for app in table.slots { progressed = runDue(app, now: now, &actions) || progressed }
+            for app in table.slots where table[app].state == .background && !table[app].busyInBackground {
+                suspend(app, &actions)
                 progressed = true
             }
             if !progressed { return }
         }
     }
 
-    mutating func runDue(at position: Int, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
-        var bundleID: String { table[position: position].bundleID }
-        if let at = table[position: position].watchdogAt, at <= now {
-            terminate(bundleID, .watchdog, &actions)
+    mutating func runDue(_ app: AppSlot, now: UnixTime, _ actions: inout [RuntimeAction]) -> Bool {
+        if let at = table[app].watchdogAt, at <= now {
+            terminate(app, .watchdog, &actions)
             return true
         }
-        if let wake = table[position: position].wake {
+        if let wake = table[app].wake {
             if let at = wake.completesAt, at <= now {
-                finishWake(bundleID, now: now, &actions)
+                finishWake(app, now: now, &actions)
                 return true
             }
             if wake.deadline <= now {
-                terminate(bundleID, wake.kind == .sessionEvents ? .sessionHandlerNotCalled : .wakeOverrun, &actions)
+                terminate(app, wake.kind == .sessionEvents ? .sessionHandlerNotCalled : .wakeOverrun, &actions)
                 return true
             }
         }
-        if let at = table[position: position].locationEndsAt, at <= now {
-            table[position: position].locationEndsAt = nil
+        if let at = table[app].locationEndsAt, at <= now {
+            table[app].locationEndsAt = nil
             return true
         }
-        for (index, task) in table[position: position].tasks.enumerated() {
+        for (index, task) in table[app].tasks.enumerated() {
             if task.remaining <= 0 {
-                terminate(bundleID, .unendedTask, &actions)
+                terminate(app, .unendedTask, &actions)
                 return true
             }
             if !task.expirationCalled, task.remaining <= profile.expirationWarningSeconds * 1000 {
-                expire(bundleID, taskAt: index, now: now, &actions)
+                expire(app, taskAt: index, now: now, &actions)
                 return true
             }
         }
         // By id, not the dictionary's order (which changes from process to process): a seeded run repeats.
-        if table[position: position].transfers.values.contains(where: { $0.startsAt.map { $0 <= now } ?? false }) {
-            for id in table[position: position].transfers.keys.sorted() {
-                let transfer = table[position: position].transfers[id]!
+        if table[app].transfers.values.contains(where: { $0.startsAt.map { $0 <= now } ?? false }) {
+            for id in table[app].transfers.keys.sorted() {
+                let transfer = table[app].transfers[id]!
                 guard let at = transfer.startsAt, at <= now else { continue }
-                table[position: position].transfers[id]!.startsAt = nil
+                table[app].transfers[id]!.startsAt = nil
                 actions.append(.startTransfer(transfer.request))
                 return true
             }
         }
-        if let at = table[position: position].fetch.nextFetchAt, at <= now, fetchAllowed(position) {
-            table[position: position].fetch.nextFetchAt = nil
-            beginWake(bundleID, .fetch, seconds: profile.fetchCompletionSeconds, now: now, &actions)
+        if let at = table[app].fetch.nextFetchAt, at <= now, fetchAllowed(app) {
+            table[app].fetch.nextFetchAt = nil
+            beginWake(app, .fetch, seconds: profile.fetchCompletionSeconds, now: now, &actions)
             return true
         }
         return false
@@ -236,10 +240,10 @@ public struct DeviceRuntime: Sendable {
 
     /// R6: fetches need iOS 7+, an interval other than `never`, and an app that is neither force-quit nor
     /// in the foreground, on a device not in Low Power Mode and with Background App Refresh on.
-    func fetchAllowed(_ position: Int) -> Bool {
-        let state = table[position: position].state
+    func fetchAllowed(_ app: AppSlot) -> Bool {
+        let state = table[app].state
         return profile.backgroundFetch && state != .forceQuit && state != .foreground && !lowPowerMode
-            && backgroundAppRefresh && table[position: position].wake == nil
+            && backgroundAppRefresh && table[app].wake == nil
     }
 
     mutating func takeID() -> Int {

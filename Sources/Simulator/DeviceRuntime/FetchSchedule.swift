@@ -15,7 +15,7 @@ public struct FetchSchedule: Sendable, Equatable {
         case launchHabit = "launch_habit"
     }
     /// The last results, newest last (at most 3).
-    var results: [String] = []
+    var results: [CompletionResult] = []
     /// Milliseconds into the day of the user's recent opens (at most 20).
     var launchTimesOfDay: [Int64] = []
 
@@ -28,7 +28,7 @@ public struct FetchSchedule: Sendable, Equatable {
         if launchTimesOfDay.count > 20 { launchTimesOfDay.removeFirst() }
     }
 
-    mutating func recordFetch(at now: UnixTime, result: String) {
+    mutating func recordFetch(at now: UnixTime, result: CompletionResult) {
         lastFetchAt = now
         results.append(result)
         if results.count > 3 { results.removeFirst() }
@@ -38,14 +38,15 @@ public struct FetchSchedule: Sendable, Equatable {
     /// newData, 2 after noData, 4 after failed, averaged over the last three.
     var backoff: Double {
         guard !results.isEmpty else { return 1 }
-        let factors = results.map { result -> Double in
+        var sum = 0.0
+        for result in results {
             switch result {
-            case "newData": 1
-            case "failed": 4
-            default: 2
+            case .newData: sum += 1
+            case .noData: sum += 2
+            case .failed: sum += 4
             }
         }
-        return factors.reduce(0, +) / Double(factors.count)
+        return sum / Double(results.count)
     }
 
     /// The next fetch after `now` for an app whose interval is `interval`, on `profile`; nil for `never`.

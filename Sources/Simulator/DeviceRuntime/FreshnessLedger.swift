@@ -300,7 +300,7 @@ public struct FreshnessLedger: Sendable {
         for (index, cause) in TerminationCause.allCases.enumerated() where tally.terminations[index] > 0 {
             terminations[cause.rawValue] = tally.terminations[index]
         }
-        let silent = WakeKind.silentPush(apnsID: "").index
+        let silent = WakeKind.silentPush(apnsID: APNsID(high: 0, low: 0)).index
         return FreshnessReport.Row(
             profile: name, opens: opens, freshOpens: fresh,
             freshAtOpen: opens == 0 ? nil : Double(fresh) / Double(opens),
@@ -320,7 +320,8 @@ public struct FreshnessLedger: Sendable {
 
 extension WakeKind {
     /// Every kind's name, in the order of `index`.
-    static let names = [WakeKind.silentPush(apnsID: ""), .fetch, .location, .sessionEvents].map(\.name)
+    static let names = [WakeKind.silentPush(apnsID: APNsID(high: 0, low: 0)), .fetch, .location, .sessionEvents].map(
+        \.name)
 
     var index: Int {
         switch self {

@@ -16,7 +16,7 @@ public enum TerminationCause: String, Sendable, Equatable, CaseIterable {
 
 /// What woke an app in the background.
 public enum WakeKind: Sendable, Equatable, Hashable {
-    case silentPush(apnsID: String)
+    case silentPush(apnsID: APNsID)
     case fetch
     case location
     case sessionEvents
@@ -50,7 +50,7 @@ public enum TransferSession: Sendable, Equatable {
 
 public struct TransferRequest: Sendable, Equatable {
     public var id: Int
-    public var bundleID: String
+    public var app: AppSlot
     public var content: TransferContent
     public var session: TransferSession
     /// Bytes already transferred (resume data, R11); 0 for uploads and new downloads;
@@ -74,19 +74,19 @@ public enum TransferResult: Sendable, Equatable {
 
 /// What happens to the device: the user, the network, the gateway and the passing of time.
 public enum RuntimeEvent: Sendable, Equatable {
-    case userOpened(bundleID: String)
-    case userLeft(bundleID: String)
-    case userForceQuit(bundleID: String)
+    case userOpened(app: AppSlot)
+    case userLeft(app: AppSlot)
+    case userForceQuit(app: AppSlot)
     /// The screen turned on or off (the device is awake while it is on, R4).
     case screen(on: Bool)
     case lowPowerMode(Bool)
     case backgroundAppRefresh(enabled: Bool)
     /// The system reclaims memory: a suspended app is terminated.
-    case memoryPressure(bundleID: String)
+    case memoryPressure(app: AppSlot)
     /// A push was delivered: silent (a background wake) or alerting (it wakes the device, R4).
-    case pushDelivered(bundleID: String, apnsID: String, silent: Bool)
+    case pushDelivered(app: AppSlot, apnsID: APNsID, silent: Bool)
     /// A region or significant-location change for an app that monitors it (R8).
-    case locationChanged(bundleID: String)
+    case locationChanged(app: AppSlot)
     case transferFinished(id: Int, result: TransferResult)
     /// Time passed: whatever was due by now happens (`DeviceRuntime.nextDeadline` says when).
     case tick
@@ -95,9 +95,9 @@ public enum RuntimeEvent: Sendable, Equatable {
 /// What the runtime asks of its shell: the device protocol's messages, transfers, and what to count.
 public enum RuntimeAction: Sendable, Equatable {
     /// `app_state` to the gateway.
-    case appState(bundleID: String, state: AppState)
+    case appState(app: AppSlot, state: AppState)
     /// `complete` to the gateway (a silent wake's completion handler).
-    case complete(apnsID: String, bundleID: String, result: String)
+    case complete(apnsID: APNsID, app: AppSlot, result: CompletionResult)
     case startTransfer(TransferRequest)
     case cancelTransfer(id: Int)
     /// R4: stop transfer `id` keeping what it has (the device fell asleep under its background task).
@@ -107,16 +107,16 @@ public enum RuntimeAction: Sendable, Equatable {
     /// R11: cancel transfer `from` keeping its resume data, and go on in a background session with `to`
     /// from the bytes it had (a download; an upload would start over).
     case moveToBackgroundSession(from: Int, to: TransferRequest)
-    case woken(bundleID: String, kind: WakeKind)
-    case terminated(bundleID: String, cause: TerminationCause)
+    case woken(app: AppSlot, kind: WakeKind)
+    case terminated(app: AppSlot, cause: TerminationCause)
     /// The app was launched in the background for its session's events (R10).
-    case relaunched(bundleID: String)
+    case relaunched(app: AppSlot)
     /// The user opened the app: the content it holds then (nil: none yet) — the freshness sample.
-    case opened(bundleID: String, contentVersion: Int?)
+    case opened(app: AppSlot, contentVersion: Int?)
     /// A wake, fetch or session delivered new content to the app.
-    case contentUpdated(bundleID: String, version: Int, by: WakeKind?)
+    case contentUpdated(app: AppSlot, version: Int, by: WakeKind?)
     /// `conditions` to the gateway: Low Power Mode or Background App Refresh changed.
     case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
     /// A silent push the app could not be woken for (force-quit, Low Power Mode, Background App Refresh off).
-    case wakeRefused(bundleID: String, apnsID: String)
+    case wakeRefused(app: AppSlot, apnsID: APNsID)
 }

@@ -23,7 +23,7 @@ public struct SimulatedIPhone: Sendable {
     private var paused: [Int: (request: TransferRequest, bytes: Int64)] = [:]
     /// Apps in the background state since (ms), for the awake time (a battery proxy). A handful at
     /// most: scanned, not hashed.
-    private var backgroundSince: [(bundleID: String, since: Int64)] = []
+    private var backgroundSince: [(app: AppSlot, since: Int64)] = []
     /// Milliseconds apps spent running in the background (woken, finishing a task, fetching).
     public private(set) var awakeMilliseconds: Int64 = 0
     /// The users do nothing at or after this instant (ms; a run with a planned end, so that its users'
@@ -38,8 +38,9 @@ public struct SimulatedIPhone: Sendable {
         runtime = DeviceRuntime(profile: profile, apps: apps, seed: seed, now: now)
         user = users.map {
             UserModel(
-                profile: $0, apps: apps.map(\.bundleID),
-                locationApps: apps.filter(\.behaviour.monitorsLocation).map(\.bundleID), seed: seed, now: now)
+                profile: $0, apps: apps.indices.map(AppSlot.init),
+                locationApps: apps.indices.filter { apps[$0].behaviour.monitorsLocation }.map(AppSlot.init), seed: seed,
+                now: now)
         }
     }
 
@@ -85,7 +86,7 @@ public struct SimulatedIPhone: Sendable {
         _ event: RuntimeEvent, at now: UnixTime, link: inout Link, into actions: inout [RuntimeAction]
     ) {
         // The user sees an alert, and may open its app for it.
-        if case .pushDelivered(let bundleID, _, false) = event { user?.alertShown(bundleID, at: now) }
+        if case .pushDelivered(let app, _, false) = event { user?.alertShown(app, at: now) }
         let first = actions.count
         runtime.handle(event, at: now, into: &actions)
         for index in first..<actions.count { perform(actions[index], at: now, link: &link) }
@@ -122,12 +123,12 @@ public struct SimulatedIPhone: Sendable {
 
     private mutating func perform<Link: TransferLink>(_ action: RuntimeAction, at now: UnixTime, link: inout Link) {
         switch action {
-        case .appState(let bundleID, let state):
-            if let index = backgroundSince.firstIndex(where: { $0.bundleID == bundleID }) {
+        case .appState(let app, let state):
+            if let index = backgroundSince.firstIndex(where: { $0.app == app }) {
                 awakeMilliseconds += max(0, now.milliseconds - backgroundSince[index].since)
                 backgroundSince.remove(at: index)
             }
-            if state == .background { backgroundSince.append((bundleID, now.milliseconds)) }
+            if state == .background { backgroundSince.append((app, now.milliseconds)) }
         case .startTransfer(let request):
             link.start(request, from: max(0, request.resumeFrom), at: now)
         case .cancelTransfer(let id):
@@ -152,7 +153,7 @@ public struct SimulatedIPhone: Sendable {
 
     /// The request of a transfer the runtime still has (a paused one is resumed with it).
     private func runningRequest(_ id: Int) -> TransferRequest? {
-        for app in runtime.apps.values { if let transfer = app.transfers[id] { return transfer.request } }
+        for slot in runtime.slots { if let transfer = runtime.app(slot)?.transfers[id] { return transfer.request } }
         return nil
     }
 }

@@ -18,7 +18,7 @@ import PushModel
 /// moves them (an own open due during one switches apps).
 public struct UserModel: Sendable {
     public let profile: UserProfile
-    let apps: [String]
+    let apps: [AppSlot]
     /// The user's own opens and visits, Low Power Mode, location changes.
     private var random: FastRandom
     /// The alert-prompted opens and their visits.
@@ -29,7 +29,7 @@ public struct UserModel: Sendable {
     public let refreshOff: Bool
 
     private struct Visit {
-        var app: String
+        var app: AppSlot
         var leaveAt: UnixTime
         var forceQuits: Bool
         /// One of the user's own (its end plans the next own open), not prompted by an alert.
@@ -37,21 +37,21 @@ public struct UserModel: Sendable {
     }
     /// The user's next own open (nil: none planned — a visit of theirs is under way, or they never open
     /// anything).
-    private var ownOpen: (at: UnixTime, app: String)?
+    private var ownOpen: (at: UnixTime, app: AppSlot)?
     /// An open an alert prompted, waiting for its reaction time.
-    private var promptedOpen: (at: UnixTime, app: String)?
+    private var promptedOpen: (at: UnixTime, app: AppSlot)?
     private var visit: Visit?
     private var lowPowerAt: UnixTime?
     private var lowPowerUntil: UnixTime?
     /// The apps that monitor significant location changes, and when the user's next one is.
-    private let locationApps: [String]
+    private let locationApps: [AppSlot]
     private var locationAt: UnixTime?
 
     static let day: Int64 = 86_400_000
     static let hour: Int64 = 3_600_000
 
     /// `locationApps`: the apps that monitor significant location changes (each change wakes them, R8).
-    public init(profile: UserProfile, apps: [String], locationApps: [String] = [], seed: UInt64, now: UnixTime) {
+    public init(profile: UserProfile, apps: [AppSlot], locationApps: [AppSlot] = [], seed: UInt64, now: UnixTime) {
         self.profile = profile
         self.apps = apps
         self.locationApps = locationApps
@@ -98,7 +98,7 @@ public struct UserModel: Sendable {
             lowPowerUntil = nil
         }
         if let at = locationAt, at <= now {
-            events += locationApps.map { .locationChanged(bundleID: $0) }
+            events += locationApps.map { .locationChanged(app: $0) }
             planLocationChange(after: at)
         }
         if let current = visit, current.leaveAt <= now {
@@ -113,12 +113,12 @@ public struct UserModel: Sendable {
             } else {
                 events.append(.screen(on: true))
             }
-            events.append(.userOpened(bundleID: own.app))
+            events.append(.userOpened(app: own.app))
             ownOpen = nil
             promptedOpen = nil
             visit = Self.visit(own.app, own: true, at: own.at, profile: profile, random: &random)
         } else if visit == nil, let prompted = promptedOpen, prompted.at <= now {
-            events += [.screen(on: true), .userOpened(bundleID: prompted.app)]
+            events += [.screen(on: true), .userOpened(app: prompted.app)]
             promptedOpen = nil
             visit = Self.visit(prompted.app, own: false, at: prompted.at, profile: profile, random: &prompts)
         }
@@ -126,13 +126,13 @@ public struct UserModel: Sendable {
     }
 
     private func leaving(_ visit: Visit) -> RuntimeEvent {
-        visit.forceQuits ? .userForceQuit(bundleID: visit.app) : .userLeft(bundleID: visit.app)
+        visit.forceQuits ? .userForceQuit(app: visit.app) : .userLeft(app: visit.app)
     }
 
     /// A visit of `app` from `now`: its length (exponential, `session_seconds`) and whether it ends with a
     /// swipe, drawn from `random` (the user's own stream or the prompts').
     private static func visit(
-        _ app: String, own: Bool, at now: UnixTime, profile: UserProfile, random: inout FastRandom
+        _ app: AppSlot, own: Bool, at now: UnixTime, profile: UserProfile, random: inout FastRandom
     ) -> Visit {
         let length = max(1000, Int64(exponential(mean: profile.session_seconds * 1000, &random)))
         return Visit(
@@ -149,13 +149,13 @@ public struct UserModel: Sendable {
                 1, Int64(Self.exponential(mean: Double(Self.day) / profile.location_changes_per_day, &random))))
     }
 
-    /// An alert of `bundleID` was shown: a user who is not using an app opens it, `alert_open_share` of
+    /// An alert of `app` was shown: a user who is not using an app opens it, `alert_open_share` of
     /// the time, after a reaction time (exponential, mean `alert_open_seconds`), unless an open was due
     /// sooner. Returns whether it planned one. Drawn from the prompts' own stream.
     @discardableResult
-    public mutating func alertShown(_ bundleID: String, at now: UnixTime) -> Bool {
+    public mutating func alertShown(_ app: AppSlot, at now: UnixTime) -> Bool {
         // A user who never opens anything of their own (no habits, no extra opens) ignores alerts too.
-        guard visit == nil, ownOpen != nil, apps.contains(bundleID), Self.uniform(&prompts) < profile.alert_open_share
+        guard visit == nil, ownOpen != nil, apps.contains(app), Self.uniform(&prompts) < profile.alert_open_share
         else {
             return false
         }
@@ -163,7 +163,7 @@ public struct UserModel: Sendable {
         let at = now.adding(milliseconds: max(1000, Int64(reaction)))
         let sooner = [ownOpen?.at, promptedOpen?.at].compactMap { $0 }.min()
         if let sooner, sooner <= at { return false }
-        promptedOpen = (at, bundleID)
+        promptedOpen = (at, app)
         return true
     }
 

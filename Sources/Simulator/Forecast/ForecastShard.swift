@@ -314,8 +314,8 @@ final class ForecastShard {
                 }
                 let time = UnixTime(milliseconds: now)
                 engine.acknowledged(push.id, device: DeviceSlot(device), bundleID: push.bundleID, wake: wake, now: time)
-                deviceEvent(
-                    device, .pushDelivered(bundleID: push.bundleID, apnsID: push.id.description, silent: wake))
+                guard let app = slot(of: push.bundleID, device) else { continue }
+                deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
             case .hold(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
@@ -396,13 +396,14 @@ final class ForecastShard {
             case .woken:
                 hourlyWakes[min(hourlyWakes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))] += 1
                 continue
-            case .appState(let bundleID, let state):
+            case .appState(let app, let state):
                 engine.appStateChanged(
-                    device: DeviceSlot(device), bundleID: bundleID, to: state, now: time, into: &decided)
-            case .complete(let apnsID, let bundleID, let result):
-                guard let id = APNsID(header: apnsID), let result = CompletionResult(rawValue: result) else { continue }
+                    device: DeviceSlot(device), bundleID: apps[kind][Int(app.index)].bundleID, to: state, now: time,
+                    into: &decided)
+            case .complete(let id, let app, let result):
                 engine.completed(
-                    device: DeviceSlot(device), bundleID: bundleID, id: id, result: result, now: time, into: &decided)
+                    device: DeviceSlot(device), bundleID: apps[kind][Int(app.index)].bundleID, id: id, result: result,
+                    now: time, into: &decided)
             case .conditions(let lowPowerMode, let refreshOff):
                 engine.conditionsChanged(
                     device: DeviceSlot(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff,
@@ -446,8 +447,8 @@ final class ForecastShard {
         switch request.content {
         case .manifest: size = Int64(scenario.link.manifestBytes)
         case .item:
-            let app = apps[Int(kindOf[device])].first { $0.bundleID == request.bundleID }
-            size = Int64(app?.behaviour.itemBytes ?? scenario.itemBytes)
+            let app = apps[Int(kindOf[device])][Int(request.app.index)]
+            size = Int64(app.behaviour.itemBytes ?? scenario.itemBytes)
         }
         let from = min(from, size)
         let endsAt = now + scenario.link.milliseconds(bytes: size - from, slowdown: request.slowdown)
@@ -495,7 +496,15 @@ final class ForecastShard {
         UInt64(device) << 32 | UInt64(UInt32(truncatingIfNeeded: id))
     }
 
+    /// The slot of app `bundleID` on `device` (a device has a handful: scanned).
+    private func slot(of bundleID: String, _ device: Int) -> AppSlot? {
+        apps[Int(kindOf[device])].firstIndex { $0.bundleID == bundleID }.map(AppSlot.init)
+    }
+
     // MARK: Trace
+
+    /// The bundle id of app `slot` on `device`.
+    private func name(_ slot: AppSlot, _ device: Int) -> String { apps[Int(kindOf[device])][Int(slot.index)].bundleID }
 
     private func isTraced(_ device: Int) -> Bool {
         !scenario.traced.isEmpty && scenario.traced.contains(firstDevice + device)
@@ -512,16 +521,18 @@ final class ForecastShard {
 
     private func traceEvent(_ device: Int, _ event: RuntimeEvent) {
         switch event {
-        case .userOpened(let app): record(device, #""event":"user_opened","app":"\#(app)""#)
-        case .userLeft(let app): record(device, #""event":"user_left","app":"\#(app)""#)
-        case .userForceQuit(let app): record(device, #""event":"user_force_quit","app":"\#(app)""#)
+        case .userOpened(let app): record(device, #""event":"user_opened","app":"\#(name(app, device))""#)
+        case .userLeft(let app): record(device, #""event":"user_left","app":"\#(name(app, device))""#)
+        case .userForceQuit(let app): record(device, #""event":"user_force_quit","app":"\#(name(app, device))""#)
         case .screen(let on): record(device, #""event":"screen","on":\#(on)"#)
         case .lowPowerMode(let on): record(device, #""event":"low_power_mode","on":\#(on)"#)
         case .backgroundAppRefresh(let on): record(device, #""event":"background_app_refresh","on":\#(on)"#)
-        case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(app)""#)
+        case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(name(app, device))""#)
         case .pushDelivered(let app, let id, let silent):
-            record(device, #""event":"push_delivered","app":"\#(app)","apns_id":"\#(id)","silent":\#(silent)"#)
-        case .locationChanged(let app): record(device, #""event":"location_changed","app":"\#(app)""#)
+            record(
+                device,
+                #""event":"push_delivered","app":"\#(name(app, device))","apns_id":"\#(id)","silent":\#(silent)"#)
+        case .locationChanged(let app): record(device, #""event":"location_changed","app":"\#(name(app, device))""#)
         case .transferFinished(let id, let result):
             let what: String
             switch result {
@@ -537,9 +548,10 @@ final class ForecastShard {
     private func traceAction(_ device: Int, _ action: RuntimeAction) {
         switch action {
         case .appState(let app, let state):
-            record(device, #""event":"app_state","app":"\#(app)","state":"\#(state.rawValue)""#)
+            record(device, #""event":"app_state","app":"\#(name(app, device))","state":"\#(state.rawValue)""#)
         case .complete(let id, let app, let result):
-            record(device, #""event":"complete","app":"\#(app)","apns_id":"\#(id)","result":"\#(result)""#)
+            record(
+                device, #""event":"complete","app":"\#(name(app, device))","apns_id":"\#(id)","result":"\#(result)""#)
         case .startTransfer(let request):
             var session = "foreground"
             if case .background(let discretionary) = request.session {
@@ -552,7 +564,7 @@ final class ForecastShard {
             }
             record(
                 device,
-                #""event":"transfer_started","app":"\#(request.bundleID)","transfer":\#(request.id),"content":"\#(content)","session":"\#(session)","from":\#(max(0, request.resumeFrom))"#
+                #""event":"transfer_started","app":"\#(name(request.app, device))","transfer":\#(request.id),"content":"\#(content)","session":"\#(session)","from":\#(max(0, request.resumeFrom))"#
             )
         case .cancelTransfer(let id): record(device, #""event":"transfer_cancelled","transfer":\#(id)"#)
         case .pauseTransfer(let id): record(device, #""event":"transfer_paused","transfer":\#(id)"#)
@@ -561,30 +573,31 @@ final class ForecastShard {
             record(device, #""event":"moved_to_background_session","transfer":\#(from),"to":\#(to.id)"#)
         case .woken(let app, let kind):
             var why = ""
-            if kind == .fetch, let schedule = iphones[device].runtime.apps[app]?.fetch {
+            if kind == .fetch, let schedule = iphones[device].runtime.app(app)?.fetch {
                 why = #","fetch_planned_by":"\#(schedule.plannedBy.rawValue)""#
             }
-            record(device, #""event":"woken","app":"\#(app)","kind":"\#(kind.name)"\#(why)"#)
+            record(device, #""event":"woken","app":"\#(name(app, device))","kind":"\#(kind.name)"\#(why)"#)
         case .terminated(let app, let cause):
-            record(device, #""event":"terminated","app":"\#(app)","cause":"\#(cause.rawValue)""#)
-        case .relaunched(let app): record(device, #""event":"relaunched","app":"\#(app)""#)
+            record(device, #""event":"terminated","app":"\#(name(app, device))","cause":"\#(cause.rawValue)""#)
+        case .relaunched(let app): record(device, #""event":"relaunched","app":"\#(name(app, device))""#)
         case .opened(let app, let held):
             let newest = newestVersion(at: now)
             let fresh = newest.map { newest in held.map { $0 >= newest } ?? false } ?? true
             record(
                 device,
-                #""event":"opened","app":"\#(app)","version_held":\#(held.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+                #""event":"opened","app":"\#(name(app, device))","version_held":\#(held.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
             )
         case .contentUpdated(let app, let version, let by):
             record(
                 device,
-                #""event":"content_updated","app":"\#(app)","version":\#(version),"by":"\#(by?.name ?? "foreground")""#)
+                #""event":"content_updated","app":"\#(name(app, device))","version":\#(version),"by":"\#(by?.name ?? "foreground")""#
+            )
         case .conditions(let lowPower, let refreshOff):
             record(
                 device,
                 #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
         case .wakeRefused(let app, let id):
-            record(device, #""event":"wake_refused","app":"\#(app)","apns_id":"\#(id)""#)
+            record(device, #""event":"wake_refused","app":"\#(name(app, device))","apns_id":"\#(id)""#)
         }
     }
 }
