@@ -20,7 +20,7 @@ public struct AppRuntime: Sendable {
         /// location wake).
         var forgets: Bool
         /// Foreground transfers the app waits for before it decides.
-        var waitingOn: Set<Int> = []
+        var waitingOn: [Int] = []
     }
     var wake: Wake?
 
@@ -43,7 +43,7 @@ public struct AppRuntime: Sendable {
         /// The wake it serves, if any (content it brings is credited to that wake).
         var forWake: WakeKind?
     }
-    var transfers: [Int: Transfer] = [:]
+    var transfers = TransferList()
     /// Background-session transfers that finished while the app was not running, not yet handed to it.
     var finishedEvents: [(id: Int, result: TransferResult, forWake: WakeKind?)] = []
 

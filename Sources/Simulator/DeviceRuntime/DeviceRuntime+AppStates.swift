@@ -37,8 +37,7 @@ extension DeviceRuntime {
             table[app].watchdogAt = now.adding(seconds: profile.didEnterBackgroundSeconds)
             return
         }
-        let foregroundWork = table[app].transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
-        for id in foregroundWork {
+        for id in table[app].transfers.ids where table[app].transfers[id]?.request.session == .foreground {
             table[app].tasks.append(
                 AppRuntime.BackgroundTask(
                     id: takeID(), remaining: profile.backgroundTaskAllowanceSeconds * 1000,
@@ -51,7 +50,7 @@ extension DeviceRuntime {
     mutating func forceQuit(_ app: AppSlot, _ actions: inout [RuntimeAction]) {
         let was = table[app]
         guard was.state != .forceQuit else { return }
-        for id in was.transfers.keys.sorted() { actions.append(.cancelTransfer(id: id)) }
+        for id in was.transfers.ids { actions.append(.cancelTransfer(id: id)) }
         var cleared = AppRuntime(bundleID: was.bundleID, behaviour: was.behaviour)
         cleared.state = .forceQuit
         cleared.contentVersion = was.contentVersion
@@ -89,9 +88,7 @@ extension DeviceRuntime {
     }
 
     mutating func cancelForegroundTransfers(_ app: AppSlot, _ actions: inout [RuntimeAction]) {
-        let foreground = table[app].transfers.filter { $0.value.request.session == .foreground }.keys.sorted()
-        for id in foreground {
-            table[app].transfers.removeValue(forKey: id)
+        table[app].transfers.remove(where: { $0.request.session == .foreground }) { id in
             actions.append(.cancelTransfer(id: id))
         }
     }

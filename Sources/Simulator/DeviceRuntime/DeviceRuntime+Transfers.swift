@@ -26,7 +26,7 @@ extension DeviceRuntime {
     mutating func transferFinished(
         _ id: Int, _ result: TransferResult, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
-        guard let app = table.slots.first(where: { table[$0].transfers[id] != nil }),
+        guard let app = table.slots.first(where: { table[$0].transfers.contains(id) }),
             let transfer = table[app].transfers.removeValue(forKey: id)
         else { return }  // cancelled meanwhile
         let state = table[app].state
@@ -51,8 +51,9 @@ extension DeviceRuntime {
         {
             table[app].tasks.remove(at: index)
         }
-        let waitedOn = table[app].wake?.waitingOn.contains(id) == true
-        if waitedOn { table[app].wake!.waitingOn.remove(id) }
+        let waiting = table[app].wake?.waitingOn.firstIndex(of: id)
+        let waitedOn = waiting != nil
+        if let waiting { table[app].wake!.waitingOn.remove(at: waiting) }
         switch result {
         case .manifest(let version):
             guard version > (table[app].contentVersion ?? Int.min) else {
@@ -72,7 +73,7 @@ extension DeviceRuntime {
                 let item = startTransfer(
                     app, .item(version: version), session: .foreground, forWake: transfer.forWake, now: now,
                     &actions)
-                if waitedOn { table[app].wake!.waitingOn.insert(item) }
+                if waitedOn { table[app].wake!.waitingOn.append(item) }
             }
         case .item(let version, _):
             if version > (table[app].contentVersion ?? Int.min) {

@@ -43,7 +43,7 @@ extension DeviceRuntime {
             kind: kind, deadline: foreground ? UnixTime(milliseconds: .max) : now.adding(seconds: seconds),
             forgets: roll(table[app].behaviour.forgetsCompletion))
         let id = startTransfer(app, .manifest, session: .foreground, forWake: kind, now: now, &actions)
-        table[app].wake!.waitingOn.insert(id)
+        table[app].wake!.waitingOn.append(id)
     }
 
     /// The app calls its wake's completion handler.

@@ -104,10 +104,10 @@ public struct DeviceRuntime: Sendable {
         var protected: Set<Int> = []
         var exists: Set<Int> = []
         for slot in table.slots {
-            exists.formUnion(table[slot].transfers.keys)
+            exists.formUnion(table[slot].transfers.ids)
             guard table[slot].state != .foreground else { continue }
             for task in table[slot].tasks {
-                if let id = task.protects, table[slot].transfers[id] != nil { protected.insert(id) }
+                if let id = task.protects, table[slot].transfers.contains(id) { protected.insert(id) }
             }
         }
         // Ended or cancelled meanwhile: nothing to resume.
@@ -136,7 +136,7 @@ public struct DeviceRuntime: Sendable {
             }
             if let at = table[slot].watchdogAt { consider(at) }
             if let at = table[slot].locationEndsAt { consider(at) }
-            for transfer in table[slot].transfers.values { if let at = transfer.startsAt { consider(at) } }
+            for transfer in table[slot].transfers.items { if let at = transfer.startsAt { consider(at) } }
             if let at = table[slot].fetch.nextFetchAt, fetchAllowed(slot) { consider(at) }
             if charging, table[slot].state != .foreground {
                 for task in table[slot].tasks {
@@ -218,15 +218,10 @@ public struct DeviceRuntime: Sendable {
                 return true
             }
         }
-        // By id, not the dictionary's order (which changes from process to process): a seeded run repeats.
-        if table[app].transfers.values.contains(where: { $0.startsAt.map { $0 <= now } ?? false }) {
-            for id in table[app].transfers.keys.sorted() {
-                let transfer = table[app].transfers[id]!
-                guard let at = transfer.startsAt, at <= now else { continue }
-                table[app].transfers[id]!.startsAt = nil
-                actions.append(.startTransfer(transfer.request))
-                return true
-            }
+        // In id order (the order they were asked for): a seeded run repeats.
+        if let request = table[app].transfers.takeDue(by: now) {
+            actions.append(.startTransfer(request))
+            return true
         }
         if let at = table[app].fetch.nextFetchAt, at <= now, fetchAllowed(app) {
             table[app].fetch.nextFetchAt = nil
