@@ -6,9 +6,11 @@ struct BufferPool<Element> {
 
     mutating func take() -> [Element] { spare.popLast() ?? [] }
 
-    mutating func give(_ buffer: consuming [Element]) {
-        var buffer = buffer
+    /// Takes `buffer` back, emptied in place (it is the caller's only reference, so its storage is
+    /// kept, not copied), and leaves the caller an empty array.
+    mutating func give(_ buffer: inout [Element]) {
         buffer.removeAll(keepingCapacity: true)
         spare.append(buffer)
+        buffer = []
     }
 }

@@ -165,7 +165,7 @@ final class ForecastShard {
                 var actions = runtimeBuffers.take()
                 iphones[device].advance(to: UnixTime(milliseconds: now), link: &link, into: &actions)
                 after(device, actions)
-                runtimeBuffers.give(actions)
+                runtimeBuffers.give(&actions)
             case .keepAlive:
                 guard keepAliveAt[device] == entry.time else { continue }
                 keepAliveAt[device] = .max
@@ -174,7 +174,7 @@ final class ForecastShard {
                 var actions = policyBuffers.take()
                 engine.keepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
-                policyBuffers.give(actions)
+                policyBuffers.give(&actions)
                 armKeepAlive(device)
             case .transferEnd:
                 transferEnded(device, id: Int(entry.argument), at: entry.time)
@@ -190,7 +190,7 @@ final class ForecastShard {
                 var actions = policyBuffers.take()
                 engine.advance(to: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
-                policyBuffers.give(actions)
+                policyBuffers.give(&actions)
                 armPolicyTimer()
             }
         }
@@ -208,12 +208,12 @@ final class ForecastShard {
         var actions = policyBuffers.take()
         engine.connected(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
         apply(actions)
-        policyBuffers.give(actions)
+        policyBuffers.give(&actions)
         var link = ShardLink(shard: self, device: device)
         var started = runtimeBuffers.take()
         iphones[device].start(at: UnixTime(milliseconds: now), link: &link, into: &started)
         after(device, started)
-        runtimeBuffers.give(started)
+        runtimeBuffers.give(&started)
     }
 
     // MARK: Publications
@@ -274,7 +274,7 @@ final class ForecastShard {
                 var actions = policyBuffers.take()
                 engine.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
-                policyBuffers.give(actions)
+                policyBuffers.give(&actions)
             }
         }
     }
@@ -379,7 +379,7 @@ final class ForecastShard {
         var actions = runtimeBuffers.take()
         iphones[device].handle(event, at: UnixTime(milliseconds: now), link: &link, into: &actions)
         after(device, actions)
-        runtimeBuffers.give(actions)
+        runtimeBuffers.give(&actions)
     }
 
     /// What the device's runtime did: its messages go to the gateway, every action to the ledger; its
@@ -415,7 +415,7 @@ final class ForecastShard {
             apply(decided)
             armKeepAlive(device)
         }
-        policyBuffers.give(decided)
+        policyBuffers.give(&decided)
         fileDeadline(device)
     }
 
