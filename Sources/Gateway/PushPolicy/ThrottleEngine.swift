@@ -58,6 +58,14 @@ public struct ThrottleEngine: Sendable {
 
         func state(at index: Int) -> AppThrottle { index == 0 ? first!.state : rest[index - 1].state }
 
+        /// Whether a delivery window now would take a held push of any app along (`AppThrottle.releasable`).
+        func anyReleasable(conditions: DeviceConditions) -> Bool {
+            guard let first else { return false }
+            if first.state.releasable(conditions: conditions) { return true }
+            for index in rest.indices where rest[index].state.releasable(conditions: conditions) { return true }
+            return false
+        }
+
         /// The app's next deadline, read in place.
         func nextDeadline(at index: Int) -> UnixTime? {
             index == 0 ? first?.state.nextDeadline : rest[index - 1].state.nextDeadline
@@ -291,11 +299,8 @@ public struct ThrottleEngine: Sendable {
     /// device's conditions or an app's state change, or a push is held.
     public func keepAliveReleases(device: DeviceSlot) -> Bool {
         guard Int(device) < slots.count else { return false }
-        let apps = slots[Int(device)].apps
-        guard !apps.isEmpty else { return false }
-        let conditions = slots[Int(device)].conditions
-        for index in 0..<apps.count where apps.state(at: index).releasable(conditions: conditions) { return true }
-        return false
+        // Read in place: a forecast asks after every decision (a copy of the slot retained its arrays).
+        return slots[Int(device)].apps.anyReleasable(conditions: slots[Int(device)].conditions)
     }
 
     public func conditions(of device: DeviceSlot) -> DeviceConditions {

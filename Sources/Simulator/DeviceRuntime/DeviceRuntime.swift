@@ -127,7 +127,12 @@ public struct DeviceRuntime: Sendable {
     public func nextDeadline() -> UnixTime? {
         var earliest = Int64.max
         @inline(__always) func consider(_ time: UnixTime) { earliest = min(earliest, time.milliseconds) }
-        if let awakeUntil, awakeUntil > chargedTo { consider(awakeUntil) }
+        // The end of an interruption's awake time changes something only for background tasks (charged
+        // while awake, R4) and the transfers they protect: without them (a chat's alerts, mostly) it is
+        // no deadline, and a forecast files no event that would do nothing.
+        if let awakeUntil, awakeUntil > chargedTo, profile.opportunisticTasks, !paused.isEmpty || anyBackgroundTask {
+            consider(awakeUntil)
+        }
         let charging = !profile.opportunisticTasks || isAwake(at: chargedTo)
         for slot in table.slots {
             if let wake = table[slot].wake {
@@ -149,6 +154,12 @@ public struct DeviceRuntime: Sendable {
             }
         }
         return earliest == .max ? nil : UnixTime(milliseconds: earliest)
+    }
+
+    /// Whether an app out of the foreground has a background task open.
+    var anyBackgroundTask: Bool {
+        for slot in table.slots where table[slot].state != .foreground && !table[slot].tasks.isEmpty { return true }
+        return false
     }
 
     public func isAwake(at now: UnixTime) -> Bool {

@@ -64,11 +64,13 @@ public struct UserModel: Sendable {
         }
         planOpen(after: now)
         planLocationChange(after: now)
+        nextAt = earliest()
     }
 
-    /// When the next event is due.
-    public var nextAt: UnixTime? {
-        // Asked after every event of a forecast: no array.
+    /// When the next event is due: kept as the plans change (a forecast asks after every event).
+    public private(set) var nextAt: UnixTime?
+
+    private func earliest() -> UnixTime? {
         var earliest: UnixTime?
         @inline(__always) func consider(_ time: UnixTime?) {
             guard let time else { return }
@@ -87,6 +89,7 @@ public struct UserModel: Sendable {
     /// planned from when the last was due, not from when it ran, so the user's own events follow from the
     /// seed and the start alone, however late a real shell's timer fires.
     public mutating func fire(at now: UnixTime) -> [RuntimeEvent] {
+        defer { nextAt = earliest() }
         var events: [RuntimeEvent] = []
         if let at = lowPowerAt, at <= now {
             events.append(.lowPowerMode(true))
@@ -154,6 +157,7 @@ public struct UserModel: Sendable {
     /// sooner. Returns whether it planned one. Drawn from the prompts' own stream.
     @discardableResult
     public mutating func alertShown(_ app: AppSlot, at now: UnixTime) -> Bool {
+        defer { nextAt = earliest() }
         // A user who never opens anything of their own (no habits, no extra opens) ignores alerts too.
         guard visit == nil, ownOpen != nil, apps.contains(app), Self.uniform(&prompts) < profile.alert_open_share
         else {

@@ -16,6 +16,8 @@ final class ForecastShard {
     /// The fleet-wide index of this shard's device 0.
     let firstDevice: Int
     private let publishTimes: [Int64]
+    /// Whether any device is traced (asked for every action: a Bool, not a look into the set).
+    private let tracing: Bool
     private let end: Int64
 
     private var iphones: [SimulatedIPhone] = []
@@ -89,6 +91,7 @@ final class ForecastShard {
         self.scenario = scenario
         firstDevice = range.lowerBound
         end = scenario.end.milliseconds
+        tracing = !scenario.traced.isEmpty
         publishTimes = scenario.publications.times(from: scenario.start, until: scenario.end)
         ledger = scenario.ledger()
         now = scenario.start.milliseconds
@@ -507,7 +510,7 @@ final class ForecastShard {
     private func name(_ slot: AppSlot, _ device: Int) -> String { apps[Int(kindOf[device])][Int(slot.index)].bundleID }
 
     private func isTraced(_ device: Int) -> Bool {
-        !scenario.traced.isEmpty && scenario.traced.contains(firstDevice + device)
+        tracing && scenario.traced.contains(firstDevice + device)
     }
 
     private func record(_ device: Int, _ fields: String) {
@@ -604,7 +607,10 @@ final class ForecastShard {
 
 /// A device's transfers in a forecast: computed from the link model, ended by an event at their end time.
 private struct ShardLink: TransferLink {
-    let shard: ForecastShard
+    // unowned(unsafe): a link is made for one call into the iPhone, by the shard itself, and dropped
+    // before that call returns, so the shard outlives it; a strong reference cost a retain and a
+    // release per event.
+    unowned(unsafe) let shard: ForecastShard
     let device: Int
 
     mutating func start(_ request: TransferRequest, from: Int64, at now: UnixTime) {
