@@ -96,8 +96,13 @@ final class ForecastShard {
         ledger = scenario.ledger()
         now = scenario.start.milliseconds
         engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
+        // The shard's own copies of the bundle ids: every push and every policy call retains one, and a
+        // string shared with the shards on other threads makes each of those a contended atomic.
         apps = scenario.kinds.map { kind in
-            kind.profile.apps.map { (bundleID: $0.bundle_id, behaviour: $0.behaviour, announce: $0.announce) }
+            kind.profile.apps.map {
+                (bundleID: String(decoding: Array($0.bundle_id.utf8), as: UTF8.self), behaviour: $0.behaviour,
+                 announce: $0.announce)
+            }
         }
         costs = Array(repeating: KindCosts(), count: scenario.kinds.count)
         hourlyPushes = Array(repeating: 0, count: max(1, Int(scenario.hours.rounded(.up))))
