@@ -100,8 +100,10 @@ final class ForecastShard {
         // string shared with the shards on other threads makes each of those a contended atomic.
         apps = scenario.kinds.map { kind in
             kind.profile.apps.map {
-                (bundleID: String(decoding: Array($0.bundle_id.utf8), as: UTF8.self), behaviour: $0.behaviour,
-                 announce: $0.announce)
+                (
+                    bundleID: String(decoding: Array($0.bundle_id.utf8), as: UTF8.self), behaviour: $0.behaviour,
+                    announce: $0.announce
+                )
             }
         }
         costs = Array(repeating: KindCosts(), count: scenario.kinds.count)
