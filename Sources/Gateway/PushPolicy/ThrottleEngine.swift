@@ -176,12 +176,22 @@ public struct ThrottleEngine: Sendable {
         if ended { releaseAll(device, carrier: .conditionEnded, now: now, into: &actions) }
     }
 
+    /// App `bundleID`, interned: the engine's name for it in the calls that take a `PolicyApp`.
+    public mutating func app(_ bundleID: String) -> PolicyApp { PolicyApp(id: appID(bundleID)) }
+
     public mutating func appStateChanged(
         device: DeviceSlot, bundleID: String, to state: AppState, now: UnixTime, into actions: inout [PolicyAction]
     ) {
+        appStateChanged(device: device, app: app(bundleID), to: state, now: now, into: &actions)
+    }
+
+    public mutating func appStateChanged(
+        device: DeviceSlot, app policyApp: PolicyApp, to state: AppState, now: UnixTime,
+        into actions: inout [PolicyAction]
+    ) {
         let conditions = self.conditions(of: device)
         let start = actions.count
-        update(AppKey(device: device, app: appID(bundleID)), now: now, actions: &actions) { app, settings, actions in
+        update(AppKey(device: device, app: policyApp.id), now: now, actions: &actions) { app, settings, actions in
             app.appStateChanged(to: state, conditions: conditions, settings: settings, now: now, into: &actions)
         }
         record(actions[start...], now: now)
@@ -204,8 +214,15 @@ public struct ThrottleEngine: Sendable {
         into actions: inout [PolicyAction]
     ) {
         guard let app = appIDs[bundleID] else { return }
+        completed(device: device, app: PolicyApp(id: app), id: id, result: result, now: now, into: &actions)
+    }
+
+    public mutating func completed(
+        device: DeviceSlot, app policyApp: PolicyApp, id: APNsID, result: CompletionResult, now: UnixTime,
+        into actions: inout [PolicyAction]
+    ) {
         let start = actions.count
-        update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
+        update(AppKey(device: device, app: policyApp.id), now: now, actions: &actions, createIfMissing: false) {
             app, settings, actions in
             app.completed(id, result: result, settings: settings, now: now, into: &actions)
         }
@@ -363,10 +380,20 @@ public struct ThrottleEngine: Sendable {
     public mutating func acknowledged(
         _ id: APNsID, device: DeviceSlot, bundleID: String, wake: Bool, now: UnixTime
     ) {
+        guard wake, let app = appIDs[bundleID] else {
+            if log.capacity > 0 { log.recordIfKnown(id, .acknowledged, at: now) }
+            return
+        }
+        acknowledged(id, device: device, app: PolicyApp(id: app), wake: wake, now: now)
+    }
+
+    public mutating func acknowledged(
+        _ id: APNsID, device: DeviceSlot, app policyApp: PolicyApp, wake: Bool, now: UnixTime
+    ) {
         if log.capacity > 0 { log.recordIfKnown(id, .acknowledged, at: now) }
-        guard wake, let app = appIDs[bundleID] else { return }
+        guard wake else { return }
         var none: [PolicyAction] = []
-        update(AppKey(device: device, app: app), now: now, actions: &none, createIfMissing: false) {
+        update(AppKey(device: device, app: policyApp.id), now: now, actions: &none, createIfMissing: false) {
             app, settings, _ in
             app.delivered(id, settings: settings, now: now)
         }

@@ -28,6 +28,8 @@ final class ForecastShard {
     /// The time of each device's standing keep-alive entry (Int64.max: none: it holds nothing).
     private var keepAliveAt: [Int64] = []
     private var engine: ThrottleEngine
+    /// Per kind, each app's name in the engine (by slot): interned once, not hashed per call.
+    private var policyApps: [[PolicyApp]] = []
     private var queue = EventQueue()
     private var policyTimerAt = Int64.max
     private var transfers: [UInt64: Running] = [:]
@@ -35,8 +37,9 @@ final class ForecastShard {
     private let apps: [[(bundleID: String, behaviour: AppBehaviour, announce: AppProfile.Announcement)]]
     private var now: Int64
     private var pushCounter: UInt64 = 0
-    /// Announcement pushes of the current version, by bundle id (parsed once, copied per device).
-    private var templates: [String: [PushNotification]] = [:]
+    /// Announcement pushes of the current version, per kind by app slot (parsed once per app, copied
+    /// per device).
+    private var templates: [[[PushNotification]]] = []
     private var templatesVersion = 0
     private var runtimeBuffers = BufferPool<RuntimeAction>()
     private var policyBuffers = BufferPool<PolicyAction>()
@@ -95,7 +98,6 @@ final class ForecastShard {
         publishTimes = scenario.publications.times(from: scenario.start, until: scenario.end)
         ledger = scenario.ledger()
         now = scenario.start.milliseconds
-        engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
         // The shard's own copies of the bundle ids: every push and every policy call retains one, and a
         // string shared with the shards on other threads makes each of those a contended atomic.
         apps = scenario.kinds.map { kind in
@@ -106,6 +108,9 @@ final class ForecastShard {
                 )
             }
         }
+        var engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
+        policyApps = apps.map { kind in kind.map { engine.app($0.bundleID) } }
+        self.engine = engine
         costs = Array(repeating: KindCosts(), count: scenario.kinds.count)
         hourlyPushes = Array(repeating: 0, count: max(1, Int(scenario.hours.rounded(.up))))
         hourlyWakes = hourlyPushes
@@ -250,20 +255,21 @@ final class ForecastShard {
         let version = index + 1
         if templatesVersion != version {
             templatesVersion = version
-            templates = [:]
-            for kind in apps {
-                for app in kind where templates[app.bundleID] == nil {
-                    templates[app.bundleID] = AnnouncementRequest.requests(
-                        app.announce, topic: app.bundleID, version: version
-                    )
-                    .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+            var parsed: [String: [PushNotification]] = [:]
+            templates = apps.map { kind in
+                kind.map { app in
+                    if let known = parsed[app.bundleID] { return known }
+                    let pushes = AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
+                        .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+                    parsed[app.bundleID] = pushes
+                    return pushes
                 }
             }
         }
         let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
         let kind = Int(kindOf[device])
-        for app in apps[kind] {
-            for template in templates[app.bundleID] ?? [] {
+        for slot in templates[kind].indices {
+            for template in templates[kind][slot] {
                 costs[kind].pushesSent += 1
                 hourlyPushes[hour] += 1
                 if template.pushType == .background { costs[kind].silentSent += 1 } else { costs[kind].alertsSent += 1 }
@@ -278,7 +284,7 @@ final class ForecastShard {
                 if isTraced(device) {
                     record(
                         device,
-                        #""event":"push","app":"\#(app.bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
+                        #""event":"push","app":"\#(apps[kind][slot].bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
                     )
                 }
                 var actions = policyBuffers.take()
@@ -323,8 +329,10 @@ final class ForecastShard {
                     )
                 }
                 let time = UnixTime(milliseconds: now)
-                engine.acknowledged(push.id, device: DeviceSlot(device), bundleID: push.bundleID, wake: wake, now: time)
                 guard let app = slot(of: push.bundleID, device) else { continue }
+                engine.acknowledged(
+                    push.id, device: DeviceSlot(device), app: policyApps[Int(kindOf[device])][Int(app.index)],
+                    wake: wake, now: time)
                 deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
             case .hold(let id, let rule):
                 let device = self.device(of: id)
@@ -408,11 +416,11 @@ final class ForecastShard {
                 continue
             case .appState(let app, let state):
                 engine.appStateChanged(
-                    device: DeviceSlot(device), bundleID: apps[kind][Int(app.index)].bundleID, to: state, now: time,
+                    device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], to: state, now: time,
                     into: &decided)
             case .complete(let id, let app, let result):
                 engine.completed(
-                    device: DeviceSlot(device), bundleID: apps[kind][Int(app.index)].bundleID, id: id, result: result,
+                    device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], id: id, result: result,
                     now: time, into: &decided)
             case .conditions(let lowPowerMode, let refreshOff):
                 engine.conditionsChanged(
