@@ -32,7 +32,8 @@ final class ForecastShard {
     private var policyApps: [[PolicyApp]] = []
     private var queue = EventQueue()
     private var policyTimerAt = Int64.max
-    private var transfers: [UInt64: Running] = [:]
+    /// Each device's running transfers (a handful at most: scanned, not hashed).
+    private var transfers: [[Running]] = []
     /// Per kind: the apps, their item sizes and strategies.
     private let apps: [[(bundleID: String, behaviour: AppBehaviour, announce: AppProfile.Announcement)]]
     private var now: Int64
@@ -138,6 +139,7 @@ final class ForecastShard {
             }
         }
         deadlineAt = Array(repeating: .max, count: iphones.count)
+        transfers = Array(repeating: [], count: iphones.count)
         keepAliveAt = Array(repeating: .max, count: iphones.count)
         for (index, at) in publishTimes.enumerated() {
             queue.schedule(at: at, .publish, target: 0, argument: Int32(index))
@@ -470,23 +472,28 @@ final class ForecastShard {
         }
         let from = min(from, size)
         let endsAt = now + scenario.link.milliseconds(bytes: size - from, slowdown: request.slowdown)
-        transfers[Self.key(device, request.id)] = Running(
-            request: request, from: from, size: size, startedAt: now, endsAt: endsAt)
+        let running = Running(request: request, from: from, size: size, startedAt: now, endsAt: endsAt)
+        // A resumed transfer keeps its id: it replaces the paused one's entry.
+        if let index = runningIndex(device, request.id) {
+            transfers[device][index] = running
+        } else {
+            transfers[device].append(running)
+        }
         queue.schedule(
             at: endsAt, .transferEnd, target: UInt32(device), argument: Int32(truncatingIfNeeded: request.id))
     }
 
     fileprivate func cancelTransfer(_ device: Int, _ id: Int) -> Int64? {
-        guard let running = transfers.removeValue(forKey: Self.key(device, id)) else { return nil }
+        guard let index = runningIndex(device, id) else { return nil }
+        let running = transfers[device].remove(at: index)
         return running.from
             + scenario.link.bytes(
                 after: now - running.startedAt, of: running.size - running.from, slowdown: running.request.slowdown)
     }
 
     private func transferEnded(_ device: Int, id: Int, at time: Int64) {
-        let key = Self.key(device, id)
-        guard let running = transfers[key], running.endsAt == time else { return }
-        transfers.removeValue(forKey: key)
+        guard let index = runningIndex(device, id), transfers[device][index].endsAt == time else { return }
+        let running = transfers[device].remove(at: index)
         let result: TransferResult
         switch running.request.content {
         case .manifest:
@@ -510,8 +517,8 @@ final class ForecastShard {
         return count == 0 ? nil : count
     }
 
-    private static func key(_ device: Int, _ id: Int) -> UInt64 {
-        UInt64(device) << 32 | UInt64(UInt32(truncatingIfNeeded: id))
+    private func runningIndex(_ device: Int, _ id: Int) -> Int? {
+        transfers[device].firstIndex { $0.request.id == id }
     }
 
     /// The slot of app `bundleID` on `device` (a device has a handful: scanned).
