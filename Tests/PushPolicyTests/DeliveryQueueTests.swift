@@ -212,4 +212,48 @@ import Testing
         queue.connected(now: t0.adding(seconds: 200), into: &writes)
         #expect(!queue.isStalled(now: t0.adding(seconds: 229), timeoutMilliseconds: 30_000), "a new connection's clock")
     }
+
+    /// The fleet's stall check, through a random run of every event on a few devices: it finds exactly the
+    /// devices whose own queue says it is stalled, and the fleet writes what each queue alone would.
+    @Test mutating func theFleetsStallCheckFindsWhatEachQueueSays() {
+        var queues = DeliveryQueues(window: 2, limit: 50)
+        var model: [DeviceSlot: DeliveryQueue] = [:]
+        var random = FastRandom(seed: 11)
+        var sent: [DeviceSlot: [APNsID]] = [:]
+        var now = t0
+        for _ in 0..<5_000 {
+            now = now.adding(milliseconds: Int64(random.next() % 4_000))
+            let device = DeviceSlot(random.next() % 6)
+            var writes: [Outgoing] = []
+            var mirrored: [Outgoing] = []
+            var queue = model[device] ?? DeliveryQueue(window: 2)
+            switch random.next() % 6 {
+            case 0, 1:
+                guard !queues.isFull(device) else { continue }
+                let item = items(1)[0]
+                queues.enqueue(item, for: device, now: now, into: &writes)
+                queue.enqueue(item, now: now, into: &mirrored)
+            case 2:
+                guard let id = sent[device]?.randomElement(using: &random) else { continue }
+                _ = queues.acknowledged(id, by: device, now: now, into: &writes)
+                _ = queue.acknowledged(id, now: now, into: &mirrored)
+            case 3:
+                queues.connected(device, now: now, into: &writes)
+                queue.connected(now: now, into: &mirrored)
+            case 4:
+                queues.disconnected(device)
+                queue.disconnected()
+            default:
+                if random.next() % 8 == 0 {
+                    _ = queues.removeAll(of: device)
+                    queue = DeliveryQueue(window: 2)
+                }
+            }
+            model[device] = queue
+            sent[device, default: []] += writes.map(\.id)
+            #expect(writes.map(\.id) == mirrored.map(\.id))
+            let expected = model.keys.filter { model[$0]!.isStalled(now: now, timeoutMilliseconds: 10_000) }.sorted()
+            #expect(queues.stalled(now: now, timeoutMilliseconds: 10_000).sorted() == expected)
+        }
+    }
 }
