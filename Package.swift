@@ -35,6 +35,9 @@ let package = Package(
         .target(name: "PushModel", swiftSettings: hotPath),
         // Work handed from event-loop code to a service's task group (no unstructured tasks).
         .target(name: "JobQueue"),
+        // Child processes started with posix_spawn (`pushgate fleet`'s nodes and its PostgreSQL, the tests'
+        // gateways and tools): not Foundation's `Process` (see the type's comment).
+        .target(name: "ChildProcess"),
         // The silent-push policy: pure state machines (throttle, piggyback, deadlines, expiry). No I/O, no clock.
         .target(name: "PushPolicy", dependencies: ["PushModel"], swiftSettings: hotPath),
         // What the gateway measures: every metric's name, and the handles the request path records into
@@ -224,7 +227,7 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "ContentOrigin", "WallClock", "JobQueue",
+                "ContentOrigin", "WallClock", "JobQueue", "ChildProcess", "PushStore",
                 "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderAPI",
                 "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast",
@@ -324,7 +327,7 @@ let package = Package(
             name: "ProviderAPITests",
             dependencies: [
                 "GatewayFiles", "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
-                "TestSupport",
+                "TestSupport", "ChildProcess",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -354,7 +357,7 @@ let package = Package(
             name: "CrashSafetyTests",
             dependencies: [
                 "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel",
-                "PushStore", "TestSupport", "DeviceProtocol", "WallClock",
+                "PushStore", "TestSupport", "DeviceProtocol", "WallClock", "ChildProcess",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -364,7 +367,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator",
+                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
                 "ConnectionLimits", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "WallClock",
@@ -384,7 +387,7 @@ let package = Package(
 // hub, store, admin, composition) and the simulator (the iPhone's rules, devices, content, load,
 // forecast). The executable is Sources/pushgate.
 let sides: [String: [String]] = [
-    "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol"],
+    "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess"],
     "Gateway": [
         "PushPolicy", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "ProviderAPI", "DeviceHub",
         "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",

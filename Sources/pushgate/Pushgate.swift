@@ -11,7 +11,7 @@ struct Pushgate: AsyncParsableCommand {
             SendCommand.self,
             KeysCommand.self, TokensCommand.self,
             CertsCommand.self,
-            LookupCommand.self, DevicesCommand.self, ConfigCommand.self,
+            LookupCommand.self, DevicesCommand.self, ConfigCommand.self, FleetCommand.self,
         ],
         defaultSubcommand: ServeCommand.self)
 }

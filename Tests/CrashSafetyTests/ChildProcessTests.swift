@@ -1,6 +1,7 @@
+import ChildProcess
 import Foundation
-import TestSupport
 import Testing
+import TestSupport
 
 /// The tests' own process launcher (posix_spawn, since Foundation's `Process.run()` crashes now and then
 /// on this toolchain): exit codes, signals, redirection, and nothing of the test process leaking into a

@@ -1,8 +1,9 @@
 import AdminAPI
+import ChildProcess
 import Foundation
 import Gateway
-import TestSupport
 import Testing
+import TestSupport
 
 /// After SIGTERM the gateway drains: the admin API keeps answering until the process exits, `/ready`
 /// with 503 and the failing check, `/health` with 200, as orchestrators expect.

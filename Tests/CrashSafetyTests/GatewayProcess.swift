@@ -1,10 +1,11 @@
 import AdminAPI
+import ChildProcess
 import Crypto
 import Foundation
 import GatewayFiles
 import ProviderAuth
-import TestSupport
 import Testing
+import TestSupport
 
 /// A `pushgate serve` child process on loopback ports, for tests that kill it.
 final class GatewayProcess: @unchecked Sendable {

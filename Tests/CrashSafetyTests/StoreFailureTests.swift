@@ -1,4 +1,5 @@
 import AdminAPI
+import ChildProcess
 import DeviceAgent
 import DeviceProtocol
 import Foundation
@@ -7,8 +8,8 @@ import ProviderAuth
 import ProviderClient
 import PushModel
 import Synchronization
-import TestSupport
 import Testing
+import TestSupport
 import WallClock
 
 /// A store that cannot write: every push whose commit failed is answered 500 `InternalServerError` and

@@ -1,4 +1,5 @@
 import AdminAPI
+import ChildProcess
 import Crypto
 import DeviceAgent
 import DeviceProtocol
@@ -11,8 +12,8 @@ import ProviderAuth
 import ProviderClient
 import PushModel
 import Synchronization
-import TestSupport
 import Testing
+import TestSupport
 import WallClock
 
 /// What a device had not acknowledged when the gateway was killed is the device's: after a restart it

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import TestSupport
 

@@ -1,8 +1,9 @@
+import ChildProcess
 import Foundation
 import GatewayFiles
 import PushModel
-import TestSupport
 import Testing
+import TestSupport
 
 @testable import ProviderAPI
 

@@ -36,6 +36,18 @@ extension PostgresStore {
         }
     }
 
+    /// Each node's lease: how long ago (ms, by the database's clock) it was last renewed (`pushgate fleet
+    /// status`). A node missing here has not started, or another node took its devices over.
+    public func leaseAges() async throws -> [String: Int64] {
+        var ages: [String: Int64] = [:]
+        for try await (node, age) in try await client.query(
+            PostgresQuery(unsafeSQL: "SELECT node_id, \(Self.databaseNow) - renewed_at FROM nodes"), logger: logger
+        ).decode((String, Int64).self) {
+            ages[node] = age
+        }
+        return ages
+    }
+
     public func renewLease() async throws {
         var query = PostgresQuery(
             unsafeSQL: """

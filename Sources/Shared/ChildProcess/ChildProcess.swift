@@ -9,8 +9,10 @@ import Synchronization
 /// when a short record ends a page (swift-corelibs-foundation#5472, fixed after 6.3.1): a SIGSEGV in a
 /// memcpy inside `run()` that killed the whole test run now and then, with launches serialized or not.
 ///
-/// The child inherits the environment and only the descriptors it is given: 0, 1, 2 (each `/dev/null`
-/// unless redirected) and `descriptors`; everything else is closed in it.
+/// The child inherits the environment (plus `environment`) and only the descriptors it is given: 0, 1, 2
+/// (each `/dev/null` unless redirected) and `descriptors`; everything else is closed in it. With
+/// `newSession` it leads a session of its own (setsid): a daemon that outlives the command that started
+/// it and its terminal's hangup (`pushgate fleet up`).
 public final class ChildProcess: Sendable {
     /// Where one of the child's standard descriptors goes.
     public enum Redirect: Sendable {
@@ -40,7 +42,8 @@ public final class ChildProcess: Sendable {
     /// descriptor number in the child to one of this process's.
     public init(
         _ executable: String, _ arguments: [String], stdin: Redirect = .null, stdout: Redirect = .null,
-        stderr: Redirect = .null, descriptors: [Int32: Int32] = [:]
+        stderr: Redirect = .null, descriptors: [Int32: Int32] = [:], environment: [String: String] = [:],
+        newSession: Bool = false
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -73,13 +76,46 @@ public final class ChildProcess: Sendable {
         _ = Self.closeFrom?(&actions, highest + 1)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // POSIX_SPAWN_SETSID (glibc 2.26), a macro Swift does not import.
+        if newSession { posix_spawnattr_setflags(&attributes, 0x80) }
+        var inherited: [String] = []
+        var index = 0
+        while let entry = environ[index] {
+            let text = String(cString: entry)
+            let name = text.prefix { $0 != "=" }
+            if environment[String(name)] == nil { inherited.append(text) }
+            index += 1
+        }
+        let envp =
+            (inherited + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).map { strdup($0) }
+            + [nil]
+        defer { for entry in envp { free(entry) } }
         var child: pid_t = 0
         let spawned =
             executable.contains("/")
-            ? posix_spawn(&child, executable, &actions, nil, argv, environ)
-            : posix_spawnp(&child, executable, &actions, nil, argv, environ)
+            ? posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+            : posix_spawnp(&child, executable, &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw SpawnFailed(executable: executable, code: spawned) }
         pid = child
+    }
+
+    /// Whether process `pid` runs (any process, one this process did not start too). A zombie — exited,
+    /// not yet reaped by a parent that is gone or never reaps, as a container's first process may not —
+    /// does not run.
+    public static func exists(_ pid: pid_t) -> Bool {
+        guard pid > 0, Glibc.kill(pid, 0) == 0 || errno == EPERM else { return false }
+        // /proc/<pid>/stat: "pid (name) state …"; the name may hold spaces and parentheses.
+        guard let file = fopen("/proc/\(pid)/stat", "r") else { return true }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 512)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return true }
+        let line = String(cString: buffer)
+        guard let close = line.lastIndex(of: ")") else { return true }
+        let state = line[line.index(after: close)...].drop { $0 == " " }.first
+        return state != "Z" && state != "X"
     }
 
     public func kill(_ signal: Int32) {

@@ -1,0 +1,90 @@
+import Foundation
+import Gateway
+
+/// Where `pushgate fleet up` puts each node: its name, directory, log and ports, and the settings every
+/// node is started with. Node i (from 0) takes each configured port plus i × the span of the configured
+/// ports, so the nodes' ports follow one another without overlapping (the defaults, 2197–2201, make node
+/// 1 2197–2201, node 2 2202–2206, …).
+struct FleetPlan {
+    let dataDirectory: String
+    let fleetDirectory: String
+    let nodeCount: Int
+    /// The configured ports, by key (0 for a listener that is off).
+    let ports: [(key: String, port: Int)]
+    let stride: Int
+    /// Settings naming the files every node shares (the base data directory's registries).
+    let sharedFiles: [String: String]
+    /// Whether a listener needs a TLS certificate (the provider's or the devices').
+    let needsTLS: Bool
+
+    init(configuration: GatewayConfiguration, nodes: Int) throws {
+        dataDirectory = Self.absolute(configuration.dataDirectory)
+        fleetDirectory = FleetState.directory(dataDirectory: dataDirectory)
+        nodeCount = nodes
+        guard configuration.admin.enabled else {
+            throw FleetFailure(
+                "admin.enabled is false: fleet up waits for each node's /ready and fleet status reads its admin API")
+        }
+        var ports: [(key: String, port: Int)] = []
+        for (key, listener) in [
+            ("provider.tls.port", configuration.tlsListener), ("provider.h2c.port", configuration.h2cListener),
+            ("devices.port", configuration.deviceListener), ("devices.tls.port", configuration.deviceTLSListener),
+            ("admin.port", configuration.admin),
+        ] {
+            guard listener.enabled else {
+                ports.append((key, 0))
+                continue
+            }
+            guard listener.port != 0 else {
+                throw FleetFailure(
+                    "\(key) is 0 (a free port): fleet up gives each node its own port from it, so set one")
+            }
+            ports.append((key, listener.port))
+        }
+        let used = ports.map(\.port).filter { $0 != 0 }
+        stride = (used.max() ?? 0) - (used.min() ?? 0) + 1
+        guard (used.max() ?? 0) + stride * (nodes - 1) <= 65535 else {
+            throw FleetFailure(
+                "\(nodes) nodes from port \(used.min() ?? 0) in steps of \(stride) pass 65535: lower the ports or --nodes"
+            )
+        }
+        self.ports = ports
+        sharedFiles = [
+            "provider.auth.keys_file": Self.absolute(configuration.keysFile),
+            "provider.auth.certificates_file": Self.absolute(configuration.certificatesFile),
+            "devices.tokens_file": Self.absolute(configuration.tokensFile),
+        ]
+        needsTLS = configuration.tlsListener.enabled || configuration.deviceTLSListener.enabled
+    }
+
+    /// Node `index` (from 0), before it runs (pid 0).
+    func node(_ index: Int) -> FleetState.Node {
+        let name = "node-\(index + 1)"
+        func port(_ key: String) -> Int {
+            let base = ports.first { $0.key == key }?.port ?? 0
+            return base == 0 ? 0 : base + stride * index
+        }
+        return FleetState.Node(
+            name: name, pid: 0, dataDirectory: fleetDirectory + "/" + name, log: fleetDirectory + "/\(name).log",
+            providerTLSPort: port("provider.tls.port"), providerH2CPort: port("provider.h2c.port"),
+            devicesPort: port("devices.port"), devicesTLSPort: port("devices.tls.port"), adminPort: port("admin.port"))
+    }
+
+    /// The settings that make `node` one node of the fleet (after the user's own `--set`s, so these win).
+    func overrides(for node: FleetState.Node) -> [String: String] {
+        var settings = [
+            "data_dir": node.dataDirectory, "store.backend": "postgres", "store.postgres.node_id": node.name,
+        ]
+        let byKey = [
+            "provider.tls.port": node.providerTLSPort, "provider.h2c.port": node.providerH2CPort,
+            "devices.port": node.devicesPort, "devices.tls.port": node.devicesTLSPort, "admin.port": node.adminPort,
+        ]
+        for (key, port) in byKey where port != 0 { settings[key] = String(port) }
+        return settings
+    }
+
+    static func absolute(_ path: String) -> String {
+        let url = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        return url.standardizedFileURL.path
+    }
+}

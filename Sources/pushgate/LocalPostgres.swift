@@ -1,0 +1,124 @@
+import ChildProcess
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A PostgreSQL server of the fleet's own, for a machine where `pushgate fleet up` is given no database:
+/// Debian's server binaries (`apt-get install postgresql`), a cluster in the fleet's directory, listening
+/// on loopback only, with a role `pushgate` whose password is made here and kept beside the cluster
+/// (0600). As root the server runs as the `postgres` user (PostgreSQL refuses to run as root), the way
+/// `.ci/postgres.sh` runs Debian's own cluster.
+struct LocalPostgres {
+    /// The cluster's directory (`<data_dir>/fleet/postgres`).
+    let directory: String
+    let port: Int
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    var url: String { "postgres://pushgate:\(password ?? "")@127.0.0.1:\(port)/pushgate" }
+    private var passwordPath: String { directory + ".password" }
+    private var password: String? {
+        (try? String(contentsOfFile: passwordPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Debian's newest installed server: `/usr/lib/postgresql/<version>/bin`.
+    static func binaries() -> String? {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .compactMap(Int.init).sorted()
+        for version in versions.reversed() {
+            let bin = "\(root)/\(version)/bin"
+            if FileManager.default.isExecutableFile(atPath: bin + "/initdb") { return bin }
+        }
+        return nil
+    }
+
+    /// Makes the cluster if it is not there, starts it, and makes the database; returns its URL.
+    func start(log: String) throws -> String {
+        guard let bin = Self.binaries() else {
+            throw Failure(
+                description:
+                    "no PostgreSQL server is installed (apt-get install postgresql), and neither --postgres-url nor store.postgres.url names a database"
+            )
+        }
+        let root = geteuid() == 0
+        if !FileManager.default.fileExists(atPath: directory + "/PG_VERSION") {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let secret = Self.newPassword()
+            // initdb reads the password from a file the server's user can read (removed after; the fleet
+            // keeps its own copy beside the directory), and wants the directory empty.
+            let once = directory + ".initdb-password"
+            try Self.writePrivate(secret, to: once)
+            try Self.writePrivate(secret, to: passwordPath)
+            if root { try run("/bin/chown", ["-R", "postgres:postgres", directory, once], log: log) }
+            try run(
+                bin + "/initdb",
+                [
+                    "-D", directory, "-U", "pushgate", "--pwfile=\(once)", "--auth=scram-sha-256", "--encoding=UTF8",
+                    "--no-instructions",
+                ], asServer: root, log: log)
+            try? FileManager.default.removeItem(atPath: once)
+        }
+        guard let secret = password else {
+            throw Failure(description: "the fleet's PostgreSQL at \(directory) has no password file \(passwordPath)")
+        }
+        // Loopback only, its socket in its own directory (not /var/run/postgresql), enough connections for
+        // ten nodes' pools.
+        try run(
+            bin + "/pg_ctl",
+            [
+                "-D", directory, "-l", directory + "/server.log", "-w", "-t", "60", "-o",
+                "-p \(port) -c listen_addresses=127.0.0.1 -k \(directory) -c max_connections=200", "start",
+            ], asServer: root, log: log)
+        // The database (again after a restart: "already exists" is fine).
+        _ = try? run(
+            bin + "/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "pushgate", "pushgate"],
+            environment: ["PGPASSWORD": secret], log: log)
+        return url
+    }
+
+    /// Stops the server (fast: open connections are closed); nothing to do when it is not running.
+    func stop(log: String) throws {
+        guard let bin = Self.binaries(), FileManager.default.fileExists(atPath: directory + "/postmaster.pid") else {
+            return
+        }
+        try run(
+            bin + "/pg_ctl", ["-D", directory, "-m", "fast", "-w", "-t", "60", "stop"], asServer: geteuid() == 0,
+            log: log)
+    }
+
+    /// Runs a tool to its end, its output appended to `log`; fails naming the tool and the log.
+    @discardableResult
+    private func run(
+        _ tool: String, _ arguments: [String], asServer: Bool = false, environment: [String: String] = [:],
+        log: String
+    ) throws -> Int32 {
+        let (executable, all) =
+            asServer ? ("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments) : (tool, arguments)
+        let process = try ChildProcess(
+            executable, all, stdout: .file(log), stderr: .file(log), environment: environment)
+        let status = process.waitUntilExit()
+        guard status == 0 else {
+            throw Failure(
+                description: "\((tool as NSString).lastPathComponent) failed (exit status \(status)); see \(log)")
+        }
+        return status
+    }
+
+    private static func newPassword() -> String {
+        SymmetricKey(size: .bits256).withUnsafeBytes { bytes in bytes.map { String(format: "%02x", $0) }.joined() }
+    }
+
+    private static func writePrivate(_ text: String, to path: String) throws {
+        FileManager.default.createFile(
+            atPath: path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw Failure(description: "cannot write \(path)")
+        }
+    }
+}
