@@ -20,7 +20,10 @@ struct BenchCommand: AsyncParsableCommand {
             accept-to-device latency.
             """)
 
-    @Option(help: "Server URL: https://host:port (TLS) or http://host:port (h2c).")
+    @Option(
+        help:
+            "Server URL: https://host:port (TLS) or http://host:port (h2c); several, comma-separated (one scheme), spread the connections over a fleet's nodes."
+    )
     var url = "http://127.0.0.1:2198"
 
     @Option(help: "Scenario: a name in Config/scenarios or a YAML file (default: the embedded 'realistic').")
@@ -95,7 +98,10 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (host, port, tls) = try parseURL(url, flag: "--url")
+        let urls = try url.split(separator: ",").map { try parseURL(String($0), flag: "--url") }
+        guard let tls = urls.first?.tls, urls.allSatisfy({ $0.tls == tls }) else {
+            throw ValidationError("--url: one scheme for every address (all https or all http), got '\(url)'")
+        }
         var scenario = try loadScenario(scenario)
         if let rate { scenario.rate = rate }
         if let rampTo { scenario.ramp_to = rampTo }
@@ -117,7 +123,7 @@ struct BenchCommand: AsyncParsableCommand {
         var options: BenchOptions
         do {
             options = BenchOptions(
-                host: host, port: port, tls: tls, scenario: scenario,
+                addresses: urls.map { ($0.host, $0.port) }, tls: tls, scenario: scenario,
                 targets: try PushTarget.parse(text, defaultTopic: topic))
         } catch {
             throw ValidationError("--tokens \(tokens): \(error.description)")

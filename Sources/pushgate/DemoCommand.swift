@@ -125,7 +125,7 @@ struct DemoCommand: AsyncParsableCommand {
                 enrolment: enrolment, seed: iphone.seed, group: fleetGroup)
         } else {
             let started = try await iphone.start(
-                devices: devices, host: "127.0.0.1", port: devicePort, enrolment: enrolment,
+                devices: devices, endpoints: [.init(host: "127.0.0.1", port: devicePort)], enrolment: enrolment,
                 opensPerHour: iphone.opensPerHour ?? 60, group: fleetGroup)
             content = started.0
             fleet = started.1

@@ -142,8 +142,9 @@ struct FleetUpCommand: AsyncParsableCommand {
         print(
             """
 
-            Devices: pushgate simulate --data-dir \(base) --port \(started[0].devicesPort) …  (any node's device port)
-            Providers: POST to any node's provider port; pushgate fleet status; pushgate fleet down
+            Devices: pushgate simulate --fleet --data-dir \(base) …  (spread over every node; a device whose node goes away moves to the next)
+            Providers: pushgate bench --url \(started.map { $0.providerH2CPort != 0 ? "http://127.0.0.1:\($0.providerH2CPort)" : "https://127.0.0.1:\($0.providerTLSPort)" }.joined(separator: ",")) …  (or POST to any node)
+            Then: pushgate fleet status; pushgate fleet down
             """)
     }
 

@@ -64,7 +64,8 @@ struct IPhoneOptions: ParsableArguments {
 
     /// The content scenario and the fleet of iPhones that fetch from it (not started).
     func start(
-        devices: Int, host: String, port: Int, enrolment: String?, opensPerHour: Double, group: any EventLoopGroup
+        devices: Int, endpoints: [DeviceAgent.Endpoint], enrolment: String?, opensPerHour: Double,
+        group: any EventLoopGroup
     ) async throws -> (ContentScenario, SimulatedFleet, IPhoneMix) {
         let (mix, counts) = try mix(devices: devices, opensPerHour: opensPerHour)
         var settings = OriginServer.Settings()
@@ -72,7 +73,7 @@ struct IPhoneOptions: ParsableArguments {
         settings.linkBytesPerSecond = linkBytesPerSecond
         let scenario = try await ContentScenario(url: origin, settings: settings, group: group)
         let fleet = SimulatedFleet(
-            host: host, port: port, mix: counts, origin: scenario.originURL, enrolment: enrolment, seed: seed,
+            endpoints: endpoints, mix: counts, origin: scenario.originURL, enrolment: enrolment, seed: seed,
             group: group, clock: UnixTime.now)
         return (scenario, fleet, mix)
     }

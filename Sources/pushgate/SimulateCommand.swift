@@ -29,6 +29,15 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Device port (plain WebSocket).")
     var port = 2199
 
+    @Option(
+        help: ArgumentHelp(
+            "Device ports of several nodes, comma-separated (instead of --host/--port): devices are spread over them, and a device whose node goes away moves to the next.",
+            valueName: "host:port,…"))
+    var endpoints: String?
+
+    @Flag(help: "Connect to every node of the fleet `pushgate fleet up` started with --data-dir (its device ports).")
+    var fleet = false
+
     @Option(help: "How many devices.")
     var devices = 100
 
@@ -103,6 +112,25 @@ struct SimulateCommand: AsyncParsableCommand {
             throw ValidationError("--metrics-port: expected 0 to 65535, got \(metricsPort)")
         }
         if provider == nil, key != nil { throw ValidationError("--key needs --provider (where to announce)") }
+        if fleet, endpoints != nil {
+            throw ValidationError("--fleet and --endpoints both name the device ports: give one")
+        }
+        _ = try deviceEndpoints()
+    }
+
+    /// Where the devices connect: --endpoints, the fleet's nodes (--fleet), or --host and --port.
+    func deviceEndpoints() throws -> [DeviceAgent.Endpoint] {
+        if let endpoints { return try parseEndpoints(endpoints, flag: "--endpoints") }
+        guard fleet else { return [.init(host: host, port: port)] }
+        let base = FleetPlan.absolute(dataDir)
+        guard let state = try FleetState.read(dataDirectory: base) else {
+            throw ValidationError(
+                "--fleet: no fleet is recorded in \(FleetState.path(dataDirectory: base)) (pushgate fleet up, with the same --data-dir)"
+            )
+        }
+        let ports = state.nodes.map(\.devicesPort).filter { $0 != 0 }
+        guard !ports.isEmpty else { throw ValidationError("--fleet: the fleet's nodes have no plain device port") }
+        return ports.map { .init(host: "127.0.0.1", port: $0) }
     }
 
     func run() async throws {
@@ -125,7 +153,7 @@ struct SimulateCommand: AsyncParsableCommand {
             String($0).trimmingCharacters(in: .whitespaces)
         }
         let fleet = SimulatedFleet(
-            host: host, port: port, devices: devices, apps: bundles, profile: profile, enrolment: enrolment,
+            endpoints: try deviceEndpoints(), devices: devices, apps: bundles, profile: profile, enrolment: enrolment,
             seed: iphone.seed, group: group)
         fleet.start()
         do {
@@ -154,15 +182,16 @@ struct SimulateCommand: AsyncParsableCommand {
     }
 
     private func explained(_ problem: FleetError) -> String {
-        problem.explained(host: host, port: port, dataDir: enrolmentSecret == nil ? dataDir : nil)
+        let first = (try? deviceEndpoints().first) ?? .init(host: host, port: port)
+        return problem.explained(host: first.host, port: first.port, dataDir: enrolmentSecret == nil ? dataDir : nil)
     }
 
     private func runIPhones(enrolment: String, group: MultiThreadedEventLoopGroup) async throws {
         let target = try provider.map { try parseURL($0, flag: "--provider") }
         let signer = try loadSigner(key: key, teamID: teamId, keyID: keyId)
         let (scenario, fleet, mix) = try await iphone.start(
-            devices: devices, host: host, port: port, enrolment: enrolment, opensPerHour: iphone.opensPerHour ?? 0,
-            group: group)
+            devices: devices, endpoints: try deviceEndpoints(), enrolment: enrolment,
+            opensPerHour: iphone.opensPerHour ?? 0, group: group)
         print("content: \(scenario.originURL)/manifest")
         if target == nil { print("no --provider: versions are published but not announced with pushes") }
         let metrics = FleetMetrics()

@@ -136,6 +136,38 @@ import Yams
         try await group.shutdownGracefully()
         try? FileManager.default.removeItem(atPath: directory)
     }
+
+    /// A fleet's nodes as the agent's endpoints: it starts where it is told and, when its node goes away,
+    /// connects to the next one in the list (here a gateway of its own, which does not know the device:
+    /// it registers there again).
+    @Test func aDeviceWhoseNodeIsGoneMovesToTheNextEndpoint() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        func node() async throws -> (DeviceHub, DeviceServer) {
+            let hub = DeviceHub(registry: DeviceRegistry(), policy: .init(), logger: Logger(label: "test"))
+            let server = DeviceServer(
+                hub: hub, listeners: [.init(host: "127.0.0.1", port: 0)], group: group, logger: Logger(label: "test"))
+            try await server.start()
+            return (hub, server)
+        }
+        let (hubA, serverA) = try await node()
+        let (hubB, serverB) = try await node()
+        let a = DeviceAgent.Endpoint(host: "127.0.0.1", port: serverA.boundAddresses[0].port!)
+        let b = DeviceAgent.Endpoint(host: "127.0.0.1", port: serverB.boundAddresses[0].port!)
+        let agent = DeviceAgent(endpoints: [b, a], first: 1, apps: ["com.example.app"], group: group)
+        agent.start()
+        try await eventually("connected to the endpoint it starts at") { hubA.connectedCount == 1 }
+        #expect(hubB.connectedCount == 0)
+        #expect(agent.endpoint == a)
+
+        try await serverA.shutdown()
+        try await eventually("moved to the next endpoint once its node was gone") {
+            hubB.connectedCount == 1
+        }
+        #expect(agent.endpoint == b)
+        agent.stop()
+        try await serverB.shutdown()
+        try await group.shutdownGracefully()
+    }
 }
 
 /// Answers /data with a body, /empty with 204, anything else 404.

@@ -70,8 +70,23 @@ public final class DeviceAgent: Sendable {
         }
     }
 
-    let host: String
-    let port: Int
+    /// Where a device port is: one node's. A fleet's nodes are one gateway, so a device may connect to any.
+    public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        public var description: String { "\(host):\(port)" }
+    }
+
+    /// The nodes' device ports: the agent starts at `first` and, each time it must connect again (its
+    /// node refused, dropped or drained it), tries the next, so a device whose node is gone finds a live
+    /// one within one round of the list, with the usual backoff and hints between attempts.
+    let endpoints: [Endpoint]
     let tls: NIOSSLContext?
     let apps: [String]
     /// The fleet's enrolment secret, sent with `register`.
@@ -101,23 +116,39 @@ public final class DeviceAgent: Sendable {
         /// The current connection sent `register` (so an `auth_failed` answers the enrolment secret).
         var registering = false
         var refusal: String?
+        /// The endpoint of the current (or next) connection, an index into `endpoints` (modulo its count).
+        var endpoint = 0
     }
 
     /// What a plain agent's wakes fetch with (`WakeResponse.fetch`), when its profile fetches.
     private let http: HTTPClient?
 
-    public init(
+    public convenience init(
         host: String, port: Int, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
         enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, runtime: RuntimeShell? = nil,
         http: HTTPClient? = nil, seed: UInt64? = nil, group: any EventLoopGroup,
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
+        self.init(
+            endpoints: [Endpoint(host: host, port: port)], tls: tls, apps: apps, identity: identity,
+            enrolment: enrolment, behaviour: behaviour, runtime: runtime, http: http, seed: seed, group: group,
+            onEvent: onEvent)
+    }
+
+    /// `endpoints`: the device ports of a fleet's nodes (at least one); the agent starts at `first`.
+    public init(
+        endpoints: [Endpoint], first: Int = 0, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
+        enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, runtime: RuntimeShell? = nil,
+        http: HTTPClient? = nil, seed: UInt64? = nil, group: any EventLoopGroup,
+        onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
+    ) {
+        precondition(!endpoints.isEmpty, "an agent needs a device port to connect to")
+        self.endpoints = endpoints
+        state.withLock { $0.endpoint = first }
         self.runtime = runtime
         self.http = http
         let keepAliveSeed = seed ?? UInt64.random(in: .min ... .max)
         state.withLock { $0.keepAliveSeed = keepAliveSeed }
-        self.host = host
-        self.port = port
         self.tls = tls
         self.apps = apps
         self.enrolment = enrolment
@@ -131,6 +162,12 @@ public final class DeviceAgent: Sendable {
     public var tokens: [String: String] { state.withLock { $0.installed } }
     /// Why the gateway refused this device for good, if it did (the agent has stopped).
     public var refusal: String? { state.withLock { $0.refusal } }
+    /// The device port it is connected to, or will try next.
+    public var endpoint: Endpoint { state.withLock { endpoints[$0.endpoint % endpoints.count] } }
+
+    /// How long a connection may take to be welcomed (TCP, the upgrade, hello or register) before the
+    /// agent gives up on it and tries again.
+    static let handshakeSeconds: Int64 = 10
 
     /// Answers to `register` that no retry changes: a wrong enrolment secret, too many enrolments.
     static func isFinal(_ reason: String, registering: Bool) -> Bool {
@@ -162,8 +199,16 @@ public final class DeviceAgent: Sendable {
     // MARK: Connection
 
     private func connect() {
-        guard !state.withLock({ $0.stopped }) else { return }
+        guard let endpoint = state.withLock({ $0.stopped ? nil : endpoints[$0.endpoint % endpoints.count] }) else {
+            return
+        }
         let agent = self
+        // A failed attempt is seen twice (the connect fails, and the upgrade with it): it must schedule
+        // one retry, not two (two would each try again, and advance the endpoint twice).
+        let retried = Atomic<Bool>(false)
+        let retry: @Sendable () -> Void = {
+            if !retried.exchange(true, ordering: .relaxed) { agent.scheduleReconnect(hint: nil) }
+        }
         let result = ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             // Device messages are small: start reads at 512 bytes, not NIO's 2,048 (a fleet of 10,000
@@ -176,7 +221,8 @@ public final class DeviceAgent: Sendable {
                     if let tls = agent.tls {
                         try channel.pipeline.syncOperations.addHandler(
                             NIOSSLClientHandler(
-                                context: tls, serverHostname: agent.host.first?.isNumber == true ? nil : agent.host))
+                                context: tls,
+                                serverHostname: endpoint.host.first?.isNumber == true ? nil : endpoint.host))
                     }
                     let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
                         maxFrameSize: 1 << 20,
@@ -193,7 +239,7 @@ public final class DeviceAgent: Sendable {
                         })
                     let head = HTTPRequestHead(
                         version: .http1_1, method: .GET, uri: "/device",
-                        headers: ["host": "\(agent.host):\(agent.port)", "content-length": "0"])
+                        headers: ["host": "\(endpoint)", "content-length": "0"])
                     let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
                         configuration: .init(
                             upgradeConfiguration: NIOTypedHTTPClientUpgradeConfiguration(
@@ -204,12 +250,18 @@ public final class DeviceAgent: Sendable {
                         // Not upgraded: this is no Pushgate device port (or it refused); try again later.
                         if case .success(true) = outcome { return }
                         channel.close(promise: nil)
-                        agent.scheduleReconnect(hint: nil)
+                        retry()
+                    }
+                    // A node that accepts the connection and then says nothing (stopping, stalled) is
+                    // left after this long, for the next endpoint: every handshake has a deadline.
+                    channel.eventLoop.scheduleTask(in: .seconds(Self.handshakeSeconds)) {
+                        let welcomed = agent.state.withLock { $0.channel === channel && $0.welcomed }
+                        if !welcomed { channel.close(promise: nil) }
                     }
                 }
             }
-            .connect(host: host, port: port)
-        result.whenFailure { _ in agent.scheduleReconnect(hint: nil) }
+            .connect(host: endpoint.host, port: endpoint.port)
+        result.whenFailure { _ in retry() }
     }
 
     fileprivate func attached(_ channel: any Channel) {
@@ -237,11 +289,13 @@ public final class DeviceAgent: Sendable {
         scheduleReconnect(hint: hint)
     }
 
-    /// Full-jitter exponential backoff (0.25 s doubling to 30 s), or the gateway's hint when it gave one.
+    /// Full-jitter exponential backoff (0.25 s doubling to 30 s), or the gateway's hint when it gave one;
+    /// the next attempt goes to the next endpoint.
     private func scheduleReconnect(hint: Int?) {
         let delay = state.withLock { state -> Int64? in
             guard !state.stopped else { return nil }
             state.attempts += 1
+            state.endpoint = (state.endpoint + 1) % endpoints.count
             let ceiling = min(30_000, 250 << min(state.attempts, 7))
             return Int64(hint ?? 0) + Int64.random(in: 0...Int64(ceiling))
         }

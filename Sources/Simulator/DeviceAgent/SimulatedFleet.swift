@@ -19,9 +19,21 @@ public final class SimulatedFleet: Sendable {
     private let http: HTTPClient?
     private let lifeEvents = Mutex<[RepeatedTask]>([])
 
-    public init(
+    /// Plain agents on the device port `host:port`.
+    public convenience init(
         host: String, port: Int, devices: Int, apps: [String], profile: AgentProfile, enrolment: String? = nil,
         seed: UInt64 = 1, group: any EventLoopGroup
+    ) {
+        self.init(
+            endpoints: [.init(host: host, port: port)], devices: devices, apps: apps, profile: profile,
+            enrolment: enrolment, seed: seed, group: group)
+    }
+
+    /// Plain agents spread over `endpoints` (a fleet's nodes: device i starts at endpoint i modulo their
+    /// count, and moves to the next when its node goes away).
+    public init(
+        endpoints: [DeviceAgent.Endpoint], devices: Int, apps: [String], profile: AgentProfile,
+        enrolment: String? = nil, seed: UInt64 = 1, group: any EventLoopGroup
     ) {
         plain = (apps, profile, seed)
         freshness = nil
@@ -32,7 +44,7 @@ public final class SimulatedFleet: Sendable {
         // Device i is seeded `seed + i`: its wakes' answers, keep-alives, force-quits and Low Power periods.
         agents = (0..<devices).map { index in
             DeviceAgent(
-                host: host, port: port, apps: apps, enrolment: enrolment,
+                endpoints: endpoints, first: index, apps: apps, enrolment: enrolment,
                 behaviour: profile.behaviour(seed: seed &+ UInt64(index)), http: http, seed: seed &+ UInt64(index),
                 group: group,
                 onEvent: { counters.record($0) })
@@ -42,10 +54,21 @@ public final class SimulatedFleet: Sendable {
     /// A fleet of iPhones: `mix` says how many devices of each kind; they fetch from `origin`
     /// (`http://host:port`, serving `/manifest` and `/items/<n>`). Device i is seeded `seed + i`. Every
     /// device is made at one instant (`freshness.startedAt`); their users stop at `usersUntil`, if given.
-    public init(
+    public convenience init(
         host: String, port: Int, mix: [(name: String, profile: IPhoneProfile, devices: Int)], origin: String,
         enrolment: String? = nil, seed: UInt64 = 1, usersUntil: UnixTime? = nil, group: any EventLoopGroup,
         clock: @escaping @Sendable () -> UnixTime
+    ) {
+        self.init(
+            endpoints: [.init(host: host, port: port)], mix: mix, origin: origin, enrolment: enrolment, seed: seed,
+            usersUntil: usersUntil, group: group, clock: clock)
+    }
+
+    /// iPhones spread over `endpoints`, as the plain agents are.
+    public init(
+        endpoints: [DeviceAgent.Endpoint], mix: [(name: String, profile: IPhoneProfile, devices: Int)],
+        origin: String, enrolment: String? = nil, seed: UInt64 = 1, usersUntil: UnixTime? = nil,
+        group: any EventLoopGroup, clock: @escaping @Sendable () -> UnixTime
     ) {
         plain = nil
         var configuration = HTTPClient.Configuration()
@@ -76,7 +99,8 @@ public final class SimulatedFleet: Sendable {
                     transferred: { freshness.recordTransfer($0, profile: name) })
                 agents.append(
                     DeviceAgent(
-                        host: host, port: port, apps: apps.map(\.bundleID), enrolment: enrolment, runtime: shell,
+                        endpoints: endpoints, first: Int(index), apps: apps.map(\.bundleID), enrolment: enrolment,
+                        runtime: shell,
                         seed: seed &+ index, group: group, onEvent: { counters.record($0) }))
                 index += 1
             }

@@ -10,8 +10,11 @@ import Synchronization
 
 /// Where and how to run a load test.
 public struct BenchOptions: Sendable {
-    public var host: String
-    public var port: Int
+    /// The provider API: one address, or a fleet's nodes — connection i goes to address i modulo their
+    /// count, so the connections spread evenly over the nodes.
+    public var addresses: [(host: String, port: Int)]
+    public var host: String { addresses[0].host }
+    public var port: Int { addresses[0].port }
     public var tls: Bool
     /// PEM files to trust (empty: no verification, for development certificates).
     public var trustRoots: [String] = []
@@ -26,8 +29,13 @@ public struct BenchOptions: Sendable {
     public var seed: UInt64 = UInt64.random(in: 0...UInt64.max)
 
     public init(host: String, port: Int, tls: Bool, scenario: Scenario, targets: [PushTarget]) {
-        self.host = host
-        self.port = port
+        self.init(addresses: [(host, port)], tls: tls, scenario: scenario, targets: targets)
+    }
+
+    /// `addresses`: at least one.
+    public init(addresses: [(host: String, port: Int)], tls: Bool, scenario: Scenario, targets: [PushTarget]) {
+        precondition(!addresses.isEmpty, "a load test needs an address")
+        self.addresses = addresses
         self.tls = tls
         self.scenario = scenario
         self.targets = targets
@@ -94,11 +102,13 @@ public enum BenchRunner {
         let channels = OpenChannels()
 
         // Fail early and clearly when nothing listens there.
-        do {
-            let probe = try await ClientBootstrap(group: group).connect(host: options.host, port: options.port).get()
-            try? await probe.close()
-        } catch {
-            throw BenchRunError.cannotConnect("cannot connect to \(options.host):\(options.port): \(error)")
+        for (host, port) in options.addresses {
+            do {
+                let probe = try await ClientBootstrap(group: group).connect(host: host, port: port).get()
+                try? await probe.close()
+            } catch {
+                throw BenchRunError.cannotConnect("cannot connect to \(host):\(port): \(error)")
+            }
         }
 
         let plannedSeconds =
@@ -138,8 +148,8 @@ public enum BenchRunner {
                     let cursor = ConnectionCursor(slot: slot, seed: options.seed)
                     tasks.addTask {
                         try await drive(
-                            slot: cursor, loop: loop, shared: shared, options: options, sslContext: sslContext,
-                            channels: channels)
+                            slot: cursor, address: options.addresses[slot % options.addresses.count], loop: loop,
+                            shared: shared, options: options, sslContext: sslContext, channels: channels)
                     }
                 }
                 try await tasks.waitForAll()
@@ -153,7 +163,8 @@ public enum BenchRunner {
             }
             return BenchResult(
                 recorder: recorder, mix: scenario.mix, scenario: scenario,
-                target: "\(options.tls ? "https" : "http")://\(options.host):\(options.port)", startedAt: startedAt,
+                target: options.addresses.map { "\(options.tls ? "https" : "http")://\($0.host):\($0.port)" }
+                    .joined(separator: ","), startedAt: startedAt,
                 seconds: Double(end) / 1e9)
         }
     }
@@ -161,7 +172,8 @@ public enum BenchRunner {
     /// One connection slot: connects, runs until its part of the plan is done, reconnects after a
     /// connection loss while there is more to send.
     private static func drive(
-        slot cursor: ConnectionCursor, loop: any EventLoop, shared: RunShared, options: BenchOptions,
+        slot cursor: ConnectionCursor, address: (host: String, port: Int), loop: any EventLoop, shared: RunShared,
+        options: BenchOptions,
         sslContext: NIOSSLContext?, channels: OpenChannels
     ) async throws {
         var attempts = 0
@@ -178,14 +190,14 @@ public enum BenchRunner {
                     try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: configuration))
                     try sync.addHandler(BenchConnectionHandler(shared: shared, cursor: cursor, finished: finished))
                 }
-                .connect(host: options.host, port: options.port).get()
+                .connect(host: address.host, port: address.port).get()
                 channels.add(channel)
                 attempts = 0
             } catch {
                 finished.fail(error)
                 attempts += 1
                 if attempts >= 5 {
-                    throw BenchRunError.cannotConnect("cannot reconnect to \(options.host):\(options.port): \(error)")
+                    throw BenchRunError.cannotConnect("cannot reconnect to \(address.host):\(address.port): \(error)")
                 }
             }
             try? await finished.futureResult.get()
