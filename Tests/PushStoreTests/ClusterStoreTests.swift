@@ -203,6 +203,8 @@ final class Heard: Sendable {
     @Test(arguments: [
         ClusterNotice.owner(deviceID: "dev-1", node: "host:7000", claim: 3),
         .route(node: "node-b", apnsID: "01a3185c-5000-7abc-8def-0123456789ab", teamID: "TEAM000001"),
+        .route(
+            node: "node-b", apnsID: "01a3185c-5000-7abc-8def-0123456789ab", teamID: "TEAM000001", deviceID: "dev-1"),
         .device(StoredDevice(id: "dev-1", secretHash: [0, 15, 255], createdAt: UnixTime(milliseconds: 5), owner: "a")),
         .device(StoredDevice(id: "dev-2", secretHash: [], createdAt: UnixTime(milliseconds: 0), owner: nil)),
         .token(StoredToken(token: "ab12", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: nil)),
@@ -222,5 +224,12 @@ final class Heard: Sendable {
     ])
     func aNoticeThisVersionCannotReadIsSkipped(_ text: String) {
         #expect(ClusterMessage(text: text) == nil)
+    }
+
+    /// A route notice from a node of the version before the device id was sent reads as one without it.
+    @Test func anOlderNodesRouteNoticeReadsWithoutItsDevice() {
+        #expect(
+            ClusterMessage(text: "1\tnode-a\troute\tnode-b\tid-1\tTEAM000001")?.notice
+                == .route(node: "node-b", apnsID: "id-1", teamID: "TEAM000001", deviceID: ""))
     }
 }

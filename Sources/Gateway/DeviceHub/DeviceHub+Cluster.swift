@@ -61,7 +61,7 @@ extension DeviceHub {
             guard let writer else { return .now(.rejected(Rejection(.serviceUnavailable))) }
             let committed = writer.enqueue(answeringOn: eventLoop) {
                 $0.notifications.append(stored)
-                $0.notices.append(Self.route(notification, to: node))
+                $0.notices.append(Self.route(notification, of: stored.deviceID, to: node))
             }
             committed.whenSuccess { [self] in
                 // A claim of the device that began meanwhile may have read its pending pushes before this
@@ -75,8 +75,14 @@ extension DeviceHub {
         }
     }
 
-    static func route(_ push: PushNotification, to node: String) -> ClusterNotice {
-        .route(node: node, apnsID: push.id.value, teamID: push.teamID ?? "")
+    static func route(_ push: PushNotification, of deviceID: String?, to node: String) -> ClusterNotice {
+        .route(node: node, apnsID: push.id.value, teamID: push.teamID ?? "", deviceID: deviceID ?? "")
+    }
+
+    /// Whether device `deviceID` is this node's now: it owns it, or is claiming it.
+    private func ownsOrClaims(_ deviceID: String) -> Bool {
+        guard !deviceID.isEmpty, let device = registry.slot(ofDevice: deviceID) else { return false }
+        return claims.withLock { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
     }
 
     /// Takes the device over from the node that owned it; `then` runs once its state is loaded (with
@@ -128,8 +134,11 @@ extension DeviceHub {
             let (changed, before) = registry.setOwner(device, node, claim: claim)
             guard changed, before == nil || before == registry.nodeID else { return }
             lost(device, to: node)
-        case .route(let node, let apnsID, let teamID):
-            guard node == registry.nodeID else { return }
+        case .route(let node, let apnsID, let teamID, let deviceID):
+            // Addressed here, or routed to a node that no longer has the device (it died, and the device
+            // reconnected to this node before the sender heard of the claim): run here at once rather than
+            // leave it to the sweep. A push runs once on a node (`adopted`), and only on the device's owner.
+            guard node == registry.nodeID || ownsOrClaims(deviceID) else { return }
             let start = routes.withLock { queue -> Bool in
                 queue.keys.append(NotificationKey(apnsID: apnsID, teamID: teamID))
                 defer { queue.draining = true }
@@ -178,7 +187,7 @@ extension DeviceHub {
         else { return }
         switch placement {
         case .elsewhere(let node):
-            writer?.enqueue { $0.notices.append(Self.route(push, to: node)) }
+            writer?.enqueue { $0.notices.append(Self.route(push, of: stored.deviceID, to: node)) }
         case .here:
             guard adopted.withLock({ $0.insert(push.id) }) else { return }
             hubCounters.withLock {
@@ -204,7 +213,8 @@ extension DeviceHub {
         session?.close(reason: "moved", reconnectAfterMilliseconds: nil)
         hubCounters.withLock { $0.released += 1 }
         guard !held.isEmpty else { return }
-        writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, to: node) } }
+        let deviceID = registry.deviceID(of: device)
+        writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, of: deviceID, to: node) } }
     }
 
     // MARK: Jobs, takeover, sweep

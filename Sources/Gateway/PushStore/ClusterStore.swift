@@ -77,8 +77,11 @@ public struct ClaimedDevice: Sendable, Equatable {
 public enum ClusterNotice: Sendable, Equatable {
     /// `node` now runs the policy for the device (it connected there); `claim` numbers the device's claims.
     case owner(deviceID: String, node: String, claim: Int64)
-    /// A notification stored by another node for a device `node` owns: `node` runs the policy for it.
-    case route(node: String, apnsID: String, teamID: String)
+    /// A notification stored by another node for device `deviceID`, which `node` owns as far as the sender
+    /// knows: `node` runs the policy for it — or, when the device has moved meanwhile (its owner died and
+    /// it reconnected elsewhere), the node that owns or is claiming it now. `deviceID` is empty in notices
+    /// from nodes of the version before it (and in a node's own replay of what it missed).
+    case route(node: String, apnsID: String, teamID: String, deviceID: String = "")
     /// A device registered on another node (which owns it).
     case device(StoredDevice)
     /// A token issued or unregistered on another node.
@@ -104,7 +107,7 @@ public struct ClusterMessage: Sendable, Equatable {
         var fields = [Self.version, from]
         switch notice {
         case .owner(let device, let node, let claim): fields += ["owner", device, node, String(claim)]
-        case .route(let node, let id, let team): fields += ["route", node, id, team]
+        case .route(let node, let id, let team, let device): fields += ["route", node, id, team, device]
         case .device(let device):
             fields += [
                 "device", device.id, Hex.encode(device.secretHash), String(device.createdAt.milliseconds),
@@ -131,6 +134,8 @@ public struct ClusterMessage: Sendable, Equatable {
             guard let claim = Int64(values[2]) else { return nil }
             notice = .owner(deviceID: values[0], node: values[1], claim: claim)
         case ("route", 3): notice = .route(node: values[0], apnsID: values[1], teamID: values[2])
+        case ("route", 4):
+            notice = .route(node: values[0], apnsID: values[1], teamID: values[2], deviceID: values[3])
         case ("device", 4):
             guard let hash = Hex.decode(values[1]), let created = Int64(values[2]) else { return nil }
             notice = .device(

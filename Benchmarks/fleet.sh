@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# A node fleet at the size operators buy it for: `pushgate fleet up --nodes N` (default 6) on one
+# PostgreSQL, D simulated devices (default 100,000) spread over the nodes by as many `pushgate simulate`
+# processes as the descriptor limit asks (each at most 15,000 devices), 60 s keep-alives. Reports:
+#   - the time to connect and install every device, and each node's devices;
+#   - memory per connected device per node (RSS after the devices, less RSS when ready);
+#   - the fleet's CPU at idle over W seconds (every node together, % of one core);
+#   - an alert to every device (one POST each, spread over the nodes' provider ports by h2load): POSTs
+#     answered 200, time to the last device's acknowledgement;
+#   - a silent push to every device: answered 200, woken on budget, held;
+#   - node 1 killed with SIGKILL, then an alert to every device through the others: answered 200, time
+#     until every device (node 1's moved to the next node by themselves) acknowledged its alert.
+# Fails (non-zero) if a step fails or prints no figure. Everything runs on this machine's cores.
+# Usage: [POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db] Benchmarks/fleet.sh [devices] [nodes] [idle seconds]
+# Without POSTGRES_URL the fleet starts its own PostgreSQL (Debian's postgresql package).
+# Needs: nghttp2-client (h2load), python3, curl; psql with POSTGRES_URL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEVICES=${1:-100000}
+NODES=${2:-6}
+IDLE=${3:-60}
+PER_SIMULATOR=15000
+for tool in h2load python3 curl; do
+  command -v $tool >/dev/null || { echo "fleet.sh: missing $tool (apt-get install nghttp2-client python3 curl)" >&2; exit 1; }
+done
+# shellcheck source=Benchmarks/release.sh
+source Benchmarks/release.sh
+DATA="$WORK/data"
+BASE=23300   # node i: h2c BASE + 3i, devices + 1, admin + 2
+SET=(--set "data_dir=$DATA" --set provider.tls.enabled=false --set devices.tls.enabled=false
+  --set "provider.h2c.port=$BASE" --set "devices.port=$((BASE + 1))" --set "admin.port=$((BASE + 2))"
+  --set event_loops=1 --set log.level=warning --set devices.keep_alive_seconds=60
+  --set devices.enrolments_per_minute_per_address=0 --set provider.rate.device_token.per_second=0
+  --set provider.rate.team.per_second=0)
+# FLEET_SET="key=value …": more settings for every node (an experiment's).
+for setting in ${FLEET_SET:-}; do SET+=(--set "$setting"); done
+DB_ARGS=()
+if [ -n "${POSTGRES_URL:-}" ]; then
+  command -v psql >/dev/null || fail "POSTGRES_URL needs psql (apt-get install postgresql-client)"
+  DB="pushgate_fleet_bench_$$"
+  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $DB" || fail "cannot create a database at $POSTGRES_URL"
+  DB_ARGS=(--postgres-url "${POSTGRES_URL%/*}/$DB")
+fi
+cleanup() {
+  "$PG" fleet down "${SET[@]}" --grace-seconds 5 >/dev/null 2>&1 || true
+  kill $(jobs -p) 2>/dev/null || true
+  if [ -n "${DB:-}" ]; then sleep 1; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$DATA"
+(cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${SET[@]}" >/dev/null)
+JWT=$("$PG" keys token --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+
+"$PG" fleet up --nodes "$NODES" "${DB_ARGS[@]}" "${SET[@]}" > "$WORK/up.log" 2>&1 \
+  || { show_log "$WORK/up.log"; for f in "$DATA"/fleet/node-*.log; do show_log "$f"; done; fail "fleet up failed"; }
+mapfile -t PIDS < <(python3 -c 'import json,sys; print("\n".join(str(n["pid"]) for n in json.load(open(sys.argv[1]))["nodes"]))' "$DATA/fleet/fleet.json")
+[ "${#PIDS[@]}" -eq "$NODES" ] || fail "fleet.json lists ${#PIDS[@]} nodes, not $NODES"
+admin() { echo $((BASE + 3 * $1 + 2)); }   # node index from 0
+rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+counters() { # node-index → "connected acknowledged wokenOnBudget held accepted"
+  curl -sf "http://127.0.0.1:$(admin "$1")/v1/counters" | python3 -c '
+import json, sys
+c = json.load(sys.stdin); h = c["hub"]; p = c["policy"]
+print(c["connectedDevices"], h.get("acknowledged", 0), p.get("wokenOnBudget", 0), p.get("held", 0),
+      p.get("alertingAccepted", 0) + p.get("silentAccepted", 0) + p.get("otherAccepted", 0))'
+}
+sum_field() { # field (1-5), node indexes… → the sum over those nodes
+  local field=$1 total=0 v; shift
+  for i in "$@"; do v=$(counters "$i" | cut -d' ' -f"$field") || v=0; total=$((total + ${v:-0})); done
+  echo $total
+}
+ALL=$(seq 0 $((NODES - 1)))
+declare -a RSS_READY
+for i in $ALL; do RSS_READY[$i]=$(rss "${PIDS[$i]}"); done
+
+# The devices: as many simulators as needed, each spreading its devices over every node.
+ENDPOINTS=$(for i in $ALL; do printf '127.0.0.1:%d,' $((BASE + 3 * i + 1)); done); ENDPOINTS=${ENDPOINTS%,}
+SIMULATORS=$(( (DEVICES + PER_SIMULATOR - 1) / PER_SIMULATOR ))
+START=$(date +%s.%N)
+SIM_PIDS=()
+for s in $(seq 0 $((SIMULATORS - 1))); do
+  n=$(( DEVICES / SIMULATORS + (s < DEVICES % SIMULATORS ? 1 : 0) ))
+  "$PG" simulate --profile default --endpoints "$ENDPOINTS" --devices "$n" --threads 1 --seed $((s * 1000003 + 1)) \
+    --data-dir "$DATA" --apps com.example.app --duration 3600 --connect-timeout 1200 \
+    --tokens-file "$WORK/tokens-$s.txt" > "$WORK/simulate-$s.log" 2>&1 &
+  SIM_PIDS+=($!)
+done
+for s in $(seq 0 $((SIMULATORS - 1))); do
+  wait_tokens "${SIM_PIDS[$s]}" "$WORK/tokens-$s.txt" "$WORK/simulate-$s.log" 1200
+done
+END=$(date +%s.%N)
+CONNECT_SECONDS=$(awk -v a="$START" -v b="$END" 'BEGIN {printf "%.1f", b - a}')
+cat "$WORK"/tokens-*.txt > "$WORK/tokens.txt"
+TOKENS=$(wc -l < "$WORK/tokens.txt")
+[ "$TOKENS" -eq "$DEVICES" ] || fail "$TOKENS tokens for $DEVICES devices"
+sleep 2   # the last installs' notices reach every node
+
+echo "Node fleet — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores: $NODES nodes, $DEVICES devices by $SIMULATORS simulators, 60 s keep-alives"
+echo
+echo "| node | devices | RSS ready → with devices | per device |"
+echo "|---|---|---|---|"
+TOTAL_CONNECTED=0
+PER_DEVICE_SUM=0
+for i in $ALL; do
+  read -r connected _ <<< "$(counters "$i")"; need "node $((i + 1)) devices" "$connected"
+  after=$(rss "${PIDS[$i]}"); need "node $((i + 1)) RSS" "$after"
+  per=$(awk -v a="$after" -v b="${RSS_READY[$i]}" -v n="$connected" 'BEGIN {printf "%.2f", (a - b) / (n > 0 ? n : 1)}')
+  PER_DEVICE_SUM=$(awk -v s="$PER_DEVICE_SUM" -v p="$per" 'BEGIN {print s + p}')
+  TOTAL_CONNECTED=$((TOTAL_CONNECTED + connected))
+  echo "| node-$((i + 1)) | $connected | $((RSS_READY[$i] / 1024)) → $((after / 1024)) MB | $per KB |"
+done
+[ "$TOTAL_CONNECTED" -eq "$DEVICES" ] || fail "$TOTAL_CONNECTED of $DEVICES devices connected"
+echo
+echo "connected and installed: $DEVICES devices in $CONNECT_SECONDS s; memory per device: mean $(awk -v s="$PER_DEVICE_SUM" -v n="$NODES" 'BEGIN {printf "%.2f", s / n}') KB over the nodes (goal ≤ 8 KB)"
+
+# Idle: the nodes' CPU while the devices keep alive.
+T0=0; for i in $ALL; do T0=$((T0 + $(ticks "${PIDS[$i]}"))); done
+sleep "$IDLE"
+T1=0; for i in $ALL; do T1=$((T1 + $(ticks "${PIDS[$i]}"))); done
+HZ=$(getconf CLK_TCK)
+echo "idle: the fleet's CPU over ${IDLE} s: $(awk -v t=$((T1 - T0)) -v hz="$HZ" -v s="$IDLE" 'BEGIN {printf "%.1f", 100 * t / hz / s}') % of one core, all $NODES nodes together (goal ≤ 20 %)"
+
+# A push to every device: h2load per node with its share of the tokens; waits for the acknowledgements.
+# fan_out KIND FIRST_NODE → "answered200 seconds"
+fan_out() {
+  local kind=$1 first=$2 nodes=() before after target deadline started ok=0
+  for i in $ALL; do [ "$i" -ge "$first" ] && nodes+=("$i"); done
+  rm -f "$WORK"/uris-*.txt
+  awk -v nodes="${nodes[*]}" -v base="$BASE" -v dir="$WORK" '
+    BEGIN { count = split(nodes, n, " ") }
+    { i = n[(NR - 1) % count + 1]; print "http://127.0.0.1:" base + 3 * i "/3/device/" $1 > (dir "/uris-" i ".txt") }
+  ' "$WORK/tokens.txt"
+  if [ "$kind" = alert ]; then
+    printf '{"aps":{"alert":{"title":"Fleet","body":"to every device"}}}' > "$WORK/body.json"
+    local headers=(-H "apns-push-type: alert" -H "apns-priority: 10")
+  else
+    printf '{"aps":{"content-available":1}}' > "$WORK/body.json"
+    local headers=(-H "apns-push-type: background" -H "apns-priority: 5")
+  fi
+  before=$(sum_field 2 "${nodes[@]}")
+  started=$(date +%s.%N)
+  local jobs_=()
+  for i in "${nodes[@]}"; do
+    local count; count=$(wc -l < "$WORK/uris-$i.txt")
+    # One connection per node: h2load gives each client the URI list from its start, so one client is
+    # what sends each token exactly once.
+    h2load -n "$count" -c 1 -m 100 -i "$WORK/uris-$i.txt" -d "$WORK/body.json" \
+      -H "authorization: bearer $JWT" -H "apns-topic: com.example.app" "${headers[@]}" > "$WORK/h2load-$i.txt" 2>&1 &
+    jobs_+=($!)
+  done
+  for j in "${jobs_[@]}"; do wait "$j" || true; done
+  for i in "${nodes[@]}"; do
+    local n; n=$(awk '/status codes:/ {print $3}' "$WORK/h2load-$i.txt")
+    need "h2load 2xx to node $((i + 1))" "$n"; ok=$((ok + n))
+  done
+  deadline=$(( $(date +%s) + 300 ))
+  if [ "$kind" = alert ]; then
+    # Every alert answered 200, acknowledged (as the surviving nodes counted since `before`).
+    target=$((before + ok))
+    after=$before
+    while [ "$after" -lt "$target" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+      sleep 0.1
+      after=$(sum_field 2 "${nodes[@]}")
+    done
+    [ "$after" -ge "$target" ] || fail "$kind to every device: $((after - before)) of $ok acknowledged in 300 s"
+  else
+    # Every silent push decided (woken or held, by its device's owner), and each woken one acknowledged.
+    local woken held
+    while :; do
+      woken=$(( $(sum_field 3 "${nodes[@]}") - W0 )); held=$(( $(sum_field 4 "${nodes[@]}") - H0 ))
+      after=$(sum_field 2 "${nodes[@]}")
+      [ $((woken + held)) -ge "$ok" ] && [ $((after - before)) -ge "$woken" ] && break
+      [ "$(date +%s)" -lt "$deadline" ] || fail "silent to every device: $((woken + held)) of $ok decided, $((after - before)) of $woken woken acknowledged in 300 s"
+      sleep 0.1
+    done
+  fi
+  echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
+}
+
+read -r OK SECONDS_ <<< "$(fan_out alert 0)"
+need "the alert's answers" "$OK"; need "the alert's fan-out" "$SECONDS_"
+echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s)"
+W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
+read -r OK SECONDS_ <<< "$(fan_out silent 0)"
+need "the silent push's answers" "$OK"; need "the silent push's fan-out" "$SECONDS_"
+W1=$(sum_field 3 $ALL); H1=$(sum_field 4 $ALL)
+echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0))"
+
+# Node 1 killed with SIGKILL; its devices move on to node 2 by themselves; an alert to every device
+# through the other nodes: every one answered 200 is acknowledged, node 1's devices' too.
+kill -9 "${PIDS[0]}"
+KILLED_AT=$(date +%s.%N)
+read -r OK SECONDS_ <<< "$(fan_out alert 1)"
+need "the answers after the kill" "$OK"; need "the recovery" "$SECONDS_"
+echo "node 1 killed (SIGKILL, $(awk -v d="$DEVICES" -v n="$NODES" 'BEGIN {printf "%d", d / n}') devices): an alert to every device through the others, $OK of $DEVICES answered 200, every one acknowledged $(awk -v a="$KILLED_AT" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s after the kill (goal: every push delivered, within 30 s)"
+for s in $(seq 0 $((SIMULATORS - 1))); do
+  kill -0 "${SIM_PIDS[$s]}" 2>/dev/null || { show_log "$WORK/simulate-$s.log"; fail "simulator $s exited during the run"; }
+done
