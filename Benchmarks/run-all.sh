@@ -62,6 +62,7 @@ smoke)
   section "Store backends" bash Benchmarks/store.sh 1 2000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 5 1
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 1 50
+  [ -n "${POSTGRES_URL:-}" ] && section "A node fleet" bash Benchmarks/fleet.sh 60 2 1
   ;;
 quick)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 3
@@ -71,6 +72,7 @@ quick)
   section "Push rates" bash Benchmarks/bench-rates.sh 1000 3 1000 5000
   section "Store backends" bash Benchmarks/store.sh 3 10000
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 3 200
+  [ -n "${POSTGRES_URL:-}" ] && section "A node fleet" bash Benchmarks/fleet.sh 6000 3 10
   ;;
 full)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 8
@@ -84,6 +86,7 @@ full)
   section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 60 2
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 8 1000
+  [ -n "${POSTGRES_URL:-}" ] && section "A node fleet: 100,000 devices on 6 nodes" bash Benchmarks/fleet.sh
   ;;
 esac
 rm -f "$ERRORS"
