@@ -10,6 +10,8 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import NIOWebSocket
+import Synchronization
 import PushModel
 import PushPolicy
 import TestSupport
@@ -166,6 +168,38 @@ import Yams
         #expect(agent.endpoint == b)
         agent.stop()
         try await serverB.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    /// A device port that upgrades the connection and closes it at once (a gateway's handshake deadline
+    /// under a storm of connections does that): the agent keeps trying. Its attaching runs a turn after
+    /// the upgrade, so the close could come first, and an agent that waited on the dead channel stopped
+    /// for ever (85 of 100,000 devices in Benchmarks/fleet.sh).
+    @Test func aConnectionClosedRightAfterTheUpgradeIsTriedAgain() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let upgrades = Mutex(0)
+        let server = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let upgrader = NIOWebSocketServerUpgrader(
+                        shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture([:]) },
+                        upgradePipelineHandler: { channel, _ in
+                            upgrades.withLock { $0 += 1 }
+                            return channel.close()
+                        })
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let agent = DeviceAgent(
+            host: "127.0.0.1", port: server.localAddress!.port!, apps: ["com.example.app"], group: group)
+        agent.start()
+        try await eventually("the agent came back after each close", seconds: 60) {
+            upgrades.withLock { $0 } >= 3
+        }
+        agent.stop()
+        try await server.close()
         try await group.shutdownGracefully()
     }
 }

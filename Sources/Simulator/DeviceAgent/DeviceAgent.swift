@@ -265,6 +265,10 @@ public final class DeviceAgent: Sendable {
     }
 
     fileprivate func attached(_ channel: any Channel) {
+        // Attaching runs a turn after the upgrade, on the channel's loop: a connection that ended in
+        // between (the gateway's handshake deadline, under a storm of them) was never the current one, so
+        // its end scheduled nothing — without this the agent would wait on a dead channel for ever.
+        guard channel.isActive else { return scheduleReconnect(hint: nil) }
         let identity = state.withLock { state -> Identity? in
             state.channel = channel
             state.registering = state.identity == nil
