@@ -43,6 +43,8 @@ if [ -n "${POSTGRES_URL:-}" ]; then
 fi
 cleanup() {
   "$PG" fleet down "${SET[@]}" --grace-seconds 5 >/dev/null 2>&1 || true
+  # FLEET_LOGS=dir: the nodes' and simulators' logs are kept there.
+  if [ -n "${FLEET_LOGS:-}" ]; then mkdir -p "$FLEET_LOGS"; cp "$DATA"/fleet/*.log "$WORK"/*.log "$FLEET_LOGS"/ 2>/dev/null || true; fi
   kill $(jobs -p) 2>/dev/null || true
   if [ -n "${DB:-}" ]; then sleep 1; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || true; fi
   rm -rf "$WORK"
