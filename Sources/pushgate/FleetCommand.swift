@@ -189,7 +189,7 @@ struct FleetStatusCommand: AsyncParsableCommand {
         let first = await FleetReport.sample(state)
         try? await Task.sleep(for: .milliseconds(Int(max(0.1, sampleSeconds) * 1000)))  // clock-ok: the rates' span
         let second = await FleetReport.sample(state)
-        let leases = await FleetReport.leases(url: state.postgresURL, nodes: state.nodes.map(\.name))
+        let leases = await FleetReport.leases(url: state.postgresURL)
         print(
             FleetReport.status(
                 state, first: first, second: second, seconds: max(0.1, sampleSeconds), leases: leases,

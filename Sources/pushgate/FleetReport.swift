@@ -113,7 +113,7 @@ enum FleetReport {
     }
 
     /// The nodes' leases, from the database (bounded: a database that does not answer is reported).
-    static func leases(url: String, nodes: [String]) async -> Result<[String: Int64], any Error> {
+    static func leases(url: String) async -> Result<[String: Int64], any Error> {
         do {
             let store = try PostgresStore(url: url, nodeID: "pushgate-fleet-status")
             return .success(

@@ -76,7 +76,7 @@ struct LocalPostgres {
                 "-p \(port) -c listen_addresses=127.0.0.1 -k \(directory) -c max_connections=200", "start",
             ], asServer: root, log: log)
         // The database (again after a restart: "already exists" is fine).
-        _ = try? run(
+        try? run(
             bin + "/createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "pushgate", "pushgate"],
             environment: ["PGPASSWORD": secret], log: log)
         return url
@@ -93,11 +93,10 @@ struct LocalPostgres {
     }
 
     /// Runs a tool to its end, its output appended to `log`; fails naming the tool and the log.
-    @discardableResult
     private func run(
         _ tool: String, _ arguments: [String], asServer: Bool = false, environment: [String: String] = [:],
         log: String
-    ) throws -> Int32 {
+    ) throws {
         let (executable, all) =
             asServer ? ("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments) : (tool, arguments)
         let process = try ChildProcess(
@@ -107,7 +106,6 @@ struct LocalPostgres {
             throw Failure(
                 description: "\((tool as NSString).lastPathComponent) failed (exit status \(status)); see \(log)")
         }
-        return status
     }
 
     private static func newPassword() -> String {
@@ -115,10 +113,9 @@ struct LocalPostgres {
     }
 
     private static func writePrivate(_ text: String, to path: String) throws {
-        FileManager.default.createFile(
-            atPath: path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw Failure(description: "cannot write \(path)")
-        }
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data((text + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw Failure(description: "cannot write \(path)") }
     }
 }
