@@ -60,7 +60,21 @@ mapfile -t PIDS < <(python3 -c 'import json,sys; print("\n".join(str(n["pid"]) f
 [ "${#PIDS[@]}" -eq "$NODES" ] || fail "fleet.json lists ${#PIDS[@]} nodes, not $NODES"
 admin() { echo $((BASE + 3 * $1 + 2)); }   # node index from 0
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu_now → "nodes simulators postgres" clock ticks so far (PostgreSQL: every process named postgres).
+cpu_now() {
+  local n=0 s=0 q=0 p
+  for p in "${PIDS[@]}"; do n=$((n + $(ticks "$p"))); done
+  for p in "${SIM_PIDS[@]}"; do s=$((s + $(ticks "$p"))); done
+  for p in $(pgrep -x postgres); do q=$((q + $(ticks "$p"))); done
+  echo "$n $s $q"
+}
+# cpu_since "n s q" → where the cores went since then, in CPU seconds.
+cpu_since() {
+  local now; now=$(cpu_now)
+  awk -v a="$1" -v b="$now" -v hz="$(getconf CLK_TCK)" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    printf "CPU: nodes %.1f s, simulators %.1f s, PostgreSQL %.1f s", (y[1] - x[1]) / hz, (y[2] - x[2]) / hz, (y[3] - x[3]) / hz }'
+}
 counters() { # node-index → "connected acknowledged wokenOnBudget held accepted"
   curl -sf "http://127.0.0.1:$(admin "$1")/v1/counters" | python3 -c '
 import json, sys
@@ -80,8 +94,9 @@ for i in $ALL; do RSS_READY[$i]=$(rss "${PIDS[$i]}"); done
 # The devices: as many simulators as needed, each spreading its devices over every node.
 ENDPOINTS=$(for i in $ALL; do printf '127.0.0.1:%d,' $((BASE + 3 * i + 1)); done); ENDPOINTS=${ENDPOINTS%,}
 SIMULATORS=$(( (DEVICES + PER_SIMULATOR - 1) / PER_SIMULATOR ))
-START=$(date +%s.%N)
 SIM_PIDS=()
+CPU0=$(cpu_now)
+START=$(date +%s.%N)
 for s in $(seq 0 $((SIMULATORS - 1))); do
   n=$(( DEVICES / SIMULATORS + (s < DEVICES % SIMULATORS ? 1 : 0) ))
   "$PG" simulate --profile default --endpoints "$ENDPOINTS" --devices "$n" --threads 1 --seed $((s * 1000003 + 1)) \
@@ -94,6 +109,7 @@ for s in $(seq 0 $((SIMULATORS - 1))); do
 done
 END=$(date +%s.%N)
 CONNECT_SECONDS=$(awk -v a="$START" -v b="$END" 'BEGIN {printf "%.1f", b - a}')
+CONNECT_CPU=$(cpu_since "$CPU0")
 cat "$WORK"/tokens-*.txt > "$WORK/tokens.txt"
 TOKENS=$(wc -l < "$WORK/tokens.txt")
 [ "$TOKENS" -eq "$DEVICES" ] || fail "$TOKENS tokens for $DEVICES devices"
@@ -115,7 +131,7 @@ for i in $ALL; do
 done
 [ "$TOTAL_CONNECTED" -eq "$DEVICES" ] || fail "$TOTAL_CONNECTED of $DEVICES devices connected"
 echo
-echo "connected and installed: $DEVICES devices in $CONNECT_SECONDS s; memory per device: mean $(awk -v s="$PER_DEVICE_SUM" -v n="$NODES" 'BEGIN {printf "%.2f", s / n}') KB over the nodes (goal ≤ 8 KB)"
+echo "connected and installed: $DEVICES devices in $CONNECT_SECONDS s; memory per device: mean $(awk -v s="$PER_DEVICE_SUM" -v n="$NODES" 'BEGIN {printf "%.2f", s / n}') KB over the nodes (goal ≤ 8 KB); connecting: $CONNECT_CPU"
 
 # Idle: the nodes' CPU while the devices keep alive.
 T0=0; for i in $ALL; do T0=$((T0 + $(ticks "${PIDS[$i]}"))); done
@@ -181,14 +197,16 @@ fan_out() {
   echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
 }
 
+CPU0=$(cpu_now)
 read -r OK SECONDS_ <<< "$(fan_out alert 0)"
 need "the alert's answers" "$OK"; need "the alert's fan-out" "$SECONDS_"
-echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s)"
+echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s); $(cpu_since "$CPU0")"
 W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
+CPU0=$(cpu_now)
 read -r OK SECONDS_ <<< "$(fan_out silent 0)"
 need "the silent push's answers" "$OK"; need "the silent push's fan-out" "$SECONDS_"
 W1=$(sum_field 3 $ALL); H1=$(sum_field 4 $ALL)
-echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0))"
+echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0)); $(cpu_since "$CPU0")"
 
 # Node 1 killed with SIGKILL; its devices move on to node 2 by themselves; an alert to every device
 # through the other nodes: every one answered 200 is acknowledged, node 1's devices' too.

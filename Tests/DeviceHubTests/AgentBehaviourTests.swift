@@ -144,17 +144,8 @@ import Yams
     /// it registers there again).
     @Test func aDeviceWhoseNodeIsGoneMovesToTheNextEndpoint() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        func node() async throws -> (DeviceHub, DeviceServer) {
-            let hub = DeviceHub(registry: DeviceRegistry(), policy: .init(), logger: Logger(label: "test"))
-            let server = DeviceServer(
-                hub: hub, listeners: [.init(host: "127.0.0.1", port: 0)], group: group, logger: Logger(label: "test"))
-            try await server.start()
-            return (hub, server)
-        }
-        let (hubA, serverA) = try await node()
-        let (hubB, serverB) = try await node()
-        let a = DeviceAgent.Endpoint(host: "127.0.0.1", port: serverA.boundAddresses[0].port!)
-        let b = DeviceAgent.Endpoint(host: "127.0.0.1", port: serverB.boundAddresses[0].port!)
+        let (hubA, serverA, a) = try await Self.node(group)
+        let (hubB, serverB, b) = try await Self.node(group)
         let agent = DeviceAgent(endpoints: [b, a], first: 1, apps: ["com.example.app"], group: group)
         agent.start()
         try await eventually("connected to the endpoint it starts at") { hubA.connectedCount == 1 }
@@ -169,6 +160,38 @@ import Yams
         agent.stop()
         try await serverB.shutdown()
         try await group.shutdownGracefully()
+    }
+
+    /// A connection its node closed while the node stays up (a drain, or the not-acknowledging rule): the
+    /// device comes back to the same node — moving on would cost the fleet a claim for nothing.
+    @Test func aDeviceClosedByALiveNodeComesBackToIt() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let (hubA, serverA, a) = try await Self.node(group)
+        let (hubB, serverB, b) = try await Self.node(group)
+        let welcomes = Mutex(0)
+        let agent = DeviceAgent(
+            endpoints: [a, b], apps: ["com.example.app"], group: group,
+            onEvent: { if case .welcomed = $0 { welcomes.withLock { $0 += 1 } } })
+        agent.start()
+        try await eventually("connected to the first endpoint") { welcomes.withLock { $0 } == 1 }
+        hubA.closeAll(reconnectAfterMilliseconds: 0)
+        try await eventually("welcomed again") { welcomes.withLock { $0 } == 2 }
+        #expect(hubA.connectedCount == 1)
+        #expect(hubB.connectedCount == 0)
+        #expect(agent.endpoint == a)
+        agent.stop()
+        try await serverA.shutdown()
+        try await serverB.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    /// A gateway node of its own (hub and device port, no store) and its endpoint.
+    static func node(_ group: any EventLoopGroup) async throws -> (DeviceHub, DeviceServer, DeviceAgent.Endpoint) {
+        let hub = DeviceHub(registry: DeviceRegistry(), policy: .init(), logger: Logger(label: "test"))
+        let server = DeviceServer(
+            hub: hub, listeners: [.init(host: "127.0.0.1", port: 0)], group: group, logger: Logger(label: "test"))
+        try await server.start()
+        return (hub, server, DeviceAgent.Endpoint(host: "127.0.0.1", port: server.boundAddresses[0].port!))
     }
 
     /// A device port that upgrades the connection and closes it at once (a gateway's handshake deadline

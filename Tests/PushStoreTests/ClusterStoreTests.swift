@@ -19,7 +19,7 @@ import Testing
             // Node B listens; node A registers a device with a token and holds a push for it.
             let heard = Heard()
             stores.addTask {
-                try await b.listen(ready: {}) { message in heard.messages.withLock { $0.append(message) } }
+                try await b.listen(ready: {}) { messages in heard.messages.withLock { $0 += messages } }
             }
             let device = StoredDevice(id: "dev-a", secretHash: [1, 2, 255], createdAt: Self.t0, owner: "node-a")
             let token = StoredToken(
@@ -159,9 +159,60 @@ import Testing
             // Node A comes back: it renews its lease and owns nothing until a device connects to it.
             try await a.renewLease()
             #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty)
+
+            // A device whose owner never held a lease (gone before it wrote one) is taken too, once.
+            var orphan = StoreBatch()
+            orphan.devices = [StoredDevice(id: "dev-z", secretHash: [2], createdAt: Self.t0, owner: "node-z")]
+            try await a.commit(orphan)
+            #expect(try await c.takeOver(leaseMilliseconds: 60_000).map(\.deviceID) == ["dev-z"])
+            #expect(try await b.takeOver(leaseMilliseconds: 60_000).isEmpty)
             try await a.close()
             try await b.close()
             try await c.close()
+            await place.remove()
+        }
+    }
+
+    /// Devices arriving together are claimed in one transaction: each brings its own budgets and pending
+    /// pushes, the others hear every new owner, and a device the store does not have is left out.
+    @Test(.enabled(if: StoreUnderTest.postgresURL != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func devicesAreClaimedInOneTransaction() async throws {
+        try await withStores { stores in
+            let (place, a, b) = try await twoNodes(in: &stores)
+            let heard = Heard()
+            stores.addTask {
+                try await a.listen(ready: {}) { messages in heard.messages.withLock { $0 += messages } }
+            }
+            try await eventuallyListening(a, heard: heard, from: b)
+            var batch = StoreBatch()
+            var ids: [String] = []
+            for i in 0..<300 {
+                let id = "dev-\(i)"
+                ids.append(id)
+                batch.devices.append(StoredDevice(id: id, secretHash: [1], createdAt: Self.t0, owner: "node-a"))
+            }
+            var pending = Samples.stored(30, rule: nil)
+            pending.deviceID = "dev-7"
+            batch.notifications = [pending]
+            let spent = [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 0))]
+            batch.budgets = ["dev-8": spent]
+            try await a.commit(batch)
+
+            let claimed = try await b.claim(deviceIDs: ids + ["no-such-device"])
+            #expect(claimed.count == 300)
+            #expect(claimed.values.allSatisfy { $0.previousOwner == "node-a" && $0.claim == 1 })
+            #expect(claimed["dev-7"]?.pending.map(\.notification.id) == [pending.notification.id])
+            #expect(claimed["dev-8"]?.budgets == spent)
+            #expect(claimed["dev-9"]?.pending.isEmpty == true)
+            try await eventually("node A heard of every new owner") {
+                let owners = heard.messages.withLock {
+                    $0.count { if case .owner(_, "node-b", 1) = $0.notice { true } else { false } }
+                }
+                return owners == 300
+            }
+            #expect(try await b.claim(deviceIDs: []).isEmpty)
+            try await a.close()
+            try await b.close()
             await place.remove()
         }
     }
@@ -224,6 +275,31 @@ final class Heard: Sendable {
     ])
     func aNoticeThisVersionCannotReadIsSkipped(_ text: String) {
         #expect(ClusterMessage(text: text) == nil)
+    }
+
+    /// Many notices go out in as few NOTIFY payloads as PostgreSQL allows, and read back in order.
+    @Test func noticesArePackedIntoPayloadsThatFitAndReadBackInOrder() {
+        let messages = (0..<500).map {
+            ClusterMessage(
+                from: "node-a",
+                notice: .route(
+                    node: "node-b", apnsID: "01a3185c-5000-7abc-8def-\(String(1_000_000_000_000 + $0))",
+                    teamID: "TEAM000001", deviceID: "dev-\($0)"))
+        }
+        let payloads = ClusterMessage.payloads(messages.map(\.text))
+        #expect(payloads.count > 1)
+        #expect(payloads.count < 20)
+        #expect(payloads.allSatisfy { $0.utf8.count <= ClusterMessage.payloadLimit })
+        #expect(payloads.flatMap { ClusterMessage.lines(of: $0).map(\.message) } == messages)
+        #expect(ClusterMessage.payloads([]) == [])
+    }
+
+    /// One line a newer node wrote is skipped, not the payload's others.
+    @Test func anUnreadableLineIsSkippedAlone() {
+        let owner = ClusterMessage(from: "node-a", notice: .owner(deviceID: "d", node: "node-a", claim: 2))
+        let lines = ClusterMessage.lines(of: "2\tnode-a\tnew\tx\n" + owner.text)
+        #expect(lines.map(\.message) == [nil, owner])
+        #expect(lines[0].line == "2\tnode-a\tnew\tx")
     }
 
     /// A route notice from a node of the version before the device id was sent reads as one without it.

@@ -86,37 +86,74 @@ extension DeviceHub {
     }
 
     /// Takes the device over from the node that owned it; `then` runs once its state is loaded (with
-    /// true) or the claim failed (false).
+    /// true) or the claim failed (false). Claims are made in batches: those that arrive while one
+    /// transaction runs go together in the next (a node's loss sends thousands of devices to the others
+    /// within a second, each of which waits for its claim before its hello is answered).
     func claim(_ device: DeviceSlot, then work: @escaping @Sendable (Bool) -> Void) {
         let first = claims.withLock { $0.begin(device, then: work) }
-        guard first, let cluster else { return }
-        let started = spawn { [self] in
-            var claimed = false
-            if let deviceID = registry.deviceID(of: device) {
-                do {
-                    let state = try await cluster.claim(deviceID: deviceID)
-                    take(device, deviceID: deviceID, state, owner: cluster.nodeID)
-                    hubCounters.withLock { $0.claimed += 1 }
-                    logger.debug(
-                        "device claimed",
-                        metadata: [
-                            "device": "\(deviceID)", "from": "\(state.previousOwner ?? "-")",
-                            "pending": "\(state.pending.count)",
-                        ])
-                    claimed = true
-                } catch {
-                    logger.error(
-                        "device not claimed",
-                        metadata: ["device": "\(deviceID)", "error": "\(String(reflecting: error))"])
-                }
+        guard first, cluster != nil else { return }
+        let start = claimQueue.withLock { queue -> Bool in
+            queue.devices.append(device)
+            defer { queue.draining = true }
+            return !queue.draining
+        }
+        guard start, !spawn({ [self] in await drainClaims() }) else { return }
+        // After shutdown: every claim queued fails, and what waited for it is decided without it.
+        let refused = claimQueue.withLock { queue in
+            defer { queue = ([], false) }
+            return queue.devices
+        }
+        for device in refused { finishClaim(device, claimed: false) }
+    }
+
+    /// The most devices claimed in one transaction.
+    static let claimBatchLimit = 1_000
+
+    /// Claims the queued devices, a batch at a time in one transaction each, until none is left.
+    private func drainClaims() async {
+        guard let cluster else { return }
+        while true {
+            let devices = claimQueue.withLock { queue -> [DeviceSlot] in
+                let batch = Array(queue.devices.prefix(Self.claimBatchLimit))
+                queue.devices.removeFirst(batch.count)
+                if batch.isEmpty { queue.draining = false }
+                return batch
             }
-            let waiting = claims.withLock { $0.finish(device) }
-            for work in waiting { work(claimed) }
+            guard !devices.isEmpty else { return }
+            var slots: [String: DeviceSlot] = [:]
+            for device in devices {
+                if let deviceID = registry.deviceID(of: device) { slots[deviceID] = device }
+            }
+            var claimed: [String: ClaimedDevice] = [:]
+            do {
+                claimed = try await cluster.claim(deviceIDs: Array(slots.keys))
+            } catch {
+                logger.error(
+                    "devices not claimed",
+                    metadata: ["count": "\(slots.count)", "error": "\(String(reflecting: error))"])
+            }
+            for (deviceID, state) in claimed {
+                guard let device = slots[deviceID] else { continue }
+                take(device, deviceID: deviceID, state, owner: cluster.nodeID)
+                logger.debug(
+                    "device claimed",
+                    metadata: [
+                        "device": "\(deviceID)", "from": "\(state.previousOwner ?? "-")",
+                        "pending": "\(state.pending.count)",
+                    ])
+            }
+            hubCounters.withLock { $0.claimed += claimed.count }
+            for device in devices {
+                let deviceID = registry.deviceID(of: device)
+                finishClaim(device, claimed: deviceID.map { claimed[$0] != nil } ?? false)
+            }
         }
-        if !started {
-            let waiting = claims.withLock { $0.finish(device) }
-            for work in waiting { work(false) }
-        }
+    }
+
+    /// The claim of `device` is over: what waited for it runs, told whether it succeeded.
+    private func finishClaim(_ device: DeviceSlot, claimed: Bool) {
+        let waiting = claims.withLock { $0.finish(device) }
+        for work in waiting { work(claimed) }
     }
 
     /// A notice from another node sharing the database.

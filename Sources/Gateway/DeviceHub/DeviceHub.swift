@@ -43,6 +43,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     let adopted = Mutex(RecentSet<APNsID>(capacity: 65_536))
     /// Routed notices waiting to be loaded, in the order they came, and whether a task is loading them.
     let routes = Mutex<(keys: [NotificationKey], draining: Bool)>(([], false))
+    /// Devices whose claim waits for the store, in the order they came, and whether a task is claiming
+    /// them (those that arrive meanwhile go in its next transaction).
+    let claimQueue = Mutex<(devices: [DeviceSlot], draining: Bool)>(([], false))
     /// Several nodes: the store work the hub starts (claims, loading routed pushes), run by the cluster
     /// service's task group (`runJobs`), not by tasks of their own.
     let jobQueue = JobQueue()

@@ -20,8 +20,8 @@ public final class ClusterService: Service, Sendable {
     let cluster: any ClusterStore
     let logger: Logger
     let settings: ClusterSettings
-    private let notices: AsyncStream<ClusterMessage>
-    private let continuation: AsyncStream<ClusterMessage>.Continuation
+    private let notices: AsyncStream<[ClusterMessage]>
+    private let continuation: AsyncStream<[ClusterMessage]>.Continuation
 
     private struct State {
         var hub: DeviceHub?
@@ -92,7 +92,7 @@ public final class ClusterService: Service, Sendable {
                         logger.info("listening to the other nodes again")
                         state.withLock { $0.hub }?.spawn { [self] in await catchUp() }
                     }
-                }) { [continuation] message in continuation.yield(message) }
+                }) { [continuation] messages in continuation.yield(messages) }
             } catch {
                 let failure = StoreError("cannot listen for the other nodes' notices: \(error)")
                 let (first, started) = state.withLock { state in
@@ -122,7 +122,7 @@ public final class ClusterService: Service, Sendable {
         while !Task.isCancelled, !state.withLock({ $0.stopped }) {
             do {
                 let missed = try await cluster.missedNotices()
-                for notice in missed { continuation.yield(ClusterMessage(from: cluster.nodeID, notice: notice)) }
+                continuation.yield(missed.map { ClusterMessage(from: cluster.nodeID, notice: $0) })
                 logger.info("caught up with the other nodes", metadata: ["notices": "\(missed.count)"])
                 return
             } catch {
@@ -147,7 +147,9 @@ public final class ClusterService: Service, Sendable {
         let notices = self.notices
         await withDiscardingTaskGroup { group in
             group.addTask {
-                for await message in notices { hub.received(message) }
+                for await messages in notices {
+                    for message in messages { hub.received(message) }
+                }
             }
             group.addTask { [self] in await upkeep(hub) }
             group.addTask { [self] in

@@ -7,13 +7,14 @@ import PushModel
 public protocol ClusterStore: StoreBackend {
     /// This node's name among the nodes sharing the database.
     var nodeID: String { get }
-    /// Makes this node the device's owner (telling the others) and returns what the new owner needs.
-    func claim(deviceID: String) async throws -> ClaimedDevice
+    /// Makes this node the owner of the devices (telling the others), in one transaction, and returns
+    /// what the new owner needs of each; a device the store does not have is left out.
+    func claim(deviceIDs: [String]) async throws -> [String: ClaimedDevice]
     /// Stored notifications by (apns-id, team), in the order asked (routed notices; unknown ones left out).
     func notifications(_ keys: [NotificationKey]) async throws -> [StoredNotification]
     /// Listens for the other nodes' notices until cancelled or the connection fails (then it throws);
-    /// `ready` is called once notices are being received.
-    func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws
+    /// `ready` is called once notices are being received; `receive` gets them as they came, several at a time.
+    func listen(ready: @Sendable () -> Void, _ receive: @Sendable ([ClusterMessage]) -> Void) async throws
     /// What a node that stopped hearing the others for a while (its listening connection lost) may have
     /// missed, rebuilt from the database as notices: the devices other nodes own, with their tokens and
     /// owners, and the notifications routed to this node that its policy has not decided yet (pending,
@@ -73,6 +74,16 @@ public struct ClaimedDevice: Sendable, Equatable {
     }
 }
 
+extension ClusterStore {
+    /// One device's claim (`claim(deviceIDs:)`); throws when the store does not have it.
+    public func claim(deviceID: String) async throws -> ClaimedDevice {
+        guard let claimed = try await claim(deviceIDs: [deviceID])[deviceID] else {
+            throw StoreError("device \(deviceID) is not in the store")
+        }
+        return claimed
+    }
+}
+
 /// A change one node tells the others about.
 public enum ClusterNotice: Sendable, Equatable {
     /// `node` now runs the policy for the device (it connected there); `claim` numbers the device's claims.
@@ -90,8 +101,9 @@ public enum ClusterNotice: Sendable, Equatable {
     case removed(deviceID: String, at: UnixTime)
 }
 
-/// A notice and the node it came from, as sent through PostgreSQL's NOTIFY (one line of tab-separated
-/// fields; none of the values can hold a tab: ids, hex, bundle ids, node names are checked).
+/// A notice and the node it came from, as sent through PostgreSQL's NOTIFY: one line of tab-separated
+/// fields (none of the values can hold a tab or a line break: ids, hex, bundle ids, node names are
+/// checked), several lines to a NOTIFY (`payloads`).
 public struct ClusterMessage: Sendable, Equatable {
     public var from: String
     public var notice: ClusterNotice
@@ -123,9 +135,38 @@ public struct ClusterMessage: Sendable, Equatable {
         return fields.joined(separator: "\t")
     }
 
+    /// PostgreSQL's limit on a NOTIFY's payload is 8,000 bytes, the terminating zero included.
+    public static let payloadLimit = 7_999
+
+    /// The messages' lines packed into as few NOTIFY payloads as fit, in order: one NOTIFY for each
+    /// rather than one for each notice, which every listening node's backend would read and send.
+    public static func payloads(_ texts: [String], limit: Int = payloadLimit) -> [String] {
+        var payloads: [String] = []
+        var current = ""
+        for text in texts {
+            let size = text.utf8.count
+            if !current.isEmpty, current.utf8.count + 1 + size > limit {
+                payloads.append(current)
+                current = ""
+            }
+            if !current.isEmpty { current.append("\n") }
+            current.append(text)
+        }
+        if !current.isEmpty { payloads.append(current) }
+        return payloads
+    }
+
+    /// The lines of one NOTIFY payload: each message, or nil for a line this version cannot read.
+    public static func lines(of payload: String) -> [(line: Substring, message: ClusterMessage?)] {
+        payload.split(separator: "\n").map { ($0, ClusterMessage(text: $0)) }
+    }
+
     /// Nil for a message this version cannot read (a newer node's), which the receiver skips.
-    public init?(text: String) {
-        let fields = text.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+    public init?(text: String) { self.init(text: text[...]) }
+
+    /// One line of a payload; nil as above.
+    public init?(text: Substring) {
+        let fields = text.split(separator: "\t" as Character, omittingEmptySubsequences: false).map(String.init)
         guard fields.count >= 3, fields[0] == Self.version else { return nil }
         from = fields[1]
         let values = Array(fields[3...])

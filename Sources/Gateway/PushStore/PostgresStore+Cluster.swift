@@ -5,34 +5,50 @@ import PushModel
 /// Several nodes on one database (`ClusterStore`): claims, leases and takeovers, routed pushes, the
 /// notices between nodes (LISTEN/NOTIFY) and what a node missed of them.
 extension PostgresStore {
-    public func claim(deviceID: String) async throws -> ClaimedDevice {
+    public func claim(deviceIDs: [String]) async throws -> [String: ClaimedDevice] {
+        guard !deviceIDs.isEmpty else { return [:] }
         let node = nodeID
         return try await client.withTransaction(logger: logger) { connection in
-            let claimed = try await connection.query(
+            try await Self.preferIndexes(connection, logger: self.logger)
+            // Rows locked in id order: two nodes claiming overlapping sets cannot deadlock.
+            var claimed: [(id: String, before: String?, claims: Int64)] = []
+            for try await (id, before, claims) in try await connection.query(
                 """
                 UPDATE devices d SET owner = \(node), claims = d.claims + 1
-                FROM (SELECT id, owner FROM devices WHERE id = \(deviceID) FOR UPDATE) old
-                WHERE d.id = old.id RETURNING old.owner, d.claims
+                FROM (SELECT id, owner FROM devices WHERE id = ANY(\(deviceIDs)::text[]) ORDER BY id FOR UPDATE) old
+                WHERE d.id = old.id RETURNING d.id, old.owner, d.claims
                 """, logger: self.logger
-            ).decode((String?, Int64).self).all()
-            guard let (before, claims) = claimed.first else {
-                throw StoreError("device \(deviceID) is not in the store")
+            ).decode((String, String?, Int64).self) {
+                claimed.append((id, before, claims))
             }
-            let notice = ClusterMessage(from: node, notice: .owner(deviceID: deviceID, node: node, claim: claims))
+            guard !claimed.isEmpty else { return [:] }
+            let ids = claimed.map(\.id)
+            let notices = claimed.map {
+                ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text
+            }
             _ = try await connection.query(
-                "SELECT pg_notify(\(Self.channel), \(notice.text))", logger: self.logger
-            ).all()
-            let budgets = try await Self.budgets(connection, where: "device_id = $1", deviceID, logger: self.logger)
-            var query = PostgresQuery(
-                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = $1 ORDER BY seq")
-            query.binds.append(deviceID)
-            var pending: [StoredNotification] = []
-            for try await row in try await connection.query(query, logger: self.logger) {
-                pending.append(try Self.notification(row))
+                "SELECT COUNT(pg_notify(\(Self.channel), n)) FROM UNNEST(\(ClusterMessage.payloads(notices))::text[]) AS n",
+                logger: self.logger
+            ).decode(Int64.self).all()
+            var budgets: [String: [AppBudget]] = [:]
+            for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {
+                budgets[device.deviceID] = device.apps
             }
-            return ClaimedDevice(
-                previousOwner: before == node ? nil : before, claim: claims, budgets: budgets.first?.apps ?? [],
-                pending: pending)
+            var query = PostgresQuery(
+                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = ANY($1) ORDER BY seq")
+            query.binds.append(ids)
+            var pending: [String: [StoredNotification]] = [:]
+            for try await row in try await connection.query(query, logger: self.logger) {
+                let stored = try Self.notification(row)
+                if let device = stored.deviceID { pending[device, default: []].append(stored) }
+            }
+            var result: [String: ClaimedDevice] = [:]
+            for device in claimed {
+                result[device.id] = ClaimedDevice(
+                    previousOwner: device.before == node ? nil : device.before, claim: device.claims,
+                    budgets: budgets[device.id] ?? [], pending: pending[device.id] ?? [])
+            }
+            return result
         }
     }
 
@@ -61,21 +77,36 @@ extension PostgresStore {
     public func takeOver(leaseMilliseconds: Int64) async throws -> [TakenDevice] {
         let node = nodeID
         return try await client.withTransaction(logger: logger) { connection in
-            // The stale leases are deleted by the statement that moves their devices: the survivor that
-            // deletes one holds its row, so one survivor takes each dead node's devices. Devices of a node
-            // that holds no lease at all (gone before it wrote one) are taken too.
-            var move = PostgresQuery(
+            // The stale leases are deleted by the statement that names their nodes gone: the survivor that
+            // deletes one holds its row, so one survivor takes each dead node's devices. The owners of
+            // devices that hold no lease at all (gone before they wrote one) are gone too; they are found
+            // by a walk of the owner index, one probe a distinct owner, so that a renewal that finds no
+            // one gone (nearly all of them) reads no device row.
+            var find = PostgresQuery(
                 unsafeSQL: """
-                    WITH dead AS (
+                    WITH RECURSIVE owners AS (
+                        SELECT MIN(owner) AS o FROM devices
+                        UNION ALL
+                        SELECT (SELECT MIN(owner) FROM devices WHERE owner > owners.o) FROM owners
+                        WHERE owners.o IS NOT NULL),
+                    dead AS (
                         DELETE FROM nodes WHERE node_id <> $1 AND renewed_at < \(Self.databaseNow) - $2
                         RETURNING node_id)
-                    UPDATE devices d SET owner = $1, claims = d.claims + 1
-                    WHERE d.owner IN (SELECT node_id FROM dead)
-                        OR (d.owner IS NOT NULL AND d.owner <> $1 AND d.owner NOT IN (SELECT node_id FROM nodes))
+                    SELECT node_id FROM dead
+                    UNION
+                    SELECT o FROM owners WHERE o IS NOT NULL AND o <> $1 AND o NOT IN (SELECT node_id FROM nodes)
+                    """)
+            find.binds.append(node)
+            find.binds.append(leaseMilliseconds)
+            let gone = try await connection.query(find, logger: self.logger).decode(String.self).all()
+            guard !gone.isEmpty else { return [] }
+            var move = PostgresQuery(
+                unsafeSQL: """
+                    UPDATE devices d SET owner = $1, claims = d.claims + 1 WHERE d.owner = ANY($2::text[])
                     RETURNING d.id, d.claims
                     """)
             move.binds.append(node)
-            move.binds.append(leaseMilliseconds)
+            move.binds.append(gone)
             var taken: [(id: String, claims: Int64)] = []
             for try await (id, claims) in try await connection.query(move, logger: self.logger).decode(
                 (String, Int64).self)
@@ -87,9 +118,10 @@ extension PostgresStore {
             var notify = PostgresQuery(unsafeSQL: "SELECT pg_notify($1, t) FROM UNNEST($2::text[]) AS t")
             notify.binds.append(Self.channel)
             notify.binds.append(
-                taken.map {
-                    ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text
-                })
+                ClusterMessage.payloads(
+                    taken.map {
+                        ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text
+                    }))
             _ = try await connection.query(notify, logger: self.logger).all()
             var budgets: [String: [AppBudget]] = [:]
             for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {
@@ -144,9 +176,14 @@ extension PostgresStore {
                     """) + " ORDER BY k.o")
         query.binds.append(keys.map(\.apnsID))
         query.binds.append(keys.map(\.teamID))
-        var found: [StoredNotification] = []
-        for try await row in try await client.query(query, logger: logger) { found.append(try Self.notification(row)) }
-        return found
+        return try await client.withTransaction(logger: logger) { connection in
+            try await Self.preferIndexes(connection, logger: self.logger)
+            var found: [StoredNotification] = []
+            for try await row in try await connection.query(query, logger: self.logger) {
+                found.append(try Self.notification(row))
+            }
+            return found
+        }
     }
 
     public func missedNotices() async throws -> [ClusterNotice] {
@@ -187,19 +224,22 @@ extension PostgresStore {
         return notices
     }
 
-    public func listen(ready: @Sendable () -> Void, _ receive: @Sendable (ClusterMessage) -> Void) async throws {
+    public func listen(ready: @Sendable () -> Void, _ receive: @Sendable ([ClusterMessage]) -> Void) async throws {
         let node = nodeID
         try await client.withConnection { connection in
             try await connection.listen(on: Self.channel) { notifications in
                 ready()
                 for try await notification in notifications {
-                    guard let message = ClusterMessage(text: notification.payload) else {
-                        self.logger.warning(
-                            "skipped a notice this pushgate cannot read",
-                            metadata: ["notice": "\(notification.payload)"])
-                        continue
+                    var messages: [ClusterMessage] = []
+                    for (line, message) in ClusterMessage.lines(of: notification.payload) {
+                        guard let message else {
+                            self.logger.warning(
+                                "skipped a notice this pushgate cannot read", metadata: ["notice": "\(line)"])
+                            continue
+                        }
+                        if message.from != node { messages.append(message) }
                     }
-                    if message.from != node { receive(message) }
+                    if !messages.isEmpty { receive(messages) }
                 }
             }
         }

@@ -43,6 +43,11 @@ extension PostgresStore {
             "ALTER TABLE devices ADD COLUMN last_seen_at BIGINT",
             "ALTER TABLE devices ADD COLUMN removed_at BIGINT",
         ],
+        [
+            // Takeovers find the devices of a node that is gone, and whether any device's owner is gone,
+            // without reading every device (each node asks on every renewal of its lease).
+            "CREATE INDEX devices_owner ON devices (owner)"
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

@@ -102,6 +102,8 @@ public final class SQLiteStore: StoreBackend {
         [],
         // When each device last connected (pruning) and when it was removed.
         ["ALTER TABLE devices ADD COLUMN last_seen_at INTEGER", "ALTER TABLE devices ADD COLUMN removed_at INTEGER"],
+        // Version 5 indexes devices by owner on PostgreSQL (takeovers); nothing changes here.
+        [],
     ]
 
     private func migrate() async throws {

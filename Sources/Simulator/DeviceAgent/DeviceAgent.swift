@@ -290,16 +290,19 @@ public final class DeviceAgent: Sendable {
         }
         guard wasCurrent else { return }
         if welcomed { onEvent(.disconnected) }
-        scheduleReconnect(hint: hint)
+        // A connection that got as far as the welcome ended (the gateway closed it, or the network did):
+        // its node is tried again first — a device that stays spares the fleet a claim. One that never
+        // got there moves on.
+        scheduleReconnect(hint: hint, moveOn: !welcomed)
     }
 
     /// Full-jitter exponential backoff (0.25 s doubling to 30 s), or the gateway's hint when it gave one;
-    /// the next attempt goes to the next endpoint.
-    private func scheduleReconnect(hint: Int?) {
+    /// `moveOn`: the next attempt goes to the next endpoint (this one failed or never welcomed it).
+    private func scheduleReconnect(hint: Int?, moveOn: Bool = true) {
         let delay = state.withLock { state -> Int64? in
             guard !state.stopped else { return nil }
             state.attempts += 1
-            state.endpoint = (state.endpoint + 1) % endpoints.count
+            if moveOn { state.endpoint = (state.endpoint + 1) % endpoints.count }
             let ceiling = min(30_000, 250 << min(state.attempts, 7))
             return Int64(hint ?? 0) + Int64.random(in: 0...Int64(ceiling))
         }
