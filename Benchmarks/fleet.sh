@@ -69,6 +69,9 @@ cpu_now() {
   for p in $(pgrep -x postgres); do q=$((q + $(ticks "$p"))); done
   echo "$n $s $q"
 }
+# stalls → devices the nodes closed so far for not acknowledging within devices.not_reading_timeout_seconds
+# (their logs, at notice level for the device hub).
+stalls() { cat "$DATA"/fleet/node-*.log 2>/dev/null | awk '/devices closed for not acknowledging/ { for (i = 1; i <= NF; i++) if ($i ~ /^count=/) s += substr($i, 7) } END { print s + 0 }'; }
 # cpu_since "n s q" → where the cores went since then, in CPU seconds.
 cpu_since() {
   local now; now=$(cpu_now)
@@ -200,13 +203,13 @@ fan_out() {
 CPU0=$(cpu_now)
 read -r OK SECONDS_ <<< "$(fan_out alert 0)"
 need "the alert's answers" "$OK"; need "the alert's fan-out" "$SECONDS_"
-echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s); $(cpu_since "$CPU0")"
+echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s); $(cpu_since "$CPU0"); devices closed for not acknowledging so far: $(stalls)"
 W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
 CPU0=$(cpu_now)
 read -r OK SECONDS_ <<< "$(fan_out silent 0)"
 need "the silent push's answers" "$OK"; need "the silent push's fan-out" "$SECONDS_"
 W1=$(sum_field 3 $ALL); H1=$(sum_field 4 $ALL)
-echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0)); $(cpu_since "$CPU0")"
+echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0)); $(cpu_since "$CPU0"); devices closed for not acknowledging so far: $(stalls)"
 
 # Node 1 killed with SIGKILL; its devices move on to node 2 by themselves; an alert to every device
 # through the other nodes: every one answered 200 is acknowledged, node 1's devices' too.

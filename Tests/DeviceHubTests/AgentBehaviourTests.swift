@@ -185,6 +185,14 @@ import Yams
         try await group.shutdownGracefully()
     }
 
+    /// Simulated devices on loopback connect from many addresses, 64 devices to each.
+    @Test func devicesConnectFromLoopbackAddressesInGroupsOf64() {
+        #expect(DeviceAgent.loopbackSource(of: 0) == "127.1.0.0")
+        #expect(DeviceAgent.loopbackSource(of: 63) == "127.1.0.0")
+        #expect(DeviceAgent.loopbackSource(of: 64) == "127.1.0.1")
+        #expect(DeviceAgent.loopbackSource(of: 64 * 256) == "127.1.1.0")
+    }
+
     /// A gateway node of its own (hub and device port, no store) and its endpoint.
     static func node(_ group: any EventLoopGroup) async throws -> (DeviceHub, DeviceServer, DeviceAgent.Endpoint) {
         let hub = DeviceHub(registry: DeviceRegistry(), policy: .init(), logger: Logger(label: "test"))

@@ -102,8 +102,9 @@ extension PostgresStore {
             guard !gone.isEmpty else { return [] }
             var move = PostgresQuery(
                 unsafeSQL: """
-                    UPDATE devices d SET owner = $1, claims = d.claims + 1 WHERE d.owner = ANY($2::text[])
-                    RETURNING d.id, d.claims
+                    UPDATE devices d SET owner = $1, claims = d.claims + 1
+                    FROM (SELECT id FROM devices WHERE owner = ANY($2::text[]) ORDER BY id FOR UPDATE) gone
+                    WHERE d.id = gone.id RETURNING d.id, d.claims
                     """)
             move.binds.append(node)
             move.binds.append(gone)

@@ -135,8 +135,12 @@ public final class PostgresStore: ClusterStore {
                     """, logger: logger)
             }
             for (column, marks) in [("last_seen_at", batch.seen), ("removed_at", batch.removed)] where !marks.isEmpty {
-                let ids = Array(marks.keys)
+                // Rows locked in id order, as claims lock them: a commit and a claim of overlapping
+                // devices wait for each other instead of deadlocking.
+                let ids = marks.keys.sorted()
                 let times = ids.map { marks[$0]!.milliseconds }
+                try await connection.query(
+                    "SELECT 1 FROM devices WHERE id = ANY(\(ids)::text[]) ORDER BY id FOR UPDATE", logger: logger)
                 var update = PostgresQuery(
                     unsafeSQL: """
                         UPDATE devices d SET \(column) = x.t FROM UNNEST($1::text[], $2::bigint[]) AS x(i, t)
@@ -205,7 +209,9 @@ public final class PostgresStore: ClusterStore {
                         order.append(outcome.apnsID)
                     }
                 }
-                let outcomes = order.map { merged[$0]! }
+                // In id order: two nodes writing outcomes of the same pushes (a device that just moved)
+                // lock their rows in one order.
+                let outcomes = order.sorted { ($0.high, $0.low) < ($1.high, $1.low) }.map { merged[$0]! }
                 let ids = outcomes.map(\.apnsID.value)
                 let states = outcomes.map { Int64($0.state.rawValue) }
                 let rules = outcomes.map { $0.rule?.rawValue ?? "" }

@@ -136,14 +136,16 @@ public final class DeviceAgent: Sendable {
     }
 
     /// `endpoints`: the device ports of a fleet's nodes (at least one); the agent starts at `first`.
+    /// `loopbackSource`: on an endpoint in 127.0.0.0/8, the address it connects from (`loopbackSource(of:)`).
     public init(
         endpoints: [Endpoint], first: Int = 0, tls: NIOSSLContext? = nil, apps: [String], identity: Identity? = nil,
         enrolment: String? = nil, behaviour: AgentBehaviour = .prompt, runtime: RuntimeShell? = nil,
-        http: HTTPClient? = nil, seed: UInt64? = nil, group: any EventLoopGroup,
+        http: HTTPClient? = nil, seed: UInt64? = nil, loopbackSource: String? = nil, group: any EventLoopGroup,
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in }
     ) {
         precondition(!endpoints.isEmpty, "an agent needs a device port to connect to")
         self.endpoints = endpoints
+        self.loopbackSource = loopbackSource.flatMap { try? SocketAddress(ipAddress: $0, port: 0) }
         state.withLock { $0.endpoint = first }
         self.runtime = runtime
         self.http = http
@@ -165,9 +167,25 @@ public final class DeviceAgent: Sendable {
     /// The device port it is connected to, or will try next.
     public var endpoint: Endpoint { state.withLock { endpoints[$0.endpoint % endpoints.count] } }
 
-    /// How long a connection may take to be welcomed (TCP, the upgrade, hello or register) before the
-    /// agent gives up on it and tries again.
+    /// The loopback address this agent connects from when its endpoint is a loopback one.
+    let loopbackSource: SocketAddress?
+
+    /// A loopback source address for device `index` of a simulator: 127.1.x.y, one for each 64 devices.
+    /// Real devices come from many addresses; thousands of simulated ones connecting from 127.0.0.1 to a
+    /// few ports make the kernel search its ephemeral ports for a free pair on every connect, which under
+    /// a reconnection storm of 100,000 devices was the simulators' largest cost (`__inet_check_established`).
+    public static func loopbackSource(of index: UInt64) -> String {
+        let group = index / 64
+        return "127.1.\((group / 256) % 256).\(group % 256)"
+    }
+
+    /// How long a connection may take to be upgraded (TCP, the WebSocket upgrade) before the agent gives
+    /// up on it and tries the next endpoint.
     static let handshakeSeconds: Int64 = 10
+    /// How long an upgraded connection may wait for the welcome after hello or register: longer, as the
+    /// node is there and working — a device that moved must wait for its claim, and a node's loss sends
+    /// thousands of devices to claim at once. Giving up sooner would only start the claim again elsewhere.
+    static let welcomeSeconds: Int64 = 60
 
     /// Answers to `register` that no retry changes: a wrong enrolment secret, too many enrolments.
     static func isFinal(_ reason: String, registering: Bool) -> Bool {
@@ -209,7 +227,10 @@ public final class DeviceAgent: Sendable {
         let retry: @Sendable () -> Void = {
             if !retried.exchange(true, ordering: .relaxed) { agent.scheduleReconnect(hint: nil) }
         }
-        let result = ClientBootstrap(group: group)
+        var bootstrap = ClientBootstrap(group: group)
+        if let loopbackSource, endpoint.host.hasPrefix("127.") { bootstrap = bootstrap.bind(to: loopbackSource) }
+        let result =
+            bootstrap
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             // Device messages are small: start reads at 512 bytes, not NIO's 2,048 (a fleet of 10,000
             // keeps one read buffer per connection; measured 2 KB of 12 per device). It grows for large reads.
@@ -255,8 +276,8 @@ public final class DeviceAgent: Sendable {
                     // A node that accepts the connection and then says nothing (stopping, stalled) is
                     // left after this long, for the next endpoint: every handshake has a deadline.
                     channel.eventLoop.scheduleTask(in: .seconds(Self.handshakeSeconds)) {
-                        let welcomed = agent.state.withLock { $0.channel === channel && $0.welcomed }
-                        if !welcomed { channel.close(promise: nil) }
+                        let upgraded = agent.state.withLock { $0.channel === channel }
+                        if !upgraded { channel.close(promise: nil) }
                     }
                 }
             }
@@ -279,6 +300,11 @@ public final class DeviceAgent: Sendable {
         } else {
             send(.register(enrolment: enrolment))
         }
+        let agent = self
+        channel.eventLoop.scheduleTask(in: .seconds(Self.welcomeSeconds)) {
+            let welcomed = agent.state.withLock { $0.channel === channel && $0.welcomed }
+            if !welcomed { channel.close(promise: nil) }
+        }
     }
 
     fileprivate func detached(_ channel: any Channel, hint: Int?) {
@@ -297,12 +323,16 @@ public final class DeviceAgent: Sendable {
     }
 
     /// Full-jitter exponential backoff (0.25 s doubling to 30 s), or the gateway's hint when it gave one;
-    /// `moveOn`: the next attempt goes to the next endpoint (this one failed or never welcomed it).
+    /// `moveOn`: the next attempt goes to another endpoint (this one failed or never welcomed it).
     private func scheduleReconnect(hint: Int?, moveOn: Bool = true) {
         let delay = state.withLock { state -> Int64? in
             guard !state.stopped else { return nil }
             state.attempts += 1
-            if moveOn { state.endpoint = (state.endpoint + 1) % endpoints.count }
+            // Another endpoint at random: the devices of a node that is gone spread over the others
+            // (all moving to the next one would send that one the whole node's claims at once).
+            if moveOn, endpoints.count > 1 {
+                state.endpoint = (state.endpoint + Int.random(in: 1..<endpoints.count)) % endpoints.count
+            }
             let ceiling = min(30_000, 250 << min(state.attempts, 7))
             return Int64(hint ?? 0) + Int64.random(in: 0...Int64(ceiling))
         }

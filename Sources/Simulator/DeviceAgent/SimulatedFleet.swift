@@ -46,7 +46,7 @@ public final class SimulatedFleet: Sendable {
             DeviceAgent(
                 endpoints: endpoints, first: index, apps: apps, enrolment: enrolment,
                 behaviour: profile.behaviour(seed: seed &+ UInt64(index)), http: http, seed: seed &+ UInt64(index),
-                group: group,
+                loopbackSource: DeviceAgent.loopbackSource(of: seed &+ UInt64(index)), group: group,
                 onEvent: { counters.record($0) })
         }
     }
@@ -101,7 +101,9 @@ public final class SimulatedFleet: Sendable {
                     DeviceAgent(
                         endpoints: endpoints, first: Int(index), apps: apps.map(\.bundleID), enrolment: enrolment,
                         runtime: shell,
-                        seed: seed &+ index, group: group, onEvent: { counters.record($0) }))
+                        seed: seed &+ index, loopbackSource: DeviceAgent.loopbackSource(of: seed &+ index),
+                        group: group,
+                        onEvent: { counters.record($0) }))
                 index += 1
             }
         }
