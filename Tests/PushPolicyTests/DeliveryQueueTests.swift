@@ -215,30 +215,6 @@ import Testing
 
     /// The fleet's stall check, through a random run of every event on a few devices: it finds exactly the
     /// devices whose own queue says it is stalled, and the fleet writes what each queue alone would.
-    /// One device silent past the timeout is closed; a twentieth of the connected ones at once (at least
-    /// 50) is a mass stall: only those silent four times as long are closed.
-    @Test mutating func aMassStallClosesOnlyTheLongestSilent() {
-        var queues = DeliveryQueues(window: 2, limit: 50)
-        var writes: [Outgoing] = []
-        let timeout: Int64 = 30_000
-        // 100 devices connected; device 0 gets a push at t0, devices 1…59 at t0 + 100 s.
-        for slot in 0..<100 { queues.connected(DeviceSlot(slot), now: t0, into: &writes) }
-        queues.enqueue(items(1)[0], for: DeviceSlot(0), now: t0, into: &writes)
-        let later = t0.adding(seconds: 100)
-        let check = queues.toClose(now: t0.adding(seconds: 31), timeoutMilliseconds: timeout, connected: 100)
-        #expect(check == StallCheck(close: [DeviceSlot(0)], stalled: 1, massStall: false))
-        for slot in 1..<60 { queues.enqueue(items(1)[0], for: DeviceSlot(slot), now: later, into: &writes) }
-        // At t0 + 131 s: 60 stalled of 100 — a mass stall; device 0 has been silent 131 s (over 4 × 30 s).
-        let mass = queues.toClose(now: later.adding(seconds: 31), timeoutMilliseconds: timeout, connected: 100)
-        #expect(mass == StallCheck(close: [DeviceSlot(0)], stalled: 60, massStall: true))
-        // 60 of 10,000 connected is not a mass stall: all 60 are closed.
-        let few = queues.toClose(now: later.adding(seconds: 31), timeoutMilliseconds: timeout, connected: 10_000)
-        #expect(few.close.count == 60 && !few.massStall)
-        #expect(!StallRule.isMassStall(stalled: 49, connected: 100))
-        #expect(StallRule.isMassStall(stalled: 50, connected: 1_000))
-        #expect(!StallRule.isMassStall(stalled: 50, connected: 1_001))
-    }
-
     @Test mutating func theFleetsStallCheckFindsWhatEachQueueSays() {
         var queues = DeliveryQueues(window: 2, limit: 50)
         var model: [DeviceSlot: DeliveryQueue] = [:]

@@ -89,7 +89,6 @@ public final class GatewayMetrics: Sendable {
             (counter(.disconnections), \.disconnections),
             (counter(.acknowledged), \.acknowledged),
             (counter(.devicesClosed), \.closedForMisbehaviour),
-            (counter(.massStalls), \.massStallChecks),
             (counter(.enrolmentsRefused), \.enrolmentsRefused),
             (counter(.devicesRemoved, [("how", "removed")]), \.devicesRemoved),
             (counter(.devicesRemoved, [("how", "pruned")]), \.devicesPruned),

@@ -310,20 +310,13 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// Closes the connections of devices that acknowledged nothing written to them for
-    /// `notReadingTimeoutSeconds` (checked about once a second; `StallRule` when many do at once): what
-    /// they had not acknowledged goes back to their queues for their next connection.
+    /// `notReadingTimeoutSeconds` (checked about once a second): what they had not acknowledged goes back
+    /// to their queues for their next connection.
     private func closeStalled(now: UnixTime) {
         guard Self.due(lastStallCheck, every: 1000, now: now) else { return }
         let timeout = settings.notReadingTimeoutSeconds * 1000
-        let (check, stalled) = core.withLock { core in
-            let check = core.deliveries.toClose(now: now, timeoutMilliseconds: timeout, connected: core.connectedCount)
-            return (check, check.close.compactMap { core.session(of: $0) })
-        }
-        if check.massStall {
-            hubCounters.withLock { $0.massStallChecks += 1 }
-            logger.notice(
-                "devices not acknowledging: too many at once to be theirs, closing only the longest silent",
-                metadata: ["stalled": "\(check.stalled)", "closing": "\(stalled.count)"])
+        let stalled = core.withLock { core in
+            core.deliveries.stalled(now: now, timeoutMilliseconds: timeout).compactMap { core.session(of: $0) }
         }
         guard !stalled.isEmpty else { return }
         hubCounters.withLock { $0.closedForMisbehaviour += stalled.count }
@@ -534,8 +527,6 @@ public struct HubCounters: Sendable, Equatable, Codable {
     public var sweptUndecided = 0
     public var acceptedWithoutDevice = 0
     public var closedForMisbehaviour = 0
-    /// Stall checks that found too many devices not acknowledging at once to blame them (`StallRule`).
-    public var massStallChecks = 0
     public var authenticationFailures = 0
     /// `register`s refused for a missing or wrong enrolment secret, or over the per-address rate.
     public var enrolmentsRefused = 0

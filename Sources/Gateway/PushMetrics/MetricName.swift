@@ -29,7 +29,6 @@ public enum MetricName: String, CaseIterable, Sendable {
     case waiting = "pushgate_delivery_waiting_notifications"
     case disconnections = "pushgate_device_disconnections_total"
     case devicesClosed = "pushgate_devices_closed_for_misbehaviour_total"
-    case massStalls = "pushgate_device_mass_stall_checks_total"
     case enrolmentsRefused = "pushgate_device_enrolments_refused_total"
     case devicesRemoved = "pushgate_devices_removed_total"
     // Listeners' doors
@@ -83,8 +82,6 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .disconnections:
             "Device sessions that ended (closed by either side, dropped, replaced, stalled, shut down)."
         case .devicesClosed: "Device connections closed for flooding, oversized frames or not reading."
-        case .massStalls:
-            "Stall checks (about one a second) that found too many devices not acknowledging at once to blame them (5 % of the connected, at least 50): only those silent 4 times devices.not_reading_timeout_seconds were closed."
         case .enrolmentsRefused:
             "Device registrations refused: a missing or wrong enrolment secret, or over devices.enrolments_per_minute_per_address."
         case .devicesRemoved:

@@ -244,19 +244,6 @@ public struct DeliveryQueues: Sendable {
         queues.compactMap { $0.value.isStalled(now: now, timeoutMilliseconds: timeoutMilliseconds) ? $0.key : nil }
     }
 
-    /// The devices to close for not acknowledging, of `connected`: those stalled for `timeoutMilliseconds`
-    /// — unless so many are that the devices are not the slow side (`StallRule.isMassStall`: the
-    /// gateway, its machine or its network is behind, and closing them would send them all to reconnect
-    /// into the same congestion); then only those stalled for `StallRule.massStallFactor` times as long.
-    public func toClose(now: UnixTime, timeoutMilliseconds: Int64, connected: Int) -> StallCheck {
-        let silent = stalled(now: now, timeoutMilliseconds: timeoutMilliseconds)
-        guard StallRule.isMassStall(stalled: silent.count, connected: connected) else {
-            return StallCheck(close: silent, stalled: silent.count, massStall: false)
-        }
-        let long = stalled(now: now, timeoutMilliseconds: timeoutMilliseconds * StallRule.massStallFactor)
-        return StallCheck(close: long, stalled: silent.count, massStall: true)
-    }
-
     public mutating func disconnected(_ device: DeviceSlot) {
         guard var queue = queues[device] else { return }
         queue.disconnected()
