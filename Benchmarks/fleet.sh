@@ -13,13 +13,14 @@
 # Fails (non-zero) if a step fails or prints no figure. Everything runs on this machine's cores.
 # Usage: [POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db] Benchmarks/fleet.sh [devices] [nodes] [idle seconds]
 # Without POSTGRES_URL the fleet starts its own PostgreSQL (Debian's postgresql package).
+# FLEET_PER_SIMULATOR: devices per `pushgate simulate` process (15,000; at most what its descriptors allow).
 # Needs: nghttp2-client (h2load), python3, curl; psql with POSTGRES_URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEVICES=${1:-100000}
 NODES=${2:-6}
 IDLE=${3:-60}
-PER_SIMULATOR=15000
+PER_SIMULATOR=${FLEET_PER_SIMULATOR:-15000}
 for tool in h2load python3 curl; do
   command -v $tool >/dev/null || { echo "fleet.sh: missing $tool (apt-get install nghttp2-client python3 curl)" >&2; exit 1; }
 done
