@@ -120,20 +120,17 @@ extension DeviceHub {
                 return batch
             }
             guard !devices.isEmpty else { return }
-            var slots: [String: DeviceSlot] = [:]
-            for device in devices {
-                if let deviceID = registry.deviceID(of: device) { slots[deviceID] = device }
-            }
+            let deviceIDs = devices.map { registry.deviceID(of: $0) }
             var claimed: [String: ClaimedDevice] = [:]
             do {
-                claimed = try await cluster.claim(deviceIDs: Array(slots.keys))
+                claimed = try await cluster.claim(deviceIDs: deviceIDs.compactMap { $0 })
             } catch {
                 logger.error(
                     "devices not claimed",
-                    metadata: ["count": "\(slots.count)", "error": "\(String(reflecting: error))"])
+                    metadata: ["count": "\(devices.count)", "error": "\(String(reflecting: error))"])
             }
-            for (deviceID, state) in claimed {
-                guard let device = slots[deviceID] else { continue }
+            for (device, deviceID) in zip(devices, deviceIDs) {
+                guard let deviceID, let state = claimed[deviceID] else { continue }
                 take(device, deviceID: deviceID, state, owner: cluster.nodeID)
                 logger.debug(
                     "device claimed",
@@ -143,8 +140,7 @@ extension DeviceHub {
                     ])
             }
             hubCounters.withLock { $0.claimed += claimed.count }
-            for device in devices {
-                let deviceID = registry.deviceID(of: device)
+            for (device, deviceID) in zip(devices, deviceIDs) {
                 finishClaim(device, claimed: deviceID.map { claimed[$0] != nil } ?? false)
             }
         }

@@ -21,35 +21,50 @@ extension PostgresStore {
             ).decode((String, String?, Int64).self) {
                 claimed.append((id, before, claims))
             }
-            guard !claimed.isEmpty else { return [:] }
-            let ids = claimed.map(\.id)
-            let notices = claimed.map {
-                ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text
-            }
-            _ = try await connection.query(
-                "SELECT COUNT(pg_notify(\(Self.channel), n)) FROM UNNEST(\(ClusterMessage.payloads(notices))::text[]) AS n",
-                logger: self.logger
-            ).decode(Int64.self).all()
-            var budgets: [String: [AppBudget]] = [:]
-            for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {
-                budgets[device.deviceID] = device.apps
-            }
-            var query = PostgresQuery(
-                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = ANY($1) ORDER BY seq")
-            query.binds.append(ids)
-            var pending: [String: [StoredNotification]] = [:]
-            for try await row in try await connection.query(query, logger: self.logger) {
-                let stored = try Self.notification(row)
-                if let device = stored.deviceID { pending[device, default: []].append(stored) }
-            }
-            var result: [String: ClaimedDevice] = [:]
-            for device in claimed {
-                result[device.id] = ClaimedDevice(
-                    previousOwner: device.before == node ? nil : device.before, claim: device.claims,
-                    budgets: budgets[device.id] ?? [], pending: pending[device.id] ?? [])
-            }
-            return result
+            return try await takeOwnership(of: claimed, on: connection)
         }
+    }
+
+    /// Tells the other nodes, in this transaction, that this node owns `devices` now (their claim
+    /// numbers), and reads what it needs of each: budgets and pending notifications (claims, takeovers).
+    func takeOwnership(
+        of devices: [(id: String, before: String?, claims: Int64)], on connection: PostgresConnection
+    ) async throws -> [String: ClaimedDevice] {
+        guard !devices.isEmpty else { return [:] }
+        let node = nodeID
+        let ids = devices.map(\.id)
+        try await notify(
+            devices.map { .owner(deviceID: $0.id, node: node, claim: $0.claims) }, on: connection)
+        var budgets: [String: [AppBudget]] = [:]
+        for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: logger) {
+            budgets[device.deviceID] = device.apps
+        }
+        var query = PostgresQuery(
+            unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = ANY($1) ORDER BY seq")
+        query.binds.append(ids)
+        var pending: [String: [StoredNotification]] = [:]
+        for try await row in try await connection.query(query, logger: logger) {
+            let stored = try Self.notification(row)
+            if let device = stored.deviceID { pending[device, default: []].append(stored) }
+        }
+        var result: [String: ClaimedDevice] = [:]
+        for device in devices {
+            result[device.id] = ClaimedDevice(
+                previousOwner: device.before == node ? nil : device.before, claim: device.claims,
+                budgets: budgets[device.id] ?? [], pending: pending[device.id] ?? [])
+        }
+        return result
+    }
+
+    /// Sends `notices` to the other nodes with this transaction's commit (and only if it commits), packed
+    /// into as few NOTIFYs as fit.
+    func notify(_ notices: [ClusterNotice], on connection: PostgresConnection) async throws {
+        guard !notices.isEmpty else { return }
+        let node = nodeID
+        let payloads = ClusterMessage.payloads(notices.map { ClusterMessage(from: node, notice: $0).text })
+        _ = try await connection.query(
+            "SELECT COUNT(pg_notify(\(Self.channel), n)) FROM UNNEST(\(payloads)::text[]) AS n", logger: logger
+        ).decode(Int64.self).all()
     }
 
     /// Each node's lease: how long ago (ms, by the database's clock) it was last renewed (`pushgate fleet
@@ -108,40 +123,15 @@ extension PostgresStore {
                     """)
             move.binds.append(node)
             move.binds.append(gone)
-            var taken: [(id: String, claims: Int64)] = []
+            var taken: [(id: String, before: String?, claims: Int64)] = []
             for try await (id, claims) in try await connection.query(move, logger: self.logger).decode(
                 (String, Int64).self)
             {
-                taken.append((id, claims))
+                taken.append((id, nil, claims))
             }
-            guard !taken.isEmpty else { return [] }
-            let ids = taken.map(\.id)
-            var notify = PostgresQuery(unsafeSQL: "SELECT pg_notify($1, t) FROM UNNEST($2::text[]) AS t")
-            notify.binds.append(Self.channel)
-            notify.binds.append(
-                ClusterMessage.payloads(
-                    taken.map {
-                        ClusterMessage(from: node, notice: .owner(deviceID: $0.id, node: node, claim: $0.claims)).text
-                    }))
-            _ = try await connection.query(notify, logger: self.logger).all()
-            var budgets: [String: [AppBudget]] = [:]
-            for device in try await Self.budgets(connection, where: "device_id = ANY($1)", ids, logger: self.logger) {
-                budgets[device.deviceID] = device.apps
-            }
-            var query = PostgresQuery(
-                unsafeSQL: Self.selectNotification + " WHERE state = 0 AND device_id = ANY($1) ORDER BY seq")
-            query.binds.append(ids)
-            var pending: [String: [StoredNotification]] = [:]
-            for try await row in try await connection.query(query, logger: self.logger) {
-                let stored = try Self.notification(row)
-                if let device = stored.deviceID { pending[device, default: []].append(stored) }
-            }
-            return taken.map { device in
-                TakenDevice(
-                    deviceID: device.id,
-                    claimed: ClaimedDevice(
-                        previousOwner: nil, claim: device.claims, budgets: budgets[device.id] ?? [],
-                        pending: pending[device.id] ?? []))
+            let claimed = try await takeOwnership(of: taken, on: connection)
+            return taken.compactMap { device in
+                claimed[device.id].map { TakenDevice(deviceID: device.id, claimed: $0) }
             }
         }
     }

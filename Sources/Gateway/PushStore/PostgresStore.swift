@@ -139,12 +139,11 @@ public final class PostgresStore: ClusterStore {
                 // devices wait for each other instead of deadlocking.
                 let ids = marks.keys.sorted()
                 let times = ids.map { marks[$0]!.milliseconds }
-                try await connection.query(
-                    "SELECT 1 FROM devices WHERE id = ANY(\(ids)::text[]) ORDER BY id FOR UPDATE", logger: logger)
                 var update = PostgresQuery(
                     unsafeSQL: """
-                        UPDATE devices d SET \(column) = x.t FROM UNNEST($1::text[], $2::bigint[]) AS x(i, t)
-                        WHERE d.id = x.i
+                        UPDATE devices d SET \(column) = x.t FROM UNNEST($1::text[], $2::bigint[]) AS x(i, t),
+                            (SELECT id FROM devices WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE) locked
+                        WHERE d.id = x.i AND locked.id = x.i
                         """)
                 update.binds.append(ids)
                 update.binds.append(times)
@@ -251,14 +250,7 @@ public final class PostgresStore: ClusterStore {
                         """, logger: logger)
                 }
             }
-            if !batch.notices.isEmpty {
-                let node = self.nodeID
-                let texts = ClusterMessage.payloads(batch.notices.map { ClusterMessage(from: node, notice: $0).text })
-                // Delivered by PostgreSQL when, and only if, this transaction commits.
-                _ = try await connection.query(
-                    "SELECT COUNT(pg_notify(\(Self.channel), n)) FROM UNNEST(\(texts)::text[]) AS n", logger: logger
-                ).decode(Int64.self).all()
-            }
+            try await notify(batch.notices, on: connection)
         }
     }
 
