@@ -86,7 +86,7 @@ full)
   section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 60 2
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 8 1000
-  [ -n "${POSTGRES_URL:-}" ] && section "A node fleet: 100,000 devices on 6 nodes" bash Benchmarks/fleet.sh
+  [ -n "${POSTGRES_URL:-}" ] && section "A node fleet: 100,000 devices on 7 nodes" bash Benchmarks/fleet.sh
   ;;
 esac
 rm -f "$ERRORS"

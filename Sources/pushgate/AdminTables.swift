@@ -16,7 +16,7 @@ enum AdminTables {
     }
 
     static func journey(_ journey: NotificationJourney) -> String {
-        var out = "notification \(journey.apnsID): \(journey.deliveryState)\n"
+        var out = "notification \(journey.apnsID) (apns-unique-id \(journey.uniqueID)): \(journey.deliveryState)\n"
         if let stored = journey.stored {
             out += table([
                 ["state", stored.state + (stored.rule.map { " (\($0))" } ?? "")],

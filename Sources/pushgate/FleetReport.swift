@@ -11,6 +11,8 @@ enum FleetReport {
         var connectedDevices: Int
         var accepted: Int
         var delivered: Int
+        /// The node's cap on device connections (`devices.max_connections` as resolved; 0: none).
+        var deviceLimit: Int
     }
 
     static func redacted(_ url: String) -> String { PostgresStore.redacted(url) }
@@ -76,8 +78,26 @@ enum FleetReport {
         lines.append(
             "| all | | \(state.nodes.filter(\.isRunning).count) of \(state.nodes.count) | | \(totals.devices) | \(String(format: "%.0f", totals.accepted)) | \(String(format: "%.0f", totals.delivered)) | | |"
         )
+        if let line = capacity(limits: second.compactMap { $0?.deviceLimit }, devices: totals.devices) {
+            lines.append(line)
+        }
         if case .failure(let error) = leases { lines.append("leases: the database did not answer (\(error))") }
         return lines.joined(separator: "\n")
+    }
+
+    /// Whether the answering nodes' device connections would hold every connected device with one of
+    /// them gone (the one with the largest cap): a lost node's devices reconnect to the others, and those
+    /// a full node refuses keep retrying. Nil when a node has no cap or none answered.
+    static func capacity(limits: [Int], devices: Int) -> String? {
+        guard !limits.isEmpty, !limits.contains(0) else { return nil }
+        let total = limits.reduce(0, +)
+        let survivors = total - limits.max()!
+        let verdict =
+            survivors >= devices
+            ? "room for every device if one node is lost"
+            : "one node lost, \(devices - survivors) devices would find no room: add a node (or raise devices.max_connections where the descriptors allow)"
+        return
+            "capacity: \(total) device connections on \(limits.count) nodes, \(survivors) without the largest; \(devices) connected — \(verdict)"
     }
 
     /// Each node's counters now, read from its admin API (nil for a node that does not answer).
@@ -98,6 +118,7 @@ enum FleetReport {
                 .status == 200
             let hub = json["hub"] as? [String: Any] ?? [:]
             let policy = json["policy"] as? [String: Any] ?? [:]
+            let doors = json["connections"] as? [String: Any] ?? [:]
             func number(_ dictionary: [String: Any], _ key: String) -> Int {
                 (dictionary[key] as? NSNumber)?.intValue ?? 0
             }
@@ -107,7 +128,8 @@ enum FleetReport {
                     accepted: ["alertingAccepted", "silentAccepted", "otherAccepted"].reduce(0) {
                         $0 + number(policy, $1)
                     },
-                    delivered: number(hub, "delivered")))
+                    delivered: number(hub, "delivered"),
+                    deviceLimit: number(doors["devices"] as? [String: Any] ?? [:], "limit")))
         }
         return samples
     }

@@ -15,7 +15,7 @@ struct LookupCommand: AsyncParsableCommand {
             abstract:
                 "What happened to a notification: accepted, held, released, woken, completed, and the rule for each.")
         @OptionGroup var options: ConfigOptions
-        @Argument(help: "The apns-id.") var apnsID: String
+        @Argument(help: "The apns-id, or the apns-unique-id a development gateway answered with.") var apnsID: String
         @Flag(help: "Print the admin API's JSON instead of a table.") var json = false
         func run() async throws { try await lookup("notifications", apnsID, options, json: json) }
     }

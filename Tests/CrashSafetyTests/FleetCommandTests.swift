@@ -184,6 +184,7 @@ import WallClock
         let status = (try? String(contentsOfFile: statusLog, encoding: .utf8)) ?? ""
         #expect(status.contains("| node-1 | \(first.pid) | stopped |"), "\(status)")
         #expect(status.contains("| node-2 | \(second.pid) | running | yes |"), "\(status)")
+        #expect(status.contains("capacity: ") && status.contains("on 2 nodes"), "\(status)")
 
         // fleet down: the live nodes drain and exit; nothing is left behind, and the record is gone.
         for agent in agents.joined() { agent.stop() }

@@ -1,6 +1,7 @@
 import DeviceAgent
 import Foundation
 import Gateway
+import PushModel
 import TestSupport
 import Testing
 
@@ -44,6 +45,13 @@ import Testing
                     "Delivered (From Storage)",
                 ])
             #expect(journey["deliveryState"] as? String == "Delivered (From Storage)")
+            // The apns-unique-id the 200 carried leads to the same journey.
+            let unique = try #require(journey["uniqueID"] as? String)
+            #expect(unique == APNsID(header: held)!.uniqueID.value)
+            let (uniqueStatus, uniqueBody) = try await setup.admin("/v1/notifications/\(unique)")
+            #expect(uniqueStatus == 200)
+            let byUnique = try JSONSerialization.jsonObject(with: Data(uniqueBody.utf8)) as? [String: Any]
+            #expect(byUnique?["apnsID"] as? String == held)
             let stored = journey["stored"] as? [String: Any]
             #expect(stored?["rule"] as? String == "released_piggyback_keep_alive")
             #expect(stored?["pushType"] as? String == "background")

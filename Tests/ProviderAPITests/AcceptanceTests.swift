@@ -31,6 +31,39 @@ import Testing
         }
     }
 
+    /// The development environment answers a 200 with `apns-unique-id` too (Apple's sandbox does, for the
+    /// Push Notifications Console's delivery log): derived from the apns-id, leading back to it; no error
+    /// carries one, and production answers without it.
+    @Test(arguments: TestGateway.Transport.allCases)
+    func developmentAnswersWithAUniqueID(over transport: TestGateway.Transport) async throws {
+        let id = "4f6a2b1c-9d8e-4f7a-8b6c-5d4e3f2a1b0c"
+        try await TestGateway.with { gateway in
+            let client = try await gateway.client(transport)
+            let accepted = try await client.post(
+                path: "/3/device/\(Fixture.token.hex)", headers: gateway.headers(extra: [("apns-id", id)]),
+                body: alertPayload)
+            #expect(accepted.status == 200)
+            let unique = try #require(accepted.header("apns-unique-id").flatMap { APNsID(header: $0) })
+            #expect(unique != APNsID(header: id))
+            #expect(unique.value == APNsID(header: id)!.uniqueID.value)
+            #expect(APNsID(uniqueID: unique) == APNsID(header: id))
+            let rejected = try await client.post(
+                path: "/3/device/\(Fixture.unknownToken.hex)", headers: gateway.headers(), body: alertPayload)
+            #expect(rejected.status != 200)
+            #expect(rejected.header("apns-unique-id") == nil)
+            await client.close()
+        }
+        try await TestGateway.with(configure: { $0.environment = .production }) { gateway in
+            let client = try await gateway.client(transport)
+            let accepted = try await client.post(
+                path: "/3/device/\(Fixture.token.hex)", headers: gateway.headers(extra: [("apns-id", id)]),
+                body: alertPayload)
+            #expect(accepted.status == 200)
+            #expect(accepted.header("apns-unique-id") == nil)
+            await client.close()
+        }
+    }
+
     @Test func echoesUpperCaseIDExactlyAndGeneratesLowerCase() async throws {
         try await TestGateway.with { gateway in
             let client = try await gateway.client()

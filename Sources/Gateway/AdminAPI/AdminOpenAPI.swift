@@ -80,7 +80,7 @@ enum AdminOpenAPI {
               "get": {
                 "summary": "A notification's journey: the store's record and each decision with its rule, in Apple's delivery states.",
                 "operationId": "notification",
-                "parameters": [{"name": "apnsID", "in": "path", "required": true, "description": "The apns-id (canonical UUID).", "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"}}],
+                "parameters": [{"name": "apnsID", "in": "path", "required": true, "description": "The apns-id, or the apns-unique-id a development gateway answered with (canonical UUID).", "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"}}],
                 "responses": {
                   "200": {"description": "What is known of it.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NotificationJourney"}}}},
                   "400": {"$ref": "#/components/responses/Error"},
@@ -178,9 +178,10 @@ enum AdminOpenAPI {
                   "connections": {
                     "type": "object", "description": "Each listener kind's door (provider, devices).",
                     "additionalProperties": {
-                      "type": "object", "required": ["open", "refusedListenerCap", "refusedAddressCap", "handshakeTimeouts"],
+                      "type": "object", "required": ["open", "limit", "refusedListenerCap", "refusedAddressCap", "handshakeTimeouts"],
                       "properties": {
                         "open": {"type": "integer", "minimum": 0},
+                        "limit": {"type": "integer", "minimum": 0, "description": "Connections this door holds at once (devices.max_connections or provider.max_connections as resolved; 0: no cap)."},
                         "refusedListenerCap": {"type": "integer", "minimum": 0},
                         "refusedAddressCap": {"type": "integer", "minimum": 0},
                         "handshakeTimeouts": {"type": "integer", "minimum": 0}
@@ -213,9 +214,10 @@ enum AdminOpenAPI {
                 }
               },
               "NotificationJourney": {
-                "type": "object", "required": ["apnsID", "deliveryState", "steps"],
+                "type": "object", "required": ["apnsID", "uniqueID", "deliveryState", "steps"],
                 "properties": {
                   "apnsID": {"type": "string"},
+                  "uniqueID": {"type": "string", "description": "The apns-unique-id: in the development environment the 200 carries it; it leads here too."},
                   "deliveryState": {"type": "string", "description": "Where it stands now, in Apple's words (Push Notifications Console): received, delivered_to_device, delivered_from_storage, stored_device_offline, stored_power_considerations, discarded_token_unregistered, discarded_expired, discarded_coalesced."},
                   "stored": {
                     "type": "object", "description": "The store's record (kept for store.retention_seconds).",

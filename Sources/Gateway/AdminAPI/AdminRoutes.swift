@@ -73,14 +73,19 @@ public struct AdminRoutes: Sendable {
                 json: encode(Readiness(status: ready ? "ready" : "not ready", checks: checks)).json)
         } else if resource == "notifications" {
             let id = parts[2]
-            guard let apnsID = APNsID(header: id) else { return error(400, "not an apns-id: \(id)") }
-            let journey = hub.journey(of: apnsID)
-            // The store keeps where it stands for the retention time, after the decision log forgot it.
-            let stored = try? await hub.writer?.backend.notification(apnsID)
-            guard !journey.isEmpty || stored != nil else {
-                return error(404, "nothing known of \(id): not in the store, and no decision in the log")
+            guard let asked = APNsID(header: id) else {
+                return error(400, "not an apns-id or apns-unique-id: \(id)")
             }
-            return encode(NotificationJourney(apnsID: apnsID, stored: stored, journey: journey))
+            // The id is an apns-id, or the apns-unique-id of one (derived from it: `APNsID.uniqueID`).
+            for apnsID in [asked, APNsID(uniqueID: asked)] {
+                let journey = hub.journey(of: apnsID)
+                // The store keeps where it stands for the retention time, after the decision log forgot it.
+                let stored = try? await hub.writer?.backend.notification(apnsID)
+                if !journey.isEmpty || stored != nil {
+                    return encode(NotificationJourney(apnsID: apnsID, stored: stored, journey: journey))
+                }
+            }
+            return error(404, "nothing known of \(id): not in the store, and no decision in the log")
         } else if resource == "devices" {
             let id = parts[2]
             guard let slot = hub.registry.slot(ofDevice: id) else { return error(404, "no device \(id)") }
@@ -178,12 +183,15 @@ public struct NotificationJourney: Codable, Sendable {
     }
 
     public var apnsID: String
+    /// The `apns-unique-id` a development gateway answered the push with.
+    public var uniqueID: String
     public var stored: Stored?
     public var steps: [Step]
 
     /// The store's record and the decision log's steps, each step with Apple's state after it.
     init(apnsID: APNsID, stored: StoredNotification?, journey: [DecisionLog.Entry]) {
         self.apnsID = apnsID.value
+        uniqueID = apnsID.uniqueID.value
         self.stored = stored.map(Stored.init)
         var lastRule: Rule?
         var state = DeliveryState.received

@@ -74,7 +74,7 @@ enum DashboardPage {
           </section>
           <section class="panel">
             <h2>Look up an apns-id or a device token</h2>
-            <form id="lookup"><input id="query" placeholder="apns-id (UUID) or device token (hex)" autocomplete="off">
+            <form id="lookup"><input id="query" placeholder="apns-id or apns-unique-id (UUID), or device token (hex)" autocomplete="off">
               <button>Look up</button></form>
             <div id="lookup-result"></div>
           </section>
@@ -216,6 +216,7 @@ enum DashboardPage {
             if (!response.ok) { out.innerHTML = '<div class="error">' + cell(body.error || response.status) + "</div>"; return; }
             if (body.steps) {
               out.innerHTML = '<div class="state">' + cell(body.deliveryState) + "</div>" +
+                "<div>apns-id " + cell(body.apnsID) + " · apns-unique-id " + cell(body.uniqueID) + "</div>" +
                 "<table><tr><th>when</th><th>event</th><th>rule</th><th>state</th></tr>" + body.steps.map(s =>
                 "<tr><td>" + new Date(s.at).toISOString().replace("T", " ").slice(0, 23) + "</td><td>" + cell(s.event) +
                 "</td><td>" + cell(s.rule) + "</td><td>" + cell(s.state) + "</td></tr>").join("") + "</table>";

@@ -37,11 +37,16 @@ public final class ConnectionGate: Sendable {
     /// The gate's counts, for `/metrics` and `/v1/counters`.
     public struct Figures: Sendable, Equatable, Codable {
         public var open = 0
+        /// The cap on connections open at once (`Limits.maxConnections`; 0: none).
+        public var limit = 0
         public var refusedListenerCap = 0
         public var refusedAddressCap = 0
         public var handshakeTimeouts = 0
 
-        public init(open: Int = 0) { self.open = open }
+        public init(open: Int = 0, limit: Int = 0) {
+            self.open = open
+            self.limit = limit
+        }
     }
 
     private struct State {
@@ -54,13 +59,14 @@ public final class ConnectionGate: Sendable {
     /// "provider" or "devices": the metric label and the log's word for it.
     public let name: String
     public let limits: Limits
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let logger: Logger
 
     public init(name: String, limits: Limits, logger: Logger) {
         self.name = name
         self.limits = limits
         self.logger = logger
+        state = Mutex(State(figures: Figures(limit: limits.maxConnections)))
     }
 
     public var figures: Figures { state.withLock { $0.figures } }

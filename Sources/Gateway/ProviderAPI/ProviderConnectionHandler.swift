@@ -84,10 +84,13 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     /// Closes the connection if its output stays over the limit (armed when reading stops).
     private var stalledClose: Scheduled<Void>?
     private var random = FastRandom()
+    /// The development environment answers a 200 with `apns-unique-id` too, as APNs's sandbox does.
+    private let answersUniqueID: Bool
 
     init(context: ProviderContext, logger: Logger) {
         self.providerContext = context
         self.logger = logger
+        answersUniqueID = context.settings.environment == .development
     }
 
     // MARK: Lifecycle
@@ -445,16 +448,19 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         switch result {
         case .accepted:
             var headers = HPACKHeaders()
-            headers.reserveCapacity(2)
+            headers.reserveCapacity(3)
             headers.add(name: ":status", value: "200")
-            // Unique per response: indexing it would only churn the client's HPACK table.
-            headers.add(name: "apns-id", value: responseID.value, indexing: .nonIndexable)
+            // Unique per response: indexing them would only churn the client's HPACK table.
+            headers.add(name: responseAPNsIDHeader, value: responseID.value, indexing: .nonIndexable)
+            if answersUniqueID {
+                headers.add(name: responseUniqueIDHeader, value: responseID.uniqueID.value, indexing: .nonIndexable)
+            }
             context.write(
                 wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
                 promise: written)
         case .rejected(let rejection):
             let headers: HPACKHeaders = [
-                ":status": ErrorBodies.statusText[rejection.reason]!, "apns-id": responseID.value,
+                ":status": ErrorBodies.statusText[rejection.reason]!, responseAPNsIDHeader: responseID.value,
                 "content-type": "application/json",
             ]
             context.write(

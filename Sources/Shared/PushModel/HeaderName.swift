@@ -55,3 +55,7 @@ public enum HeaderName: String, CaseIterable, Sendable {
 
 /// The response header that carries the notification's id.
 public let responseAPNsIDHeader = HeaderName.apnsID.rawValue
+
+/// The response header that carries, in the development environment, the id of the notification in the
+/// delivery log (`APNsID.uniqueID`).
+public let responseUniqueIDHeader = "apns-unique-id"
