@@ -75,6 +75,14 @@ import X509
                 headers: [("apns-topic", Fixture.bundle + ".location-query"), ("apns-push-type", "location")],
                 body: alertPayload)
             #expect(location.reason == "InvalidPushType")
+            // Live Activities too: ActivityKit's tokens are for token-based connections only.
+            let liveActivity = try await client.post(
+                path: path,
+                headers: [
+                    ("apns-topic", Fixture.bundle + ".push-type.liveactivity"), ("apns-push-type", "liveactivity"),
+                ],
+                body: Array(#"{"aps":{"timestamp":1700000000,"event":"update","content-state":{}}}"#.utf8))
+            #expect(liveActivity.reason == "InvalidPushType")
             #expect(gateway.intake.notifications.map(\.teamID) == [Fixture.team, Fixture.team])
             await client.close()
 

@@ -31,6 +31,20 @@ struct Pushes {
     }
 }
 
+extension Pushes {
+    /// A Live Activity update to the activity named by `activity` (its update token).
+    mutating func liveActivity(
+        activity: DeviceToken, priority: Priority = .immediate, bundle: String = "com.example.app",
+        expiration: Expiration = .storeByDefault, at now: UnixTime = t0
+    ) -> PushNotification {
+        let base = make(.other, bundle: bundle, priority: priority, expiration: expiration, at: now)
+        return PushNotification(
+            id: base.id, deviceToken: activity, topic: Topic(bundle + ".push-type.liveactivity")!, bundleID: bundle,
+            pushType: .liveactivity, priority: priority, expiration: expiration, collapseID: nil,
+            notificationClass: .other, payload: [], teamID: nil, receivedAt: now)
+    }
+}
+
 extension Array where Element == PolicyAction {
     var delivered: [(APNsID, Rule, Bool)] {
         compactMap {

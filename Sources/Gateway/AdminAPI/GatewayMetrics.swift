@@ -62,6 +62,9 @@ public final class GatewayMetrics: Sendable {
         }
         func outcome(_ value: String) -> CoreMetrics.Counter { counter(.silentOutcomes, [("outcome", value)]) }
         func completion(_ value: String) -> CoreMetrics.Counter { counter(.completions, [("result", value)]) }
+        func liveActivity(_ value: String) -> CoreMetrics.Counter {
+            counter(.liveActivityUpdates, [("outcome", value)])
+        }
         // One row per counter the policy keeps: the metric it feeds, and where to read it.
         policyCounters = [
             (outcome("woken_on_budget"), \.wokenOnBudget),
@@ -80,6 +83,9 @@ public final class GatewayMetrics: Sendable {
             (completion("failed"), \.completedFailed),
             (completion("late"), \.completedLate),
             (counter(.deadlineMisses), \.deadlinePenalties),
+            (liveActivity("on_budget"), \.liveActivityOnBudget),
+            (liveActivity("over_budget"), \.liveActivityOverBudget),
+            (liveActivity("opportunistic"), \.liveActivityOpportunistic),
         ]
         hubCounters = [
             (counter(.keepAlives), \.keepAlives),

@@ -244,6 +244,14 @@ public enum ConfigKeys {
         .int(
             "policy.budget.refill_seconds", "1200", in: 1...(30 * 86400),
             "One silent wake is refilled per this many seconds.", to: \.policy.refillIntervalSeconds),
+        .int(
+            "policy.live_activity.budget.capacity", "10", in: 1...100_000,
+            "Priority-10 updates a Live Activity may get in a burst (token bucket per activity); over it an update waits for the device's next delivery window. Apple publishes no number.",
+            to: \.policy.liveActivityCapacity),
+        .int(
+            "policy.live_activity.budget.refill_seconds", "360", in: 1...86400,
+            "One priority-10 Live Activity update is refilled per this many seconds.",
+            to: \.policy.liveActivityRefillSeconds),
         .custom(
             "policy.held.storage", "newest_only", expected: "newest_only or up_to",
             "What an app keeps while over budget or unreachable: newest_only (as APNs: the newest silent push; one push for an offline device) or up_to (policy.held.limit).",

@@ -15,6 +15,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
     case completions = "pushgate_completions_total"
+    case liveActivityUpdates = "pushgate_live_activity_updates_total"
     case deadlineMisses = "pushgate_completion_deadline_misses_total"
     case held = "pushgate_held_notifications"
     case deliveryStates = "pushgate_delivery_states_total"
@@ -64,6 +65,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .silentOutcomes:
             "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
         case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."
+        case .liveActivityUpdates:
+            "Live Activity updates by outcome: on_budget (priority 10, delivered at once), over_budget (priority 10 past its activity's budget, held for the next window), opportunistic (priority 5, held for the next window)."
         case .deadlineMisses: "Background wakes not completed within the 30-second deadline (each penalises the app)."
         case .held: "Notifications held by the policy now."
         case .deliveryStates:

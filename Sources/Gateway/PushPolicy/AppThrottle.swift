@@ -41,6 +41,9 @@ public struct AppThrottle: Sendable, Equatable {
         case awaiting(APNsID, deadline: UnixTime)
         /// A wake whose deadline passed, kept until `forgetAt` so a late completion is recognised as late.
         case missed(APNsID, forgetAt: UnixTime)
+        /// A Live Activity's priority-10 budget, named by the activity's update token; kept while it is
+        /// not full.
+        case activity(DeviceToken, LiveActivityBudget)
     }
 
     public var held: [HeldPush] {
@@ -108,6 +111,17 @@ public struct AppThrottle: Sendable, Equatable {
             release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
         case .other:
             if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
+            if push.pushType == .liveactivity {
+                // Priority 5 does not count against the budget: it goes with the device's next window.
+                if push.priority == .conservePower {
+                    return keep(push, expiresAt, .opportunistic, conditions, settings, &actions)
+                }
+                guard takeActivityUpdate(push.deviceToken, settings: settings, now: now) else {
+                    // Over budget: degraded to opportunistic delivery, not lost.
+                    return keep(push, expiresAt, .liveActivityOverBudget, conditions, settings, &actions)
+                }
+                return actions.append(.deliver(push, rule: .liveActivityOnBudget, wake: false))
+            }
             actions.append(.deliver(push, rule: .immediate, wake: false))
         }
     }
@@ -247,6 +261,7 @@ public struct AppThrottle: Sendable, Equatable {
         pending.removeAll { item in
             switch item {
             case .awaiting, .sent: return false
+            case .activity(_, let budget): return budget.isFull(settings: settings, now: now)
             case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
                 actions.append(.discard(entry.notification.id, rule: .expired))
@@ -270,7 +285,7 @@ public struct AppThrottle: Sendable, Equatable {
             case .awaiting(_, let deadline): earliest = min(earliest, deadline.milliseconds)
             case .held(let entry): if let at = entry.expiresAt { earliest = min(earliest, at.milliseconds) }
             case .missed(_, let forgetAt): earliest = min(earliest, forgetAt.milliseconds)
-            case .sent: continue
+            case .sent, .activity: continue
             }
         }
         nextDue = earliest == .max ? .max : earliest + 1
@@ -306,7 +321,13 @@ public struct AppThrottle: Sendable, Equatable {
     /// Whether this state carries nothing worth keeping: nothing pending, not force-quit, not cooling,
     /// no strikes, and a full bucket.
     public func isIdle(settings: PolicySettings, now: UnixTime) -> Bool {
-        guard pending.isEmpty, appState != .forceQuit, coolingUntil <= now.milliseconds else { return false }
+        guard appState != .forceQuit, coolingUntil <= now.milliseconds else { return false }
+        // Live Activity budgets refilled to the brim are nothing to remember; anything else pending is.
+        let onlyFullBudgets = pending.allSatisfy {
+            if case .activity(_, let budget) = $0 { return budget.isFull(settings: settings, now: now) }
+            return false
+        }
+        guard onlyFullBudgets else { return false }
         if tokens.isNaN { return strikes == 0 }
         var copy = self
         copy.settle(settings: settings, now: now)
@@ -349,6 +370,14 @@ public struct AppThrottle: Sendable, Equatable {
                 return true
             }
             if newestOnly, offline || (push.notificationClass == .silent && entry.isSilent) {
+                actions.append(.discard(entry.notification.id, rule: .coalescedNewest))
+                return true
+            }
+            // A Live Activity shows only its newest content: a newer update for the same activity replaces
+            // a held one, whatever the storage mode.
+            if push.pushType == .liveactivity, entry.notification.pushType == .liveactivity,
+                entry.notification.deviceToken == push.deviceToken
+            {
                 actions.append(.discard(entry.notification.id, rule: .coalescedNewest))
                 return true
             }
@@ -396,6 +425,41 @@ public struct AppThrottle: Sendable, Equatable {
     }
 
     // MARK: Budget and strikes
+
+    /// Spends one of the activity's priority-10 updates if its budget has one (a bucket is made full on
+    /// first use; full buckets of other activities are let go on the way).
+    private mutating func takeActivityUpdate(_ activity: DeviceToken, settings: PolicySettings, now: UnixTime) -> Bool {
+        var index: Int?
+        pending.removeAll { item in
+            guard case .activity(let token, let budget) = item, token != activity else { return false }
+            return budget.isFull(settings: settings, now: now)
+        }
+        for position in pending.indices {
+            if case .activity(activity, _) = pending[position] { index = position }
+        }
+        var budget: LiveActivityBudget
+        if let index, case .activity(_, let kept) = pending[index] {
+            budget = kept
+        } else {
+            budget = LiveActivityBudget(settings: settings, now: now)
+        }
+        let taken = budget.take(settings: settings, now: now)
+        if let index {
+            pending[index] = .activity(activity, budget)
+        } else {
+            pending.append(.activity(activity, budget))
+        }
+        return taken
+    }
+
+    /// Priority-10 updates left in each Live Activity's budget that is not full, by update token.
+    public func liveActivityBudgets(settings: PolicySettings, now: UnixTime) -> [DeviceToken: Int] {
+        var left: [DeviceToken: Int] = [:]
+        for item in pending {
+            if case .activity(let token, let budget) = item { left[token] = budget.left(settings: settings, now: now) }
+        }
+        return left
+    }
 
     private mutating func takeToken(settings: PolicySettings, now: UnixTime) -> Bool {
         settle(settings: settings, now: now)

@@ -15,6 +15,11 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var releasedOnAppOpened = 0
     public var releasedOnConditionEnded = 0
     public var deliveredImmediately = 0
+    /// Priority-10 Live Activity updates delivered on their activity's budget.
+    public var liveActivityOnBudget = 0
+    /// Live Activity updates held for the next delivery window: priority 10 over budget, and priority 5.
+    public var liveActivityOverBudget = 0
+    public var liveActivityOpportunistic = 0
     public var coalesced = 0
     public var overflowed = 0
     public var expired = 0
@@ -44,6 +49,7 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
         case .deliver(_, let rule, _):
             switch rule {
             case .onBudget: wokenOnBudget += 1
+            case .liveActivityOnBudget: liveActivityOnBudget += 1
             case .piggybackAlert: releasedOnAlert += 1
             case .piggybackKeepAlive: releasedOnKeepAlive += 1
             case .reconnect: releasedOnReconnect += 1
@@ -55,6 +61,8 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
         case .hold(_, let rule):
             held += 1
             if rule == .offline { heldOffline += 1 }
+            if rule == .liveActivityOverBudget { liveActivityOverBudget += 1 }
+            if rule == .opportunistic { liveActivityOpportunistic += 1 }
             heldNow += 1
         case .discard(_, let rule):
             switch rule {

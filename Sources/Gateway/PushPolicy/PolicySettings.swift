@@ -7,6 +7,12 @@ public struct PolicySettings: Sendable, Equatable {
     /// One silent wake is refilled per this interval (Apple: "no more than two or three per hour").
     public var refillIntervalSeconds: Int64 = 20 * 60
 
+    /// A Live Activity's priority-10 updates in a burst (a token bucket per activity, named by its update
+    /// token); over it an update is held for the next delivery window. Apple publishes no number.
+    public var liveActivityCapacity: Int = 10
+    /// One priority-10 Live Activity update is refilled per this interval.
+    public var liveActivityRefillSeconds: Int64 = 6 * 60
+
     /// How many held pushes an app keeps: `newestOnly` keeps what APNs keeps (the newest silent push);
     /// `upTo(n)` keeps up to n (as FCM keeps up to 100), discarding the oldest beyond that.
     public var heldStorage: HeldStorage = .newestOnly

@@ -22,6 +22,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case alerting = "alerting"
     case immediate = "immediate"
     case onBudget = "on_budget"
+    /// A priority-10 Live Activity update within its activity's budget.
+    case liveActivityOnBudget = "live_activity_on_budget"
     // held
     case overBudget = "held_over_budget"
     case forceQuit = "held_force_quit"
@@ -30,6 +32,10 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case offline = "held_offline"
     case lowPriority = "held_low_priority"
     case deferredPowerSaving = "deferred_power_saving"
+    /// A priority-10 Live Activity update over its activity's budget: degraded to opportunistic delivery.
+    case liveActivityOverBudget = "held_live_activity_over_budget"
+    /// A priority-5 Live Activity update: outside the budget, delivered with the device's next window.
+    case opportunistic = "held_opportunistic"
     // released
     case piggybackAlert = "released_piggyback_alert"
     case piggybackKeepAlive = "released_piggyback_keep_alive"
@@ -51,7 +57,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// and a restart or a node change sends it again rather than holding or coalescing it.
     public var isDelivery: Bool {
         switch self {
-        case .alerting, .immediate, .onBudget: return true
+        case .alerting, .immediate, .onBudget, .liveActivityOnBudget: return true
         default: return isRelease
         }
     }
@@ -60,7 +66,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     public var isHeld: Bool {
         switch self {
         case .overBudget, .forceQuit, .lowPowerMode, .backgroundAppRefreshOff, .offline, .lowPriority,
-            .deferredPowerSaving:
+            .deferredPowerSaving, .liveActivityOverBudget, .opportunistic:
             return true
         default: return false
         }
