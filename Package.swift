@@ -369,7 +369,8 @@ let package = Package(
             dependencies: [
                 "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
-                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "PushMetrics",
+                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "DeviceProtocol",
+                "PushMetrics",
                 "ConnectionLimits", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "WallClock",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -14,6 +14,7 @@ import Testing
         .uninstall(bundleID: "a"), .ack(apnsID: "x"), .complete(apnsID: "x", bundleID: "a", result: "newData"),
         .keepAlive(sequence: 3), .appState(bundleID: "a", state: "background"),
         .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
+        .activityToken(bundleID: "a", purpose: .pushToStart(attributesType: "GameAttributes")),
     ]
     static let fromGateway: [GatewayMessage] = [
         .registered(deviceID: "d", secret: "s"),
@@ -22,6 +23,7 @@ import Testing
         .keepAliveAck(sequence: 3, notifications: [delivery]),
         .closing(reason: "shutdown", reconnectAfterMilliseconds: 2000),
         .error(message: "no"),
+        .activityToken(bundleID: "a", purpose: .update(activityID: "act-1"), token: "t"),
     ]
 
     static func type(_ bytes: [UInt8]) throws -> String {
@@ -44,5 +46,28 @@ import Testing
             #expect(throws: ProtocolError.self) { try DeviceMessage.decode(bytes) }
         }
         #expect(seen == MessageType.allCases.map(\.rawValue))
+    }
+
+    /// A Live Activity token names exactly one of an attributes type (push-to-start) or an activity.
+    @Test func anActivityTokenNamesOneThing() throws {
+        for purpose in [ActivityTokenPurpose.pushToStart(attributesType: "T"), .update(activityID: "a1")] {
+            let request = DeviceMessage.activityToken(bundleID: "a", purpose: purpose)
+            #expect(try DeviceMessage.decode(request.encoded()) == request)
+            #expect(ActivityTokenPurpose(key: purpose.key) == purpose)
+        }
+        for json in [
+            #"{"type":"request_activity_token","bundle_id":"a"}"#,
+            #"{"type":"request_activity_token","bundle_id":"a","attributes_type":"T","activity_id":"x"}"#,
+            #"{"type":"request_activity_token","bundle_id":"a","attributes_type":""}"#,
+        ] {
+            #expect(throws: ProtocolError.self) { try DeviceMessage.decode(Array(json.utf8)) }
+        }
+        #expect(ActivityTokenPurpose(key: "start:") == nil)
+        #expect(ActivityTokenPurpose(key: "other:x") == nil)
+        // A Live Activity update names the token it was sent to; other deliveries need not.
+        var delivery = Self.delivery
+        delivery.token = "abcd"
+        let back = try GatewayMessage.decode(GatewayMessage.notification(delivery).encoded())
+        #expect(back == .notification(delivery))
     }
 }

@@ -262,6 +262,10 @@ final class Heard: Sendable {
         .token(
             StoredToken(
                 token: "ab12", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: UnixTime(milliseconds: 9))),
+        .token(
+            StoredToken(
+                token: "cd34", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: nil,
+                activity: "update:7c2e")),
         .removed(deviceID: "dev-1", at: UnixTime(milliseconds: 1_800_000_000_000)),
     ])
     func aNoticeReadsBackAsSent(_ notice: ClusterNotice) {

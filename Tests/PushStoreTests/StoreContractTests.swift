@@ -22,6 +22,10 @@ import Testing
             batch.tokens = [
                 StoredToken(token: Samples.token(1), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil),
                 StoredToken(token: Samples.token(2), deviceID: "dev-b", bundleID: "com.example.a", unregisteredAt: nil),
+                // A Live Activity's push-to-start token beside the app's own.
+                StoredToken(
+                    token: Samples.token(3), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil,
+                    activity: "start:GameAttributes"),
             ]
             let held = Samples.stored(1, state: .pending, rule: .overBudget, collapse: "c1", payload: [0, 255, 7])
             let delivered = Samples.stored(2, state: .pending, rule: .alerting, kind: .alerting)
@@ -49,8 +53,9 @@ import Testing
             let reopened = try await place.open(in: &stores)
             let snapshot = try await reopened.open(now: Self.t0.adding(seconds: 10))
             #expect(snapshot.devices == batch.devices)
-            #expect(snapshot.tokens.map(\.token) == [Samples.token(1), Samples.token(2)])
+            #expect(snapshot.tokens.map(\.token) == [Samples.token(1), Samples.token(2), Samples.token(3)])
             #expect(snapshot.tokens[1].unregisteredAt == Self.t0.adding(seconds: 5))
+            #expect(snapshot.tokens.map(\.activity) == [nil, nil, "start:GameAttributes"])
             #expect(snapshot.budgets == [DeviceBudgets(deviceID: "dev-a", apps: batch.budgets["dev-a"]!)])
             #expect(snapshot.pending == [held])
             let found = try await reopened.notification(delivered.notification.id)

@@ -492,7 +492,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
             priority: push.priority.rawValue, collapseID: push.collapseID?.value,
             kind: wake ? "background" : (push.notificationClass == .alerting ? "alert" : "other"),
             deadlineSeconds: wake ? deadlineSeconds : nil,
-            rule: rule.rawValue, payload: String(decoding: push.payload, as: UTF8.self))
+            rule: rule.rawValue, payload: String(decoding: push.payload, as: UTF8.self),
+            // A Live Activity update names its activity by the token it was sent to.
+            token: push.pushType == .liveactivity ? push.deviceToken.hex : nil)
     }
 }
 

@@ -16,6 +16,8 @@ public final class DeviceRegistry: DeviceDirectory {
         var slot: DeviceSlot
         var secretHash: [UInt8]
         var apps: [String: DeviceToken]
+        /// Live Activity tokens, by app and which one (`StoredToken.activity`).
+        var activities: [ActivityKey: DeviceToken] = [:]
         /// The node that runs its policy, when several share the database, and the number of the claim
         /// that made it the owner (0: registration, or as read at start).
         var owner: String?
@@ -24,6 +26,11 @@ public final class DeviceRegistry: DeviceDirectory {
         var lastSeen: UnixTime
         /// Removed devices keep their slot and id; they cannot connect again.
         var removed = false
+    }
+
+    struct ActivityKey: Hashable {
+        var bundleID: String
+        var activity: String
     }
 
     struct TokenRecord {
@@ -83,12 +90,21 @@ public final class DeviceRegistry: DeviceDirectory {
     private static func apply(_ stored: StoredToken, to state: inout State) {
         guard var device = state.devices[stored.deviceID], let token = DeviceToken(stored.token, lengths: 2...4096)
         else { return }
+        let activity = stored.activity.map { ActivityKey(bundleID: stored.bundleID, activity: $0) }
         if let since = stored.unregisteredAt {
-            if device.apps[stored.bundleID] == token { device.apps.removeValue(forKey: stored.bundleID) }
+            if let activity {
+                if device.activities[activity] == token { device.activities.removeValue(forKey: activity) }
+            } else if device.apps[stored.bundleID] == token {
+                device.apps.removeValue(forKey: stored.bundleID)
+            }
             state.tokens[token] = TokenRecord(
                 slot: device.slot, status: .unregistered(bundleID: stored.bundleID, since: since))
         } else {
-            device.apps[stored.bundleID] = token
+            if let activity {
+                device.activities[activity] = token
+            } else {
+                device.apps[stored.bundleID] = token
+            }
             state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: stored.bundleID))
         }
         state.devices[device.id] = device
@@ -190,17 +206,44 @@ public final class DeviceRegistry: DeviceDirectory {
                 return nil
             }
             if let token = device.apps[bundleID] { return token }
-            let token = DeviceToken(Self.randomHex(bytes: 32))!
-            device.apps[bundleID] = token
-            state.devices[device.id] = device
-            state.tokens[token] = TokenRecord(slot: slot, status: .active(bundleID: bundleID))
-            record(
-                StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil), in: &state)
-            return token
+            return issueToken(bundleID: bundleID, activity: nil, device: &device, state: &state)
         }
     }
 
-    /// Uninstalls an app: its token now answers 410 Unregistered with this time.
+    /// Issues a Live Activity token of an installed app (`activity`: which one, `ActivityTokenPurpose.key`);
+    /// asking again returns the same token. Nil when the app is not installed.
+    public func activityToken(_ bundleID: String, activity: String, on slot: DeviceSlot) -> DeviceToken? {
+        defer { handOver() }
+        return state.withLock { state in
+            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
+                device.apps[bundleID] != nil
+            else { return nil }
+            if let token = device.activities[ActivityKey(bundleID: bundleID, activity: activity)] { return token }
+            return issueToken(bundleID: bundleID, activity: activity, device: &device, state: &state)
+        }
+    }
+
+    /// A new token for the app — its own (`activity` nil) or one of its Live Activities' — recorded and
+    /// posted to the store under the lock.
+    private func issueToken(bundleID: String, activity: String?, device: inout Device, state: inout State)
+        -> DeviceToken
+    {
+        let token = DeviceToken(Self.randomHex(bytes: 32))!
+        if let activity {
+            device.activities[ActivityKey(bundleID: bundleID, activity: activity)] = token
+        } else {
+            device.apps[bundleID] = token
+        }
+        state.devices[device.id] = device
+        state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: bundleID))
+        record(
+            StoredToken(
+                token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil, activity: activity),
+            in: &state)
+        return token
+    }
+
+    /// Uninstalls an app: its token, and its Live Activity tokens, now answer 410 Unregistered with this time.
     @discardableResult
     public func uninstall(_ bundleID: String, on slot: DeviceSlot, at now: UnixTime) -> Bool {
         defer { handOver() }
@@ -208,10 +251,20 @@ public final class DeviceRegistry: DeviceDirectory {
             guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
                 let token = device.apps.removeValue(forKey: bundleID)
             else { return false }
+            let activities = device.activities.filter { $0.key.bundleID == bundleID }
+            for key in activities.keys { device.activities.removeValue(forKey: key) }
             state.devices[device.id] = device
             state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
             record(
                 StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now), in: &state)
+            for (key, token) in activities.sorted(by: { $0.key.activity < $1.key.activity }) {
+                state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
+                record(
+                    StoredToken(
+                        token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now,
+                        activity: key.activity),
+                    in: &state)
+            }
             return true
         }
     }
@@ -292,7 +345,21 @@ public final class DeviceRegistry: DeviceDirectory {
                     )
                 }
             }
+            for (key, token) in device.activities.sorted(by: {
+                ($0.key.bundleID, $0.key.activity) < ($1.key.bundleID, $1.key.activity)
+            }) {
+                state.tokens[token] = TokenRecord(
+                    slot: device.slot, status: .unregistered(bundleID: key.bundleID, since: now))
+                if writing {
+                    record(
+                        StoredToken(
+                            token: token.hex, deviceID: id, bundleID: key.bundleID, unregisteredAt: now,
+                            activity: key.activity),
+                        in: &state)
+                }
+            }
             device.apps = [:]
+            device.activities = [:]
             device.removed = true
             state.devices[id] = device
             if writing {

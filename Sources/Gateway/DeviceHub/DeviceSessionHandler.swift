@@ -207,6 +207,12 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             hub.appStateChanged(device, bundleID: bundleID, state: state)
         case (.authenticated(let device), .conditions(let lowPowerMode, let backgroundAppRefreshOff)):
             hub.conditionsChanged(device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff)
+        case (.authenticated(let device), .activityToken(let bundleID, let purpose)):
+            guard let token = hub.registry.activityToken(bundleID, activity: purpose.key, on: device) else {
+                return send(.error(message: "activity_token: '\(bundleID)' is not installed"), context)
+            }
+            logger.debug("activity token issued", metadata: ["bundle_id": "\(bundleID)", "activity": "\(purpose.key)"])
+            sendOnceCommitted(.activityToken(bundleID: bundleID, purpose: purpose, token: token.hex), context)
         case (.authenticated, .register), (.authenticated, .hello):
             close(context, reason: "protocol_error", "already authenticated")
         case (.closed, _):

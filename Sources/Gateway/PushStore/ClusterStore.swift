@@ -130,6 +130,9 @@ public struct ClusterMessage: Sendable, Equatable {
                 "token", token.token, token.deviceID, token.bundleID,
                 token.unregisteredAt.map { String($0.milliseconds) } ?? "",
             ]
+            // A Live Activity's token has a fifth field (a node of the version before skips the line, as it
+            // skips any line it cannot read).
+            if let activity = token.activity { fields.append(activity) }
         case .removed(let device, let at): fields += ["removed", device, String(at.milliseconds)]
         }
         return fields.joined(separator: "\t")
@@ -183,11 +186,13 @@ public struct ClusterMessage: Sendable, Equatable {
                 StoredDevice(
                     id: values[0], secretHash: hash, createdAt: UnixTime(milliseconds: created),
                     owner: values[3].isEmpty ? nil : values[3]))
-        case ("token", 4):
+        case ("token", 4), ("token", 5):
             let since = values[3].isEmpty ? nil : Int64(values[3]).map { UnixTime(milliseconds: $0) }
             guard values[3].isEmpty || since != nil else { return nil }
             notice = .token(
-                StoredToken(token: values[0], deviceID: values[1], bundleID: values[2], unregisteredAt: since))
+                StoredToken(
+                    token: values[0], deviceID: values[1], bundleID: values[2], unregisteredAt: since,
+                    activity: values.count == 5 ? values[4] : nil))
         case ("removed", 2):
             guard let at = Int64(values[1]) else { return nil }
             notice = .removed(deviceID: values[0], at: UnixTime(milliseconds: at))

@@ -196,17 +196,17 @@ extension PostgresStore {
         }
         // Tokens of this node's own devices change only here: the registry has them, newer than the table
         // while a change waits for its commit.
-        for try await (token, device, bundle, unregistered) in try await client.query(
+        for try await (token, device, bundle, unregistered, activity) in try await client.query(
             """
-            SELECT t.token, t.device_id, t.bundle_id, t.unregistered_at FROM tokens t
+            SELECT t.token, t.device_id, t.bundle_id, t.unregistered_at, t.activity FROM tokens t
             JOIN devices d ON d.id = t.device_id WHERE d.owner IS DISTINCT FROM \(node) ORDER BY t.seq
             """, logger: logger
-        ).decode((String, String, String, Int64?).self) {
+        ).decode((String, String, String, Int64?, String?).self) {
             notices.append(
                 .token(
                     StoredToken(
                         token: token, deviceID: device, bundleID: bundle,
-                        unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) })))
+                        unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) }, activity: activity)))
         }
         notices += owners
         for key in try await undecidedKeys(receivedBefore: .max) {

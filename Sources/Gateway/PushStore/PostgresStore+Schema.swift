@@ -48,6 +48,10 @@ extension PostgresStore {
             // without reading every device (each node asks on every renewal of its lease).
             "CREATE INDEX devices_owner ON devices (owner)"
         ],
+        [
+            // Live Activity tokens beside the apps' own (docs/live-activities.md).
+            "ALTER TABLE tokens ADD COLUMN activity TEXT"
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

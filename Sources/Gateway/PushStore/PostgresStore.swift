@@ -61,13 +61,13 @@ public final class PostgresStore: ClusterStore {
                     lastSeenAt: seen.map { UnixTime(milliseconds: $0) },
                     removedAt: removed.map { UnixTime(milliseconds: $0) }))
         }
-        for try await (token, device, bundle, unregistered) in try await client.query(
-            "SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY seq", logger: logger
-        ).decode((String, String, String, Int64?).self) {
+        for try await (token, device, bundle, unregistered, activity) in try await client.query(
+            "SELECT token, device_id, bundle_id, unregistered_at, activity FROM tokens ORDER BY seq", logger: logger
+        ).decode((String, String, String, Int64?, String?).self) {
             snapshot.tokens.append(
                 StoredToken(
                     token: token, deviceID: device, bundleID: bundle,
-                    unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) }))
+                    unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) }, activity: activity))
         }
         snapshot.budgets = try await client.withConnection { connection in
             try await Self.budgets(
@@ -161,12 +161,15 @@ public final class PostgresStore: ClusterStore {
                 let devices = tokens.map(\.deviceID)
                 let bundles = tokens.map(\.bundleID)
                 let unregistered = tokens.map { $0.unregisteredAt?.milliseconds ?? -1 }
+                // '' for an app's own token (no activity key is empty).
+                let activities = tokens.map { $0.activity ?? "" }
                 try await connection.query(
                     """
-                    INSERT INTO tokens (token, device_id, bundle_id, unregistered_at)
-                    SELECT t, d, b, NULLIF(u, -1)
-                    FROM UNNEST(\(values)::text[], \(devices)::text[], \(bundles)::text[], \(unregistered)::bigint[])
-                        AS x(t, d, b, u)
+                    INSERT INTO tokens (token, device_id, bundle_id, unregistered_at, activity)
+                    SELECT t, d, b, NULLIF(u, -1), NULLIF(a, '')
+                    FROM UNNEST(\(values)::text[], \(devices)::text[], \(bundles)::text[], \(unregistered)::bigint[],
+                        \(activities)::text[])
+                        AS x(t, d, b, u, a)
                     ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
                     """, logger: logger)
             }

@@ -104,6 +104,8 @@ public final class SQLiteStore: StoreBackend {
         ["ALTER TABLE devices ADD COLUMN last_seen_at INTEGER", "ALTER TABLE devices ADD COLUMN removed_at INTEGER"],
         // Version 5 indexes devices by owner on PostgreSQL (takeovers); nothing changes here.
         [],
+        // Live Activity tokens beside the apps' own (docs/live-activities.md).
+        ["ALTER TABLE tokens ADD COLUMN activity TEXT"],
     ]
 
     private func migrate() async throws {
@@ -135,12 +137,13 @@ public final class SQLiteStore: StoreBackend {
                             lastSeenAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) },
                             removedAt: (row[4] as Int64?).map { UnixTime(milliseconds: $0) }))
                 }
-            try db.prepare("SELECT token, device_id, bundle_id, unregistered_at FROM tokens ORDER BY rowid")
+            try db.prepare("SELECT token, device_id, bundle_id, unregistered_at, activity FROM tokens ORDER BY rowid")
                 .query { row in
                     snapshot.tokens.append(
                         StoredToken(
                             token: row[0], deviceID: row[1], bundleID: row[2],
-                            unregisteredAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) }))
+                            unregisteredAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) },
+                            activity: row[4]))
                 }
             snapshot.budgets = try Self.budgets(db)
             try db.prepare(Self.selectNotification + " WHERE state = 0 ORDER BY seq").query { row in
@@ -171,11 +174,12 @@ public final class SQLiteStore: StoreBackend {
             if !batch.tokens.isEmpty {
                 let upsert = try db.statement(
                     """
-                    INSERT INTO tokens (token, device_id, bundle_id, unregistered_at) VALUES (?, ?, ?, ?)
+                    INSERT INTO tokens (token, device_id, bundle_id, unregistered_at, activity) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
                     """)
                 for token in batch.tokens {
-                    try upsert.run(token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds)
+                    try upsert.run(
+                        token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds, token.activity)
                 }
             }
             var rest = batch.notifications[...]

@@ -29,17 +29,21 @@ public struct StoredDevice: Sendable, Equatable {
 }
 
 /// A token issued to an app on a device; `unregisteredAt` is set once the app is uninstalled.
+/// `activity`: nil for the app's own token; for a Live Activity's token, which one
+/// (`ActivityTokenPurpose.key`: a push-to-start token per attributes type, an update token per activity).
 public struct StoredToken: Sendable, Equatable {
     public var token: String
     public var deviceID: String
     public var bundleID: String
     public var unregisteredAt: UnixTime?
+    public var activity: String?
 
-    public init(token: String, deviceID: String, bundleID: String, unregisteredAt: UnixTime?) {
+    public init(token: String, deviceID: String, bundleID: String, unregisteredAt: UnixTime?, activity: String? = nil) {
         self.token = token
         self.deviceID = deviceID
         self.bundleID = bundleID
         self.unregisteredAt = unregisteredAt
+        self.activity = activity
     }
 }
 

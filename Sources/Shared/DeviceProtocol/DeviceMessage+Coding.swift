@@ -19,6 +19,7 @@ public enum MessageType: String, CaseIterable, Sendable {
     case keepAlive = "keep_alive"
     case appState = "app_state"
     case conditions
+    case requestActivityToken = "request_activity_token"
     // Gateway → device.
     case registered
     case welcome
@@ -28,6 +29,7 @@ public enum MessageType: String, CaseIterable, Sendable {
     case keepAliveAck = "keep_alive_ack"
     case closing
     case error
+    case activityToken = "activity_token"
 }
 
 /// The JSON form of the messages: a flat object with `type` and the fields of that type.
@@ -51,8 +53,27 @@ struct Envelope: Codable {
     var reason: String?
     var reconnect_after_ms: Int?
     var message: String?
+    var attributes_type: String?
+    var activity_id: String?
 
     init(type: MessageType) { self.type = type.rawValue }
+
+    /// The Live Activity token an `activity_token` names: `attributes_type` (push-to-start) or
+    /// `activity_id` (an activity's updates), exactly one.
+    func purpose() throws(ProtocolError) -> ActivityTokenPurpose {
+        switch (attributes_type, activity_id) {
+        case (let type?, nil) where !type.isEmpty: return .pushToStart(attributesType: type)
+        case (nil, let id?) where !id.isEmpty: return .update(activityID: id)
+        default: throw ProtocolError("\(type): needs one of \"attributes_type\" or \"activity_id\"")
+        }
+    }
+
+    mutating func set(_ purpose: ActivityTokenPurpose) {
+        switch purpose {
+        case .pushToStart(let type): attributes_type = type
+        case .update(let id): activity_id = id
+        }
+    }
 
     /// Reads one message's JSON, or says it is none.
     static func read(_ bytes: some Collection<UInt8>, expected: String) throws(ProtocolError) -> Envelope {
@@ -110,6 +131,9 @@ extension DeviceMessage {
             return .conditions(
                 lowPowerMode: envelope.low_power_mode ?? false,
                 backgroundAppRefreshOff: envelope.background_app_refresh_off ?? false)
+        case .requestActivityToken:
+            return .activityToken(
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"), purpose: try envelope.purpose())
         case .none: throw envelope.unknownType()
         default: throw envelope.wrongDirection()
         }
@@ -150,6 +174,10 @@ extension DeviceMessage {
             envelope = Envelope(type: .conditions)
             envelope.low_power_mode = lowPowerMode
             envelope.background_app_refresh_off = backgroundAppRefreshOff
+        case .activityToken(let bundleID, let purpose):
+            envelope = Envelope(type: .requestActivityToken)
+            envelope.bundle_id = bundleID
+            envelope.set(purpose)
         }
         return Array((try? encoder.encode(envelope)) ?? Data())
     }
@@ -182,6 +210,10 @@ extension GatewayMessage {
                 reason: try envelope.need(envelope.reason, "reason"),
                 reconnectAfterMilliseconds: envelope.reconnect_after_ms)
         case .error: return .error(message: try envelope.need(envelope.message, "message"))
+        case .activityToken:
+            return .activityToken(
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"), purpose: try envelope.purpose(),
+                token: try envelope.need(envelope.token, "token"))
         case .none: throw envelope.unknownType()
         default: throw envelope.wrongDirection()
         }
@@ -220,6 +252,11 @@ extension GatewayMessage {
         case .error(let message):
             envelope = Envelope(type: .error)
             envelope.message = message
+        case .activityToken(let bundleID, let purpose, let token):
+            envelope = Envelope(type: .activityToken)
+            envelope.bundle_id = bundleID
+            envelope.set(purpose)
+            envelope.token = token
         }
         return Array((try? encoder.encode(envelope)) ?? Data())
     }

@@ -23,6 +23,9 @@ public enum DeviceMessage: Equatable, Sendable {
     case appState(bundleID: String, state: String)
     /// Device conditions changed.
     case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
+    /// Asks for a Live Activity token of an installed app: the answer (`activityToken`) carries it;
+    /// asking again for the same one gives the same token.
+    case activityToken(bundleID: String, purpose: ActivityTokenPurpose)
 }
 
 /// What the gateway sends.
@@ -37,6 +40,8 @@ public enum GatewayMessage: Equatable, Sendable {
     /// `auth_failed`, `protocol_error`, `flooding`, `not_reading`, `replaced` (the device connected again).
     case closing(reason: String, reconnectAfterMilliseconds: Int?)
     case error(message: String)
+    /// A Live Activity token the device asked for, once stored.
+    case activityToken(bundleID: String, purpose: ActivityTokenPurpose, token: String)
 }
 
 public struct InstalledApp: Codable, Equatable, Sendable {
@@ -69,11 +74,14 @@ public struct Delivery: Codable, Equatable, Sendable {
     public var rule: String
     /// The JSON payload as the provider sent it.
     public var payload: String
+    /// The device token it was sent to: the app's, or one of its Live Activity tokens (which activity).
+    public var token: String?
 
     public init(
         apnsID: String, topic: String, bundleID: String, pushType: String, priority: Int, collapseID: String?,
-        kind: String, deadlineSeconds: Int?, rule: String, payload: String
+        kind: String, deadlineSeconds: Int?, rule: String, payload: String, token: String? = nil
     ) {
+        self.token = token
         self.apnsID = apnsID
         self.topic = topic
         self.bundleID = bundleID
@@ -97,5 +105,6 @@ public struct Delivery: Codable, Equatable, Sendable {
         case deadlineSeconds = "deadline_seconds"
         case rule
         case payload
+        case token
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DeviceProtocol
 import DeviceRuntime
+import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -25,10 +26,17 @@ public struct AgentBehaviour: Sendable {
     public var wake: @Sendable (Delivery) -> WakeResponse
     /// Fraction of the keep-alive interval by which each keep-alive is moved at random (0.1: ±10 %).
     public var keepAliveJitter: Double
+    /// Live Activity attributes types each app can be started with by a push (bundle id → types): the
+    /// device asks for a push-to-start token of each once the app is installed.
+    public var liveActivityTypes: [String: [String]]
 
-    public init(keepAliveJitter: Double = 0.1, wake: @escaping @Sendable (Delivery) -> WakeResponse) {
+    public init(
+        keepAliveJitter: Double = 0.1, liveActivityTypes: [String: [String]] = [:],
+        wake: @escaping @Sendable (Delivery) -> WakeResponse
+    ) {
         self.wake = wake
         self.keepAliveJitter = keepAliveJitter
+        self.liveActivityTypes = liveActivityTypes
     }
 
     public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
@@ -53,6 +61,10 @@ public enum AgentEvent: Sendable, Equatable {
     /// The gateway refused the device for good (`auth_failed` to `register`: a wrong enrolment secret;
     /// `enrolment_limited`): the agent stops and does not retry.
     case refused(reason: String)
+    /// The gateway issued a Live Activity token (`activity`: `start:<type>` or `update:<activity id>`).
+    case activityToken(bundleID: String, activity: String, token: String)
+    /// What an ActivityKit push did to the device's Live Activities.
+    case liveActivity(LiveActivityBook.Outcome)
 }
 
 /// A simulated device: connects to the gateway's device port over WebSocket, registers (or says hello
@@ -118,6 +130,9 @@ public final class DeviceAgent: Sendable {
         var refusal: String?
         /// The endpoint of the current (or next) connection, an index into `endpoints` (modulo its count).
         var endpoint = 0
+        /// Live Activity tokens the gateway issued, by app and `ActivityTokenPurpose.key`.
+        var activityTokens: [String: [String: String]] = [:]
+        var activities = LiveActivityBook()
     }
 
     /// What a plain agent's wakes fetch with (`WakeResponse.fetch`), when its profile fetches.
@@ -162,6 +177,10 @@ public final class DeviceAgent: Sendable {
 
     public var identity: Identity? { state.withLock { $0.identity } }
     public var tokens: [String: String] { state.withLock { $0.installed } }
+    /// Live Activity tokens, by app and `ActivityTokenPurpose.key` (`start:<type>`, `update:<activity id>`).
+    public var activityTokens: [String: [String: String]] { state.withLock { $0.activityTokens } }
+    /// The device's Live Activities now.
+    public var liveActivities: LiveActivityBook { state.withLock { $0.activities } }
     /// Why the gateway refused this device for good, if it did (the agent has stopped).
     public var refusal: String? { state.withLock { $0.refusal } }
     /// The device port it is connected to, or will try next.
@@ -363,10 +382,22 @@ public final class DeviceAgent: Sendable {
                 runtime.attach(label: deviceID) { agent.send($0) }
             }
             for bundleID in missing { send(.install(bundleID: bundleID)) }
+            for app in installed { askForActivityTokens(of: app.bundleID) }
             scheduleKeepAlive(on: channel, first: true)
         case .installed(let app):
             state.withLock { $0.installed[app.bundleID] = app.token }
             onEvent(.installed(app))
+            askForActivityTokens(of: app.bundleID)
+        case .activityToken(let bundleID, let purpose, let token):
+            state.withLock { state in
+                state.activityTokens[bundleID, default: [:]][purpose.key] = token
+                switch purpose {
+                case .pushToStart(let type):
+                    state.activities.pushToStartToken(token, bundleID: bundleID, attributesType: type)
+                case .update(let id): state.activities.updateToken(token, activityID: id)
+                }
+            }
+            onEvent(.activityToken(bundleID: bundleID, activity: purpose.key, token: token))
         case .uninstalled(let bundleID):
             _ = state.withLock { $0.installed.removeValue(forKey: bundleID) }
             onEvent(.uninstalled(bundleID: bundleID))
@@ -400,6 +431,9 @@ public final class DeviceAgent: Sendable {
             return onEvent(.duplicate(apnsID: delivery.apnsID))
         }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
+        if delivery.pushType == PushType.liveactivity.rawValue, let token = delivery.token {
+            applyLiveActivity(delivery, token: token)
+        }
         if let runtime {
             return runtime.delivered(
                 bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: delivery.kind == "background")
@@ -423,6 +457,27 @@ public final class DeviceAgent: Sendable {
                 agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result))
                 agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
             }
+        }
+    }
+
+    /// Push-to-start tokens for the app's Live Activity types (asking again gets the same token).
+    private func askForActivityTokens(of bundleID: String) {
+        for type in behaviour.liveActivityTypes[bundleID] ?? [] {
+            send(.activityToken(bundleID: bundleID, purpose: .pushToStart(attributesType: type)))
+        }
+    }
+
+    /// An ActivityKit push: applied to the device's activities in timestamp order; an activity a push
+    /// started gets its update token from the gateway, as iOS hands one to the app.
+    private func applyLiveActivity(_ delivery: Delivery, token: String) {
+        let push = LiveActivityPayload.parse(delivery.payload)
+        let now = Int64(Date().timeIntervalSince1970)
+        let outcome = state.withLock {
+            $0.activities.received(push, token: token, now: now, newID: { UUID().uuidString.lowercased() })
+        }
+        onEvent(.liveActivity(outcome))
+        if case .started(let id, let bundleID) = outcome {
+            send(.activityToken(bundleID: bundleID, purpose: .update(activityID: id)))
         }
     }
 

@@ -1,0 +1,35 @@
+import DeviceRuntime
+import Foundation
+
+/// Reads an ActivityKit payload's `aps` (docs/live-activities.md) into a `LiveActivityPush`: nil when it
+/// has no `event` of start, update or end, or no numeric `timestamp` — the device does not apply it.
+enum LiveActivityPayload {
+    static func parse(_ payload: String) -> LiveActivityPush? {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+            let aps = root["aps"] as? [String: Any],
+            let event = (aps["event"] as? String).flatMap(LiveActivityPush.Event.init(rawValue:)),
+            let timestamp = seconds(aps["timestamp"])
+        else { return nil }
+        var content: String?
+        if let state = aps["content-state"], JSONSerialization.isValidJSONObject(state),
+            let data = try? JSONSerialization.data(withJSONObject: state, options: [.sortedKeys])
+        {
+            content = String(decoding: data, as: UTF8.self)
+        }
+        return LiveActivityPush(
+            event: event, timestamp: timestamp, contentState: content, staleDate: seconds(aps["stale-date"]),
+            dismissalDate: seconds(aps["dismissal-date"]),
+            relevanceScore: (aps["relevance-score"] as? Double) ?? (aps["relevance-score"] as? Int).map(Double.init),
+            attributesType: aps["attributes-type"] as? String)
+    }
+
+    /// A JSON number of seconds (an integer, or a whole part of a fraction).
+    private static func seconds(_ value: Any?) -> Int64? {
+        switch value {
+        case is Bool: return nil
+        case let int as Int: return Int64(int)
+        case let double as Double where double.isFinite: return Int64(double)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import PushModel
+
+/// One ActivityKit push as the device reads its `aps` (docs/live-activities.md): the event, the
+/// timestamp that orders updates, the content and the dates. The shell parses the JSON; a payload it
+/// cannot read as one is `nil` and is not applied.
+public struct LiveActivityPush: Sendable, Equatable {
+    public enum Event: String, Sendable { case start, update, end }
+
+    public var event: Event
+    /// Seconds since 1970 (`aps.timestamp`).
+    public var timestamp: Int64
+    /// `aps.content-state`, as JSON text.
+    public var contentState: String?
+    public var staleDate: Int64?
+    public var dismissalDate: Int64?
+    public var relevanceScore: Double?
+    /// A start's `attributes-type`.
+    public var attributesType: String?
+
+    public init(
+        event: Event, timestamp: Int64, contentState: String? = nil, staleDate: Int64? = nil,
+        dismissalDate: Int64? = nil, relevanceScore: Double? = nil, attributesType: String? = nil
+    ) {
+        self.event = event
+        self.timestamp = timestamp
+        self.contentState = contentState
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+        self.attributesType = attributesType
+    }
+}
+
+/// A device's Live Activities, as a pure state machine: which token starts which attributes type, which
+/// token updates which activity, and each activity's content in timestamp order, as iOS keeps them
+/// (ActivityKit: "Set the `timestamp` … to allow the system to always display the most recent ActivityKit
+/// push update"; a push that arrives after the activity ended is ignored). No clock: time comes in.
+public struct LiveActivityBook: Sendable, Equatable {
+    public struct Activity: Sendable, Equatable {
+        public var id: String
+        public var bundleID: String
+        public var attributesType: String
+        /// Its update token, once the gateway issued it.
+        public var updateToken: String?
+        /// The timestamp of the content shown (0: none from a push yet).
+        public var timestamp: Int64
+        public var contentState: String?
+        public var staleDate: Int64?
+        public var relevanceScore: Double?
+        /// When it ended (seconds), and when the system removes it from the Lock Screen.
+        public var endedAt: Int64?
+        public var dismissAt: Int64?
+        public var updatesApplied: Int
+
+        /// Past its stale date at `now` (seconds), and not ended.
+        public func isStale(at now: Int64) -> Bool { endedAt == nil && (staleDate.map { now >= $0 } ?? false) }
+    }
+
+    /// What a push did.
+    public enum Outcome: Sendable, Equatable {
+        /// A push-to-start started an activity: the device asks for its update token.
+        case started(activityID: String, bundleID: String)
+        case updated(activityID: String)
+        case ended(activityID: String)
+        /// Older than (or as old as) the content shown: ignored, as iOS ignores it.
+        case ignoredOlder(activityID: String)
+        /// The activity had ended: ignored.
+        case ignoredEnded(activityID: String)
+        /// Not applied: a token the device does not know for Live Activities, an event that does not fit
+        /// it (an update to a push-to-start token), or a payload it could not read.
+        case notApplied(reason: String)
+    }
+
+    /// How long an ended activity stays on the Lock Screen without a dismissal date (ActivityKit: up to
+    /// four hours).
+    public static let defaultDismissalSeconds: Int64 = 4 * 3600
+
+    public private(set) var activities: [String: Activity] = [:]
+    /// Push-to-start tokens: token → (app, attributes type).
+    public private(set) var pushToStart: [String: (bundleID: String, attributesType: String)] = [:]
+    private var byUpdateToken: [String: String] = [:]
+
+    public init() {}
+
+    public static func == (lhs: LiveActivityBook, rhs: LiveActivityBook) -> Bool {
+        lhs.activities == rhs.activities && lhs.byUpdateToken == rhs.byUpdateToken
+            && lhs.pushToStart.mapValues { "\($0.bundleID) \($0.attributesType)" }
+                == rhs.pushToStart.mapValues { "\($0.bundleID) \($0.attributesType)" }
+    }
+
+    // MARK: Events
+
+    /// The gateway issued the app's push-to-start token for an attributes type.
+    public mutating func pushToStartToken(_ token: String, bundleID: String, attributesType: String) {
+        pushToStart[token] = (bundleID, attributesType)
+    }
+
+    /// The app started an activity itself (in the foreground): it asks for its update token next.
+    public mutating func startLocally(
+        id: String, bundleID: String, attributesType: String, contentState: String?, now: Int64
+    ) {
+        activities[id] = Activity(
+            id: id, bundleID: bundleID, attributesType: attributesType, updateToken: nil, timestamp: 0,
+            contentState: contentState, updatesApplied: 0)
+    }
+
+    /// The gateway issued an activity's update token.
+    public mutating func updateToken(_ token: String, activityID: String) {
+        guard activities[activityID] != nil else { return }
+        if let old = activities[activityID]?.updateToken { byUpdateToken.removeValue(forKey: old) }
+        activities[activityID]?.updateToken = token
+        byUpdateToken[token] = activityID
+    }
+
+    /// An ActivityKit push arrived, sent to `token`; `push` nil: its payload was not one. `newID` names
+    /// an activity a push-to-start starts.
+    public mutating func received(
+        _ push: LiveActivityPush?, token: String, now: Int64, newID: () -> String
+    ) -> Outcome {
+        guard let push else { return .notApplied(reason: "not an ActivityKit payload (aps.event, aps.timestamp)") }
+        if let (bundleID, attributesType) = pushToStart[token] {
+            guard push.event == .start else {
+                return .notApplied(reason: "\(push.event.rawValue) sent to a push-to-start token")
+            }
+            if let named = push.attributesType, named != attributesType {
+                return .notApplied(reason: "attributes-type \(named) sent to the token of \(attributesType)")
+            }
+            let id = newID()
+            activities[id] = Activity(
+                id: id, bundleID: bundleID, attributesType: attributesType, updateToken: nil,
+                timestamp: push.timestamp, contentState: push.contentState, staleDate: push.staleDate,
+                relevanceScore: push.relevanceScore, updatesApplied: 1)
+            return .started(activityID: id, bundleID: bundleID)
+        }
+        guard let id = byUpdateToken[token], var activity = activities[id] else {
+            return .notApplied(reason: "no Live Activity has this token")
+        }
+        if activity.endedAt != nil { return .ignoredEnded(activityID: id) }
+        if push.event == .start { return .notApplied(reason: "start sent to an update token") }
+        guard push.timestamp > activity.timestamp else { return .ignoredOlder(activityID: id) }
+        activity.timestamp = push.timestamp
+        if let content = push.contentState { activity.contentState = content }
+        if let stale = push.staleDate { activity.staleDate = stale }
+        if let score = push.relevanceScore { activity.relevanceScore = score }
+        activity.updatesApplied += 1
+        if push.event == .end {
+            activity.endedAt = now
+            activity.dismissAt = min(
+                push.dismissalDate ?? (now + Self.defaultDismissalSeconds), now + Self.defaultDismissalSeconds)
+        }
+        activities[id] = activity
+        return push.event == .end ? .ended(activityID: id) : .updated(activityID: id)
+    }
+
+    /// Removes ended activities whose dismissal time has come; returns their ids (their update tokens
+    /// are forgotten: a later push to one is not applied).
+    public mutating func advance(to now: Int64) -> [String] {
+        let due = activities.values.filter { ($0.dismissAt ?? .max) <= now }.map(\.id).sorted()
+        for id in due {
+            if let token = activities.removeValue(forKey: id)?.updateToken { byUpdateToken.removeValue(forKey: token) }
+        }
+        return due
+    }
+}

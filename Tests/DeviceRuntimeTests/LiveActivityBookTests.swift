@@ -1,0 +1,90 @@
+import DeviceRuntime
+import Testing
+
+/// A device's Live Activities with plain instants: a push-to-start starts one, updates apply in
+/// timestamp order (an older one is ignored, as iOS ignores it), an end ends it and later pushes are
+/// ignored, the dismissal date removes it, and pushes that do not fit a token are not applied.
+@Suite struct LiveActivityBookTests {
+    let start = "aa01"
+    let now: Int64 = 1_800_000_000
+
+    func started() -> (LiveActivityBook, String) {
+        var book = LiveActivityBook()
+        book.pushToStartToken(start, bundleID: "com.example.scores", attributesType: "GameAttributes")
+        let outcome = book.received(
+            LiveActivityPush(
+                event: .start, timestamp: now, contentState: #"{"home":0}"#, attributesType: "GameAttributes"),
+            token: start, now: now, newID: { "game-1" })
+        #expect(outcome == .started(activityID: "game-1", bundleID: "com.example.scores"))
+        book.updateToken("bb02", activityID: "game-1")
+        return (book, "game-1")
+    }
+
+    @Test func updatesApplyInTimestampOrder() {
+        var (book, id) = started()
+        #expect(
+            book.received(
+                LiveActivityPush(
+                    event: .update, timestamp: now + 60, contentState: #"{"home":1}"#, staleDate: now + 600),
+                token: "bb02", now: now + 61, newID: { "x" }) == .updated(activityID: id))
+        #expect(
+            book.received(
+                LiveActivityPush(event: .update, timestamp: now + 30, contentState: #"{"home":9}"#), token: "bb02",
+                now: now + 62, newID: { "x" }) == .ignoredOlder(activityID: id))
+        let activity = book.activities[id]!
+        #expect(activity.contentState == #"{"home":1}"#)
+        #expect(activity.timestamp == now + 60)
+        #expect(activity.updatesApplied == 2)
+        #expect(!activity.isStale(at: now + 599))
+        #expect(activity.isStale(at: now + 600))
+    }
+
+    @Test func anEndedActivityIgnoresLaterPushesAndLeavesAtItsDismissalDate() {
+        var (book, id) = started()
+        #expect(
+            book.received(
+                LiveActivityPush(
+                    event: .end, timestamp: now + 10, contentState: #"{"home":3}"#, dismissalDate: now + 100),
+                token: "bb02", now: now + 10, newID: { "x" }) == .ended(activityID: id))
+        #expect(
+            book.received(
+                LiveActivityPush(event: .update, timestamp: now + 20), token: "bb02", now: now + 20, newID: { "x" })
+                == .ignoredEnded(activityID: id))
+        #expect(book.advance(to: now + 99).isEmpty)
+        #expect(book.advance(to: now + 100) == [id])
+        #expect(book.activities[id] == nil)
+        if case .notApplied = book.received(
+            LiveActivityPush(event: .update, timestamp: now + 200), token: "bb02", now: now + 200, newID: { "x" })
+        {
+        } else {
+            Issue.record("a dismissed activity's token applies nothing")
+        }
+    }
+
+    @Test func withoutADismissalDateAnEndedActivityStaysFourHours() {
+        var (book, id) = started()
+        _ = book.received(
+            LiveActivityPush(event: .end, timestamp: now + 1), token: "bb02", now: now + 1, newID: { "x" })
+        #expect(book.advance(to: now + 1 + 4 * 3600 - 1).isEmpty)
+        #expect(book.advance(to: now + 1 + 4 * 3600) == [id])
+    }
+
+    @Test func pushesThatDoNotFitATokenAreNotApplied() {
+        var (book, _) = started()
+        let cases: [(LiveActivityPush?, String)] = [
+            (nil, "bb02"),
+            (LiveActivityPush(event: .update, timestamp: now), start),
+            (LiveActivityPush(event: .start, timestamp: now, attributesType: "OtherAttributes"), start),
+            (LiveActivityPush(event: .start, timestamp: now + 5), "bb02"),
+            (LiveActivityPush(event: .update, timestamp: now + 5), "unknown"),
+        ]
+        for (push, token) in cases {
+            let outcome = book.received(push, token: token, now: now, newID: { "y" })
+            if case .notApplied = outcome {
+            } else {
+                Issue.record("\(String(describing: push)) to \(token): \(outcome)")
+            }
+        }
+        #expect(book.activities.count == 1)
+    }
+}
