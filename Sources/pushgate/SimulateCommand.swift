@@ -273,6 +273,7 @@ struct SimulateCommand: AsyncParsableCommand {
     private func watch(_ fleet: SimulatedFleet, more: @escaping @Sendable (SimulatedFleet) -> String) async throws {
         let start = ContinuousClock.now
         var wroteTokens = false
+        var activityTokensWritten = 0
         let interactive = isatty(STDOUT_FILENO) != 0
         while duration == 0 || ContinuousClock.now - start < .seconds(duration) {
             try await Task.sleep(for: .seconds(1))
@@ -280,11 +281,17 @@ struct SimulateCommand: AsyncParsableCommand {
             do { try fleet.checkRefusals() } catch let problem as FleetError {
                 throw CommandFailure(explained(problem))
             }
-            if !wroteTokens, fleet.allInstalled {
+            // Once every device has its tokens; again whenever Live Activities got new ones (an activity
+            // started by a push has an update token a backend updates it with).
+            let activityTokens = wroteTokens ? fleet.activityTokenCount : 0
+            if (!wroteTokens && fleet.allInstalled) || (wroteTokens && activityTokens != activityTokensWritten) {
                 let lines = fleet.tokenLines
                 try (lines.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)
+                if !wroteTokens {
+                    print((interactive ? "\u{1B}[2K\r" : "") + "\(lines.count) tokens written to \(tokensFile)")
+                }
                 wroteTokens = true
-                print((interactive ? "\u{1B}[2K\r" : "") + "\(lines.count) tokens written to \(tokensFile)")
+                activityTokensWritten = fleet.activityTokenCount
             }
             if interactive {
                 print("\u{1B}[2K\r\(fleet.counters.snapshot.line)\(more(fleet))", terminator: "")

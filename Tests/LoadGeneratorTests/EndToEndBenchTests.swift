@@ -14,6 +14,59 @@ import Testing
 
 /// A short bench against a real gateway on loopback with simulated devices: the figures add up.
 @Suite(.timeLimit(.minutes(5))) struct EndToEndBenchTests {
+    /// Live Activities through the bench: simulated apps with a Live Activity type get push-to-start
+    /// tokens; `live-start` starts an activity on each, whose update tokens join the tokens; `live-update`
+    /// updates them, within their budgets.
+    @Test func aBenchStartsAndUpdatesLiveActivities() async throws {
+        let topic = "com.example.scores"
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        try await LocalGateway.run(
+            topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
+            logger: Logger(label: "test")
+        ) { gateway in
+            var profile = AgentProfile()
+            profile.force_quit_per_hour = 0
+            profile.low_power_per_hour = 0
+            profile.live_activity_types = ["GameAttributes"]
+            let fleet = SimulatedFleet(
+                host: "127.0.0.1", port: gateway.devicePort, devices: 5, apps: [topic], profile: profile,
+                enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
+            fleet.start()
+            try await eventually("every device has its tokens and push-to-start tokens") { fleet.allInstalled }
+            func targets() throws -> [PushTarget] {
+                try PushTarget.parse(fleet.tokenLines.joined(separator: "\n"), defaultTopic: nil)
+            }
+            #expect(try targets().filter { $0.activity == "start:GameAttributes" }.count == 5)
+
+            func bench(_ mix: String, count: Int) async throws -> BenchResult {
+                let scenario = Scenario(
+                    rate: 0, duration_seconds: 10, count: count, connections: 1, streams: 1,
+                    mix: try Scenario.mix(flag: mix))
+                var options = BenchOptions(
+                    host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario,
+                    targets: try targets())
+                options.signer = gateway.signer
+                return try await BenchRunner.run(options, group: group)
+            }
+            // A mix kind with no token of its class is refused before anything is sent.
+            await #expect(throws: BenchRunError.self) { try await bench("live-update=1", count: 1) }
+            #expect(try await bench("live-start=1", count: 5).accepted == 5)
+            try await eventually("every device started an activity and has its update token") {
+                fleet.activityTokenCount == 10
+            }
+            let updates = try await bench("live-update=1", count: 10)
+            #expect(updates.accepted == 10)
+            try await eventually("the starts and updates counted on budget") {
+                let (_, body) = try await AdminClient.get(
+                    host: "127.0.0.1", port: gateway.adminPort, path: "/v1/counters", token: nil)
+                let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+                return (json?["policy"] as? [String: Any])?["liveActivityOnBudget"] as? Int == 15
+            }
+            await fleet.stop()
+        }
+        try await group.shutdownGracefully()
+    }
+
     @Test func aShortBenchAddsUp() async throws {
         let topic = "com.example.app"
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)

@@ -125,12 +125,48 @@ import Yams
         #expect(headers.first(name: "apns-priority") == "5")
         #expect(headers.first(name: "apns-expiration") == "1060")
         #expect(headers.first(name: "apns-collapse-id")?.hasPrefix("silent-collapsing-") == true)
-        #expect(mix.body(0).readableBytes == 200)
-        guard case .success(let summary) = PayloadScanner.scan(Array(mix.body(0).readableBytesView)) else {
+        let target = PushTarget(token: "ab", topic: "com.example.app")
+        let body = mix.body(0, target: target, now: UnixTime(seconds: 1000), sequence: 0)
+        #expect(body.readableBytes == 200)
+        guard case .success(let summary) = PayloadScanner.scan(Array(body.readableBytesView)) else {
             Issue.record("the padded payload is not valid")
             return
         }
         #expect(summary.contentAvailable)
+    }
+
+    /// ActivityKit kinds go to Live Activity tokens of their class, with the liveactivity topic and the
+    /// send time as timestamp; a mix whose kind has no token of its class is refused, naming it.
+    @Test func liveActivityKindsGoToTheirTokens() throws {
+        let targets = try PushTarget.parse(
+            "aa01 com.example.scores\nbb02 com.example.scores start:GameAttributes\ncc03 com.example.scores update:g1\n",
+            defaultTopic: nil)
+        #expect(targets[1].activity == "start:GameAttributes")
+        #expect(throws: ScenarioError.self) { try PushTarget.parse("aa01 com.example.a other:x", defaultTopic: nil) }
+        let kinds = ["live-update", "live-start", "alert"].map { name in PushKind.builtIn.first { $0.name == name }! }
+        let mix = TrafficMix(kinds)
+        let pool = TargetPool(targets)
+        #expect(pool.problem(mix: kinds) == nil)
+        #expect(pool.target(for: .liveActivityUpdate, at: 7).token == "cc03")
+        #expect(pool.target(for: .liveActivityStart, at: 3).token == "bb02")
+        #expect(pool.target(for: .alert, at: 5).token == "aa01")
+        var random = FastRandom(seed: 1)
+        let update = pool.target(for: .liveActivityUpdate, at: 0)
+        let headers = mix.headers(
+            kind: 0, target: update, authorization: nil, authority: "localhost", now: UnixTime(seconds: 1000),
+            random: &random)
+        #expect(headers.first(name: "apns-topic") == "com.example.scores.push-type.liveactivity")
+        #expect(headers.first(name: "apns-push-type") == "liveactivity")
+        let body = String(buffer: mix.body(0, target: update, now: UnixTime(seconds: 1_800_000_000), sequence: 4))
+        #expect(body.contains(#""event":"update","timestamp":1800000000"#))
+        let start = String(
+            buffer: mix.body(
+                1, target: pool.target(for: .liveActivityStart, at: 0), now: UnixTime(seconds: 5), sequence: 1))
+        #expect(start.contains(#""attributes-type":"GameAttributes""#))
+        #expect(TargetPool(Array(targets[0...0])).problem(mix: kinds)?.contains("live-update") == true)
+        var bad = kinds[0]
+        bad.push_type = "alert"
+        #expect(bad.problem(at: "mix[0]")?.contains("push_type") == true)
     }
 
     @Test func tokenFilesAreParsedWithTheirTopics() throws {

@@ -15,13 +15,16 @@ public struct AgentProfile: Codable, Sendable, Equatable {
     public var low_power_seconds: Int64 = 1800
     public var fetch_url: String = ""
     public var fetch_timeout_ms: Int64 = 5000
+    /// Live Activity attributes types every app of the device can be started with by a push: the device
+    /// asks for a push-to-start token of each (docs/device-protocol.md).
+    public var live_activity_types: [String] = []
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case work_ms_min, work_ms_max, new_data_fraction, failed_fraction, never_fraction, keep_alive_jitter
         case force_quit_per_hour, reopen_after_seconds, low_power_per_hour, low_power_seconds, fetch_url,
-            fetch_timeout_ms
+            fetch_timeout_ms, live_activity_types
     }
 
     /// Every key is optional (its default applies); an unknown key is an error that names it.
@@ -44,6 +47,7 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         low_power_seconds = try read(.low_power_seconds, defaults.low_power_seconds)
         fetch_url = try read(.fetch_url, defaults.fetch_url)
         fetch_timeout_ms = try read(.fetch_timeout_ms, defaults.fetch_timeout_ms)
+        live_activity_types = try read(.live_activity_types, defaults.live_activity_types)
     }
 
     /// What is wrong with the profile, naming the key; nil when it is valid.
@@ -63,16 +67,21 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         if !fetch_url.isEmpty, !WakeFetch.isValid(fetch_url) {
             return "fetch_url: expected http://host:port/path, got '\(fetch_url)'"
         }
+        if let bad = live_activity_types.first(where: { $0.isEmpty || $0.contains(where: \.isWhitespace) }) {
+            return "live_activity_types: an attributes type is a name without spaces, got '\(bad)'"
+        }
         return nil
     }
 
     /// The wake behaviour this profile describes, its chances drawn from `seed` (the same seed, the same
-    /// answers to the same wakes).
-    public func behaviour(seed: UInt64) -> AgentBehaviour {
+    /// answers to the same wakes); each of `apps` has the profile's Live Activity types.
+    public func behaviour(seed: UInt64, apps: [String] = []) -> AgentBehaviour {
         let profile = self
         let url = fetch_url.isEmpty ? nil : fetch_url
         let random = Mutex(FastRandom(seed: seed ^ 0xA6E7_0BE4))
-        return AgentBehaviour(keepAliveJitter: keep_alive_jitter) { _ in
+        let types =
+            live_activity_types.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: apps.map { ($0, live_activity_types) })
+        return AgentBehaviour(keepAliveJitter: keep_alive_jitter, liveActivityTypes: types) { _ in
             random.withLock { random in
                 let roll = Double.random(in: 0..<1, using: &random)
                 if roll < profile.never_fraction { return .never }

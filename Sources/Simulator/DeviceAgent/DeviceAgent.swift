@@ -179,6 +179,14 @@ public final class DeviceAgent: Sendable {
     public var tokens: [String: String] { state.withLock { $0.installed } }
     /// Live Activity tokens, by app and `ActivityTokenPurpose.key` (`start:<type>`, `update:<activity id>`).
     public var activityTokens: [String: [String: String]] { state.withLock { $0.activityTokens } }
+    /// Whether every installed app has the push-to-start token of each of its Live Activity types.
+    public var hasPushToStartTokens: Bool {
+        state.withLock { state in
+            behaviour.liveActivityTypes.allSatisfy { app in
+                app.value.allSatisfy { state.activityTokens[app.key]?["start:" + $0] != nil }
+            }
+        }
+    }
     /// The device's Live Activities now.
     public var liveActivities: LiveActivityBook { state.withLock { $0.activities } }
     /// Why the gateway refused this device for good, if it did (the agent has stopped).

@@ -45,7 +45,8 @@ public final class SimulatedFleet: Sendable {
         agents = (0..<devices).map { index in
             DeviceAgent(
                 endpoints: endpoints, first: index, apps: apps, enrolment: enrolment,
-                behaviour: profile.behaviour(seed: seed &+ UInt64(index)), http: http, seed: seed &+ UInt64(index),
+                behaviour: profile.behaviour(seed: seed &+ UInt64(index), apps: apps), http: http,
+                seed: seed &+ UInt64(index),
                 loopbackSource: DeviceAgent.loopbackSource(of: seed &+ UInt64(index)), group: group,
                 onEvent: { counters.record($0) })
         }
@@ -149,7 +150,16 @@ public final class SimulatedFleet: Sendable {
     }
 
     /// Whether every device has a token for every app.
-    public var allInstalled: Bool { agents.allSatisfy { $0.tokens.count == $0.apps.count } }
+    /// Every device has its apps' tokens, and their push-to-start tokens.
+    public var allInstalled: Bool {
+        agents.allSatisfy { $0.tokens.count == $0.apps.count && $0.hasPushToStartTokens }
+    }
+
+    /// Live Activity tokens across the fleet (the tokens file is written again when it grows: activities
+    /// started by a push get update tokens).
+    public var activityTokenCount: Int {
+        agents.reduce(0) { $0 + $1.activityTokens.values.reduce(0) { $0 + $1.count } }
+    }
 
     /// Waits until every device has its tokens (polling every 200 ms, up to `seconds`). Throws at once
     /// when the gateway refuses a device for good (a wrong enrolment secret), and when time runs out.
@@ -186,9 +196,13 @@ public final class SimulatedFleet: Sendable {
         return true
     }
 
-    /// `token bundle_id` lines, sorted (the tokens file backends and `pushgate bench` read).
+    /// `token bundle_id` lines, and `token bundle_id activity` for Live Activity tokens (`start:<type>`,
+    /// `update:<activity id>`), sorted (the tokens file backends and `pushgate bench` read).
     public var tokenLines: [String] {
-        agents.flatMap { agent in agent.tokens.map { "\($0.value) \($0.key)" } }.sorted()
+        agents.flatMap { agent in
+            agent.tokens.map { "\($0.value) \($0.key)" }
+                + agent.activityTokens.flatMap { app in app.value.map { "\($0.value) \(app.key) \($0.key)" } }
+        }.sorted()
     }
 }
 

@@ -45,7 +45,7 @@ final class AuthorizationSource: Sendable {
 final class RunShared: Sendable {
     let plan: RunPlan
     let mix: TrafficMix
-    let targets: [PushTarget]
+    let targets: TargetPool
     let authority: String
     let authorization: AuthorizationSource
     let recorder: Mutex<BenchRecorder>
@@ -59,7 +59,7 @@ final class RunShared: Sendable {
     ) {
         self.plan = plan
         self.mix = mix
-        self.targets = targets
+        self.targets = TargetPool(targets)
         self.authority = authority
         self.authorization = authorization
         self.recorder = Mutex(BenchRecorder(kinds: mix.kinds.count))
@@ -209,10 +209,11 @@ final class BenchConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private func send(context: ChannelHandlerContext, from: NIODeadline, now: NIODeadline) {
         let kind = shared.mix.pick(&cursor.random)
-        let target = shared.targets[cursor.next % shared.targets.count]
+        let target = shared.targets.target(for: shared.mix.kinds[kind].payload, at: cursor.next)
+        let wallNow = shared.wallClock()
         let headers = shared.mix.headers(
             kind: kind, target: target, authorization: shared.authorization.current, authority: shared.authority,
-            now: shared.wallClock(), random: &cursor.random)
+            now: wallNow, random: &cursor.random)
         let id = nextStreamID
         nextStreamID = HTTP2StreamID(Int32(nextStreamID) + 2)
         inFlight[id] = InFlight(kind: kind, from: from)
@@ -221,7 +222,12 @@ final class BenchConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(
-                    streamID: id, payload: .data(.init(data: .byteBuffer(shared.mix.body(kind)), endStream: true)))),
+                    streamID: id,
+                    payload: .data(
+                        .init(
+                            data: .byteBuffer(
+                                shared.mix.body(kind, target: target, now: wallNow, sequence: cursor.next)),
+                            endStream: true)))),
             promise: nil)
         samples.append(.sent(kind: kind, at: now))
     }

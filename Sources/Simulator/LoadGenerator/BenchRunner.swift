@@ -84,6 +84,9 @@ public enum BenchRunner {
     ) async throws -> BenchResult {
         if let problem = options.scenario.problem() { throw BenchRunError.invalid("scenario: \(problem)") }
         guard !options.targets.isEmpty else { throw BenchRunError.invalid("no device tokens to push to") }
+        if let problem = TargetPool(options.targets).problem(mix: options.scenario.mix) {
+            throw BenchRunError.invalid(problem)
+        }
         let scenario = options.scenario
         let schedule = scenario.schedule
         let durationNanoseconds = Int64(scenario.effectiveDuration * 1e9)

@@ -9,7 +9,9 @@ public struct PushKind: Codable, Sendable, Equatable {
     public var weight: Double
     /// `apns-push-type` (absent: the server infers it).
     public var push_type: String?
-    /// The `aps` content: `alert`, `silent` (`content-available: 1`), `badge` or `sound`.
+    /// The `aps` content: `alert`, `silent` (`content-available: 1`), `badge` or `sound`; or an ActivityKit
+    /// push — `live_activity_update` to a started activity's update token, `live_activity_start` to a
+    /// push-to-start token (the tokens file's `update:`/`start:` lines), with the send time as `timestamp`.
     public var payload: Payload
     /// `apns-priority` (absent: the header is not sent).
     public var priority: Int?
@@ -22,6 +24,17 @@ public struct PushKind: Codable, Sendable, Equatable {
 
     public enum Payload: String, Codable, Sendable, CaseIterable {
         case alert, silent, badge, sound
+        case liveActivityUpdate = "live_activity_update"
+        case liveActivityStart = "live_activity_start"
+
+        /// The Live Activity tokens it goes to (`start:` or `update:` in the tokens file); nil: an app's own.
+        public var activityTokenPrefix: String? {
+            switch self {
+            case .liveActivityUpdate: "update:"
+            case .liveActivityStart: "start:"
+            default: nil
+            }
+        }
     }
 
     public init(
@@ -74,6 +87,10 @@ public struct PushKind: Codable, Sendable, Equatable {
             name: "silent-once", weight: 1, push_type: "background", payload: .silent, priority: 5,
             expiration_seconds: 0),
         PushKind(name: "low", weight: 1, push_type: "background", payload: .silent, priority: 1),
+        PushKind(name: "live-update", weight: 1, push_type: "liveactivity", payload: .liveActivityUpdate, priority: 10),
+        PushKind(
+            name: "live-update-low", weight: 1, push_type: "liveactivity", payload: .liveActivityUpdate, priority: 5),
+        PushKind(name: "live-start", weight: 1, push_type: "liveactivity", payload: .liveActivityStart, priority: 10),
     ]
 
     /// What is wrong with the kind, naming the key; nil when it is valid.
@@ -86,6 +103,12 @@ public struct PushKind: Codable, Sendable, Equatable {
         }
         if let priority, ![1, 5, 10].contains(priority) {
             return "\(path).priority: must be 1, 5 or 10, got \(priority)"
+        }
+        if payload.activityTokenPrefix != nil {
+            if let push_type, push_type != PushType.liveactivity.rawValue {
+                return "\(path).push_type: \(payload.rawValue) is an ActivityKit push: liveactivity, got '\(push_type)'"
+            }
+            if let priority, priority == 1 { return "\(path).priority: a Live Activity update is 5 or 10" }
         }
         if let collapse_ids, collapse_ids < 0 { return "\(path).collapse_ids: must be ≥ 0, got \(collapse_ids)" }
         if let expiration_seconds, expiration_seconds < 0 {

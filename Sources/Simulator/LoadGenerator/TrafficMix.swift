@@ -3,14 +3,18 @@ import NIOHPACK
 import PushModel
 
 /// A device token and the topic to push to it with (a simulator's tokens file has one per line:
-/// `token bundle_id`).
+/// `token bundle_id`, and `token bundle_id start:<type>` or `… update:<activity id>` for a Live
+/// Activity's tokens).
 public struct PushTarget: Sendable, Equatable {
     public var token: String
     public var topic: String
+    /// Which Live Activity token it is (`start:<type>`, `update:<id>`); nil: the app's own token.
+    public var activity: String?
 
-    public init(token: String, topic: String) {
+    public init(token: String, topic: String, activity: String? = nil) {
         self.token = token
         self.topic = topic
+        self.activity = activity
     }
 
     /// Reads `token topic` lines (or bare tokens, pushed to `defaultTopic`); blank lines and `#` comments skipped.
@@ -25,10 +29,65 @@ public struct PushTarget: Sendable, Equatable {
             guard let topic = fields.count > 1 ? String(fields[1]) : defaultTopic else {
                 throw ScenarioError("tokens line \(number + 1): no topic (give `token topic` lines or --topic)")
             }
-            targets.append(PushTarget(token: String(first), topic: topic))
+            var activity: String?
+            if fields.count > 2 {
+                activity = String(fields[2])
+                guard activity!.hasPrefix("start:") || activity!.hasPrefix("update:") else {
+                    throw ScenarioError(
+                        "tokens line \(number + 1): a third field names a Live Activity token (start:<type> or update:<id>), got '\(activity!)'"
+                    )
+                }
+            }
+            targets.append(PushTarget(token: String(first), topic: topic, activity: activity))
         }
         guard !targets.isEmpty else { throw ScenarioError("tokens: the file has no tokens") }
         return targets
+    }
+}
+
+/// The targets by what may be pushed to them: the apps' own tokens, push-to-start tokens, and started
+/// activities' update tokens. A kind goes to its own class, round robin.
+public struct TargetPool: Sendable {
+    private let own: [PushTarget]
+    private let starts: [PushTarget]
+    private let updates: [PushTarget]
+
+    public init(_ targets: [PushTarget]) {
+        own = targets.filter { $0.activity == nil }
+        starts = targets.filter { $0.activity?.hasPrefix("start:") == true }
+        updates = targets.filter { $0.activity?.hasPrefix("update:") == true }
+    }
+
+    private func targets(for payload: PushKind.Payload) -> [PushTarget] {
+        switch payload.activityTokenPrefix {
+        case "start:": starts
+        case "update:": updates
+        default: own
+        }
+    }
+
+    /// The `index`-th target for a kind of `payload` (the pool has one: `problem` said so).
+    public func target(for payload: PushKind.Payload, at index: Int) -> PushTarget {
+        let list = targets(for: payload)
+        return list[index % list.count]
+    }
+
+    /// A kind of the mix that has no token to go to, named; nil when every kind has one.
+    public func problem(mix: [PushKind]) -> String? {
+        for kind in mix where kind.weight > 0 && targets(for: kind.payload).isEmpty {
+            switch kind.payload.activityTokenPrefix {
+            case "start:":
+                return
+                    "mix kind '\(kind.name)' goes to push-to-start tokens, and the tokens file has none (`token bundle_id start:<type>` lines: simulate with a profile's live_activity_types)"
+            case "update:":
+                return
+                    "mix kind '\(kind.name)' goes to Live Activity update tokens, and the tokens file has none (`token bundle_id update:<id>` lines: activities started by a push)"
+            default:
+                return
+                    "mix kind '\(kind.name)' goes to apps' own tokens, and the tokens file has only Live Activity tokens"
+            }
+        }
+        return nil
     }
 }
 
@@ -56,7 +115,24 @@ public struct TrafficMix: Sendable {
         return cumulative.firstIndex { point < $0 } ?? (kinds.count - 1)
     }
 
-    public func body(_ kind: Int) -> ByteBuffer { bodies[kind] }
+    /// The request's body: built once per kind, except an ActivityKit push's, which carries the send time.
+    public func body(_ kind: Int, target: PushTarget, now: UnixTime, sequence: Int) -> ByteBuffer {
+        switch kinds[kind].payload {
+        case .liveActivityUpdate:
+            return ByteBuffer(
+                string:
+                    #"{"aps":{"event":"update","timestamp":\#(now.seconds),"content-state":{"sequence":\#(sequence)}}}"#
+            )
+        case .liveActivityStart:
+            let type = target.activity.map { String($0.dropFirst("start:".count)) } ?? ""
+            return ByteBuffer(
+                string: #"{"aps":{"event":"start","timestamp":\#(now.seconds),"attributes-type":"\#(type)","#
+                    + #""attributes":{"name":"bench"},"content-state":{"sequence":\#(sequence)},"#
+                    + #""alert":{"title":"Pushgate bench","body":"A Live Activity starts"}}}"#)
+        default:
+            return bodies[kind]
+        }
+    }
 
     /// The request's headers, as an APNs client sends them (`:scheme https` even over h2c).
     public func headers(
@@ -66,7 +142,8 @@ public struct TrafficMix: Sendable {
         let kind = kinds[index]
         var headers: HPACKHeaders = [
             ":method": "POST", ":scheme": "https", ":path": "/3/device/" + target.token, ":authority": authority,
-            "apns-topic": target.topic,
+            "apns-topic": kind.payload.activityTokenPrefix == nil
+                ? target.topic : target.topic + PushType.liveactivity.topicSuffix!,
         ]
         if let authorization { headers.add(name: "authorization", value: authorization) }
         if let pushType = kind.push_type { headers.add(name: "apns-push-type", value: pushType) }
@@ -87,6 +164,8 @@ public struct TrafficMix: Sendable {
         case .silent: aps = #"{"content-available":1}"#
         case .badge: aps = #"{"badge":1}"#
         case .sound: aps = #"{"sound":"default"}"#
+        // Built per request (`body(_:target:now:sequence:)`).
+        case .liveActivityUpdate, .liveActivityStart: aps = "{}"
         }
         var json = #"{"aps":"# + aps + "}"
         if let wanted = kind.payload_bytes {
