@@ -267,6 +267,14 @@ final class Heard: Sendable {
                 token: "cd34", deviceID: "dev-1", bundleID: "com.example.a", unregisteredAt: nil,
                 activity: "update:7c2e")),
         .removed(deviceID: "dev-1", at: UnixTime(milliseconds: 1_800_000_000_000)),
+        .channel(
+            StoredChannel(
+                id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.a", storagePolicy: 1,
+                createdAt: UnixTime(milliseconds: 3))),
+        .channel(
+            StoredChannel(
+                id: "b3RoZXI=", bundleID: "com.example.a", storagePolicy: 0, createdAt: UnixTime(milliseconds: 3),
+                deletedAt: UnixTime(milliseconds: 4))),
     ])
     func aNoticeReadsBackAsSent(_ notice: ClusterNotice) {
         let message = ClusterMessage(from: "node-a", notice: notice)

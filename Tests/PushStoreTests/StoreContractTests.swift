@@ -27,6 +27,11 @@ import Testing
                     token: Samples.token(3), deviceID: "dev-a", bundleID: "com.example.a", unregisteredAt: nil,
                     activity: "start:GameAttributes"),
             ]
+            batch.channels = [
+                StoredChannel(
+                    id: "dHN0LXNyY2gtY2hubA==", bundleID: "com.example.a", storagePolicy: 1, createdAt: Self.t0),
+                StoredChannel(id: "b3RoZXI=", bundleID: "com.example.a", storagePolicy: 0, createdAt: Self.t0),
+            ]
             let held = Samples.stored(1, state: .pending, rule: .overBudget, collapse: "c1", payload: [0, 255, 7])
             let delivered = Samples.stored(2, state: .pending, rule: .alerting, kind: .alerting)
             batch.notifications = [held, delivered]
@@ -47,6 +52,12 @@ import Testing
                     token: Samples.token(2), deviceID: "dev-b", bundleID: "com.example.a",
                     unregisteredAt: Self.t0.adding(seconds: 5))
             ]
+            // A channel deleted: kept, marked (its id is never issued again).
+            later.channels = [
+                StoredChannel(
+                    id: "b3RoZXI=", bundleID: "com.example.a", storagePolicy: 0, createdAt: Self.t0,
+                    deletedAt: Self.t0.adding(seconds: 6))
+            ]
             try await store.commit(later)
             try await store.close()
 
@@ -56,6 +67,7 @@ import Testing
             #expect(snapshot.tokens.map(\.token) == [Samples.token(1), Samples.token(2), Samples.token(3)])
             #expect(snapshot.tokens[1].unregisteredAt == Self.t0.adding(seconds: 5))
             #expect(snapshot.tokens.map(\.activity) == [nil, nil, "start:GameAttributes"])
+            #expect(snapshot.channels == [batch.channels[0], later.channels[0]])
             #expect(snapshot.budgets == [DeviceBudgets(deviceID: "dev-a", apps: batch.budgets["dev-a"]!)])
             #expect(snapshot.pending == [held])
             let found = try await reopened.notification(delivered.notification.id)

@@ -159,6 +159,8 @@ extension DeviceHub {
             registry.apply(device)
         case .token(let token):
             registry.apply(token)
+        case .channel(let channel):
+            channels.apply(channel)
         case .removed(let deviceID, let at):
             guard let (slot, bundleIDs) = registry.removedElsewhere(deviceID, at: at) else { return }
             forget(slot, bundleIDs: bundleIDs)

@@ -25,6 +25,8 @@ public protocol DeviceSession: AnyObject, Sendable {
 /// `ThrottleEngine` (pure), and the hub delivers what the engine says to the device's session.
 public final class DeviceHub: NotificationIntake, Sendable {
     public let registry: DeviceRegistry
+    /// The apps' broadcast channels (docs/live-activities.md).
+    public let channels: ChannelRegistry
     public let settings: HubSettings
     /// With a store, accepted pushes are answered once committed, and every decision is written.
     public let writer: StoreWriter?
@@ -71,6 +73,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     ) {
         self.registry = registry
         self.writer = registry.writer
+        self.channels = ChannelRegistry(
+            writer: registry.writer, nodeID: registry.nodeID, limit: settings.channelsPerApp)
         self.settings = settings
         self.clock = clock
         self.logger = logger
@@ -441,6 +445,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     @discardableResult
     public func restore(_ snapshot: StoreSnapshot) -> Int {
         registry.restore(devices: snapshot.devices, tokens: snapshot.tokens)
+        channels.restore(snapshot.channels)
         var budgets: [String: [AppBudget]] = [:]
         for device in snapshot.budgets { budgets[device.deviceID] = device.apps }
         var pending: [String: [StoredNotification]] = [:]
@@ -546,6 +551,8 @@ public struct HubCounters: Sendable, Equatable, Codable {
 }
 
 public struct HubSettings: Sendable, Equatable {
+    /// Live broadcast channels an app may have at once (Apple: 10,000 per app and environment).
+    public var channelsPerApp = 10_000
     /// The keep-alive interval devices are told to use (each adds its own phase and jitter).
     public var keepAliveSeconds: Int = 60
     /// Messages a device may send in a burst, then per second, before it is closed as flooding.

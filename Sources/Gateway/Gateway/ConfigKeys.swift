@@ -238,6 +238,10 @@ public enum ConfigKeys {
     /// The silent-push policy (docs/throttling.md).
     static let policy: [ConfigKey] = [
         .int(
+            "broadcast.channels_per_app", "10000", in: 1...1_000_000,
+            "Live broadcast channels an app may have at once; one more is refused 400 CannotCreateChannelConfig (Apple: 10,000 per app and environment).",
+            to: \.hub.channelsPerApp),
+        .int(
             "policy.budget.capacity", "3", in: 1...1000,
             "Silent wakes an app may get in a burst (token bucket per device and app; Apple: two or three per hour).",
             to: \.policy.budgetCapacity),

@@ -99,6 +99,8 @@ public enum ClusterNotice: Sendable, Equatable {
     case token(StoredToken)
     /// A device removed on another node (its tokens come as `token` notices).
     case removed(deviceID: String, at: UnixTime)
+    /// A broadcast channel created or deleted on another node.
+    case channel(StoredChannel)
 }
 
 /// A notice and the node it came from, as sent through PostgreSQL's NOTIFY: one line of tab-separated
@@ -134,6 +136,11 @@ public struct ClusterMessage: Sendable, Equatable {
             // skips any line it cannot read).
             if let activity = token.activity { fields.append(activity) }
         case .removed(let device, let at): fields += ["removed", device, String(at.milliseconds)]
+        case .channel(let channel):
+            fields += [
+                "channel", channel.id, channel.bundleID, String(channel.storagePolicy),
+                String(channel.createdAt.milliseconds), channel.deletedAt.map { String($0.milliseconds) } ?? "",
+            ]
         }
         return fields.joined(separator: "\t")
     }
@@ -196,6 +203,15 @@ public struct ClusterMessage: Sendable, Equatable {
         case ("removed", 2):
             guard let at = Int64(values[1]) else { return nil }
             notice = .removed(deviceID: values[0], at: UnixTime(milliseconds: at))
+        case ("channel", 5):
+            guard let policy = Int(values[2]), let created = Int64(values[3]) else { return nil }
+            let deleted = values[4].isEmpty ? nil : Int64(values[4]).map { UnixTime(milliseconds: $0) }
+            guard values[4].isEmpty || deleted != nil else { return nil }
+            notice = .channel(
+                StoredChannel(
+                    id: values[0], bundleID: values[1], storagePolicy: policy,
+                    createdAt: UnixTime(milliseconds: created),
+                    deletedAt: deleted))
         default: return nil
         }
     }

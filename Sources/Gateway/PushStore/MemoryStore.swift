@@ -22,6 +22,8 @@ public final class MemoryStore: StoreBackend {
         var deviceIndex: [String: Int] = [:]
         var tokens: [String: StoredToken] = [:]
         var tokenOrder: [String] = []
+        var channels: [String: StoredChannel] = [:]
+        var channelOrder: [String] = []
         var rows: [Key: Row] = [:]
         /// Insertion order (keys may have been pruned).
         var order: [Key] = []
@@ -39,6 +41,7 @@ public final class MemoryStore: StoreBackend {
             var snapshot = StoreSnapshot()
             snapshot.devices = state.devices
             snapshot.tokens = state.tokenOrder.compactMap { state.tokens[$0] }
+            snapshot.channels = state.channelOrder.compactMap { state.channels[$0] }
             // As the SQL backends give them: every device's, ordered by device id.
             snapshot.budgets = state.budgets.keys.sorted().compactMap { state.budgets[$0] }
             snapshot.pending = state.order.compactMap { key in
@@ -63,6 +66,11 @@ public final class MemoryStore: StoreBackend {
             }
             for token in batch.tokens {
                 if state.tokens.updateValue(token, forKey: token.token) == nil { state.tokenOrder.append(token.token) }
+            }
+            for channel in batch.channels {
+                if state.channels.updateValue(channel, forKey: channel.id) == nil {
+                    state.channelOrder.append(channel.id)
+                }
             }
             for stored in batch.notifications {
                 let key = Key(team: stored.notification.teamID ?? "", id: stored.notification.id)

@@ -52,6 +52,13 @@ extension PostgresStore {
             // Live Activity tokens beside the apps' own (docs/live-activities.md).
             "ALTER TABLE tokens ADD COLUMN activity TEXT"
         ],
+        [
+            // Broadcast channels (docs/live-activities.md).
+            """
+            CREATE TABLE channels (id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, storage_policy BIGINT NOT NULL,
+                created_at BIGINT NOT NULL, deleted_at BIGINT, seq BIGSERIAL)
+            """
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

@@ -69,6 +69,14 @@ public final class PostgresStore: ClusterStore {
                     token: token, deviceID: device, bundleID: bundle,
                     unregisteredAt: unregistered.map { UnixTime(milliseconds: $0) }, activity: activity))
         }
+        for try await (id, bundle, policy, created, deleted) in try await client.query(
+            "SELECT id, bundle_id, storage_policy, created_at, deleted_at FROM channels ORDER BY seq", logger: logger
+        ).decode((String, String, Int, Int64, Int64?).self) {
+            snapshot.channels.append(
+                StoredChannel(
+                    id: id, bundleID: bundle, storagePolicy: policy, createdAt: UnixTime(milliseconds: created),
+                    deletedAt: deleted.map { UnixTime(milliseconds: $0) }))
+        }
         snapshot.budgets = try await client.withConnection { connection in
             try await Self.budgets(
                 connection, where: "device_id NOT IN \(self.ownedElsewhere)", nodeID, logger: self.logger)
@@ -148,6 +156,16 @@ public final class PostgresStore: ClusterStore {
                 update.binds.append(ids)
                 update.binds.append(times)
                 try await connection.query(update, logger: logger)
+            }
+            for channel in batch.channels {
+                // A handful a minute at most: one statement each.
+                try await connection.query(
+                    """
+                    INSERT INTO channels (id, bundle_id, storage_policy, created_at, deleted_at)
+                    VALUES (\(channel.id), \(channel.bundleID), \(channel.storagePolicy), \(channel.createdAt.milliseconds),
+                        \(channel.deletedAt?.milliseconds))
+                    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at
+                    """, logger: logger)
             }
             if !batch.tokens.isEmpty {
                 // The last change to a token in the batch wins, as if applied one by one.

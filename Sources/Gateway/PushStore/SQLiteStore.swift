@@ -106,6 +106,13 @@ public final class SQLiteStore: StoreBackend {
         [],
         // Live Activity tokens beside the apps' own (docs/live-activities.md).
         ["ALTER TABLE tokens ADD COLUMN activity TEXT"],
+        // Broadcast channels (docs/live-activities.md).
+        [
+            """
+            CREATE TABLE channels (id TEXT PRIMARY KEY, bundle_id TEXT NOT NULL, storage_policy INTEGER NOT NULL,
+                created_at INTEGER NOT NULL, deleted_at INTEGER)
+            """
+        ],
     ]
 
     private func migrate() async throws {
@@ -145,6 +152,14 @@ public final class SQLiteStore: StoreBackend {
                             unregisteredAt: (row[3] as Int64?).map { UnixTime(milliseconds: $0) },
                             activity: row[4]))
                 }
+            try db.prepare(
+                "SELECT id, bundle_id, storage_policy, created_at, deleted_at FROM channels ORDER BY rowid"
+            ).query { row in
+                snapshot.channels.append(
+                    StoredChannel(
+                        id: row[0], bundleID: row[1], storagePolicy: row[2], createdAt: UnixTime(milliseconds: row[3]),
+                        deletedAt: (row[4] as Int64?).map { UnixTime(milliseconds: $0) }))
+            }
             snapshot.budgets = try Self.budgets(db)
             try db.prepare(Self.selectNotification + " WHERE state = 0 ORDER BY seq").query { row in
                 snapshot.pending.append(try Self.notification(row))
@@ -180,6 +195,18 @@ public final class SQLiteStore: StoreBackend {
                 for token in batch.tokens {
                     try upsert.run(
                         token.token, token.deviceID, token.bundleID, token.unregisteredAt?.milliseconds, token.activity)
+                }
+            }
+            if !batch.channels.isEmpty {
+                let upsert = try db.statement(
+                    """
+                    INSERT INTO channels (id, bundle_id, storage_policy, created_at, deleted_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at
+                    """)
+                for channel in batch.channels {
+                    try upsert.run(
+                        channel.id, channel.bundleID, channel.storagePolicy, channel.createdAt.milliseconds,
+                        channel.deletedAt?.milliseconds)
                 }
             }
             var rest = batch.notifications[...]

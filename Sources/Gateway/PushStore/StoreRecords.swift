@@ -116,6 +116,25 @@ public struct AppBudget: Sendable, Equatable {
     }
 }
 
+/// A broadcast channel as stored (docs/live-activities.md): created, and later marked deleted (its id
+/// is never issued again).
+public struct StoredChannel: Sendable, Equatable {
+    public var id: String
+    public var bundleID: String
+    /// `MessageStoragePolicy`'s raw value.
+    public var storagePolicy: Int
+    public var createdAt: UnixTime
+    public var deletedAt: UnixTime?
+
+    public init(id: String, bundleID: String, storagePolicy: Int, createdAt: UnixTime, deletedAt: UnixTime? = nil) {
+        self.id = id
+        self.bundleID = bundleID
+        self.storagePolicy = storagePolicy
+        self.createdAt = createdAt
+        self.deletedAt = deletedAt
+    }
+}
+
 /// One transaction's worth of changes, applied in this order: devices, tokens, notifications (a
 /// notification whose (team, apns-id) is already stored is not stored again), outcomes, budgets.
 public struct StoreBatch: Sendable {
@@ -124,6 +143,8 @@ public struct StoreBatch: Sendable {
     public var seen: [String: UnixTime] = [:]
     public var removed: [String: UnixTime] = [:]
     public var tokens: [StoredToken] = []
+    /// Broadcast channels created or deleted (the latest change for a channel wins).
+    public var channels: [StoredChannel] = []
     public var notifications: [StoredNotification] = []
     public var outcomes: [NotificationOutcome] = []
     /// By device id: the latest change for a device replaces an earlier one in the same batch. A node
@@ -136,13 +157,13 @@ public struct StoreBatch: Sendable {
     public init() {}
 
     public var isEmpty: Bool {
-        devices.isEmpty && seen.isEmpty && removed.isEmpty && tokens.isEmpty && notifications.isEmpty
-            && outcomes.isEmpty && budgets.isEmpty && notices.isEmpty
+        devices.isEmpty && seen.isEmpty && removed.isEmpty && tokens.isEmpty && channels.isEmpty
+            && notifications.isEmpty && outcomes.isEmpty && budgets.isEmpty && notices.isEmpty
     }
 
     public var count: Int {
-        devices.count + seen.count + removed.count + tokens.count + notifications.count + outcomes.count
-            + budgets.count + notices.count
+        devices.count + seen.count + removed.count + tokens.count + channels.count + notifications.count
+            + outcomes.count + budgets.count + notices.count
     }
 }
 
@@ -152,6 +173,8 @@ public struct StoreBatch: Sendable {
 public struct StoreSnapshot: Sendable {
     public var devices: [StoredDevice] = []
     public var tokens: [StoredToken] = []
+    /// Every broadcast channel ever created, deleted ones too, in creation order.
+    public var channels: [StoredChannel] = []
     public var budgets: [DeviceBudgets] = []
     public var pending: [StoredNotification] = []
 
