@@ -468,11 +468,17 @@ public final class DeviceAgent: Sendable {
         }
     }
 
-    /// Push-to-start tokens for the app's Live Activity types (asking again gets the same token).
+    /// Push-to-start tokens for the app's Live Activity types, and the update token of any of its
+    /// activities still without one (a request lost with a connection): asking again gets the same token.
     private func askForActivityTokens(of bundleID: String) {
         for type in behaviour.liveActivityTypes[bundleID] ?? [] {
             send(.activityToken(bundleID: bundleID, purpose: .pushToStart(attributesType: type)))
         }
+        let waiting = state.withLock { state in
+            state.activities.activities.values
+                .filter { $0.bundleID == bundleID && $0.updateToken == nil && $0.endedAt == nil }.map(\.id).sorted()
+        }
+        for id in waiting { send(.activityToken(bundleID: bundleID, purpose: .update(activityID: id))) }
     }
 
     /// An ActivityKit push: applied to the device's activities in timestamp order; an activity a push
