@@ -34,6 +34,7 @@ DATA="$WORK/data"
 BASE=23300   # node i: h2c BASE + 3i, devices + 1, admin + 2
 SET=(--set "data_dir=$DATA" --set provider.tls.enabled=false --set devices.tls.enabled=false
   --set "provider.h2c.port=$BASE" --set "devices.port=$((BASE + 1))" --set "admin.port=$((BASE + 2))"
+  --set channels.tls.enabled=false --set channels.h2c.enabled=false
   --set event_loops=1 --set log.level=warning --set log.modules=devices=notice --set devices.keep_alive_seconds=60
   --set devices.enrolments_per_minute_per_address=0 --set provider.rate.device_token.per_second=0
   --set provider.rate.team.per_second=0)

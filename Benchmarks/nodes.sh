@@ -30,6 +30,7 @@ SECRET="nodes-bench-$$"
 node() { # name provider-port devices-port admin-port -> settings
   echo --set "data_dir=$WORK/$1" --set store.backend=postgres --set "store.postgres.url=$URL" \
     --set "store.postgres.node_id=$1" --set provider.tls.enabled=false --set "provider.h2c.port=$2" \
+    --set channels.tls.enabled=false --set channels.h2c.enabled=false \
     --set "devices.port=$3" --set devices.tls.enabled=false --set "admin.port=$4" --set log.level=warning \
     --set provider.rate.device_token.per_second=0 --set provider.rate.team.per_second=0 \
     --set devices.reload_seconds=0 --set "devices.enrolment_secret=$SECRET"

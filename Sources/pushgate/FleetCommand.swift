@@ -26,7 +26,7 @@ struct FleetUpCommand: AsyncParsableCommand {
         abstract: "Start N gateway nodes on one PostgreSQL, each its own process and log, on consecutive ports.",
         discussion: """
             Node i (from 1) takes the configured ports moved up by (i - 1) × the span of the configured ports \
-            (with the defaults: node 1 on 2197–2201, node 2 on 2202–2206, …). The nodes share the data \
+            (with the defaults: node 1 on 2195–2201, node 2 on 2202–2208, …). The nodes share the data \
             directory's provider keys, client certificates, device tokens, development TLS certificate and \
             enrolment secret; each keeps its own directory and log in <data_dir>/fleet/node-<i>. The database \
             is --postgres-url, else store.postgres.url, else a PostgreSQL server started for the fleet with its \

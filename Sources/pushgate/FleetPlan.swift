@@ -3,8 +3,8 @@ import Gateway
 
 /// Where `pushgate fleet up` puts each node: its name, directory, log and ports, and the settings every
 /// node is started with. Node i (from 0) takes each configured port plus i × the span of the configured
-/// ports, so the nodes' ports follow one another without overlapping (the defaults, 2197–2201, make node
-/// 1 2197–2201, node 2 2202–2206, …).
+/// ports, so the nodes' ports follow one another without overlapping (the defaults, 2195–2201, make node
+/// 1 2195–2201, node 2 2202–2208, …).
 struct FleetPlan {
     let dataDirectory: String
     let fleetDirectory: String
@@ -29,7 +29,8 @@ struct FleetPlan {
         for (key, listener) in [
             ("provider.tls.port", configuration.tlsListener), ("provider.h2c.port", configuration.h2cListener),
             ("devices.port", configuration.deviceListener), ("devices.tls.port", configuration.deviceTLSListener),
-            ("admin.port", configuration.admin),
+            ("admin.port", configuration.admin), ("channels.tls.port", configuration.channelTLSListener),
+            ("channels.h2c.port", configuration.channelH2CListener),
         ] {
             guard listener.enabled else {
                 ports.append((key, 0))
@@ -67,7 +68,8 @@ struct FleetPlan {
         return FleetState.Node(
             name: name, pid: 0, dataDirectory: fleetDirectory + "/" + name, log: fleetDirectory + "/\(name).log",
             providerTLSPort: port("provider.tls.port"), providerH2CPort: port("provider.h2c.port"),
-            devicesPort: port("devices.port"), devicesTLSPort: port("devices.tls.port"), adminPort: port("admin.port"))
+            devicesPort: port("devices.port"), devicesTLSPort: port("devices.tls.port"), adminPort: port("admin.port"),
+            channelsTLSPort: port("channels.tls.port"), channelsH2CPort: port("channels.h2c.port"))
     }
 
     /// The settings that make `node` one node of the fleet (after the user's own `--set`s, so these win).
@@ -78,6 +80,7 @@ struct FleetPlan {
         let byKey = [
             "provider.tls.port": node.providerTLSPort, "provider.h2c.port": node.providerH2CPort,
             "devices.port": node.devicesPort, "devices.tls.port": node.devicesTLSPort, "admin.port": node.adminPort,
+            "channels.tls.port": node.channelsTLSPort, "channels.h2c.port": node.channelsH2CPort,
         ]
         for (key, port) in byKey where port != 0 { settings[key] = String(port) }
         return settings

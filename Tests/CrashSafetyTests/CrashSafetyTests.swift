@@ -35,6 +35,7 @@ import WallClock
                 "--set", "provider.h2c.port=0", "--set", "devices.port=\(devicesPort)",
                 "--set", "devices.tls.enabled=false", "--set", "admin.port=0", "--set", "log.level=notice",
                 "--set", "log.modules=provider=info,devices=info,admin=info", "--set", "devices.keep_alive_seconds=1",
+                "--set", "channels.tls.enabled=false", "--set", "channels.h2c.enabled=false",
             ]
         }
         let logPath = directory + "/gateway.log"

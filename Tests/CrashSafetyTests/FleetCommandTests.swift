@@ -63,6 +63,7 @@ import WallClock
         let settings = [
             "data_dir=\(data)", "provider.tls.enabled=false", "devices.tls.enabled=false",
             "provider.h2c.port=\(base)", "devices.port=\(base + 1)", "admin.port=\(base + 2)",
+            "channels.tls.enabled=false", "channels.h2c.port=\(base + 3)",
             "devices.enrolment_secret=\(GatewayProcess.enrolment)", "store.postgres.lease_seconds=2",
             "store.postgres.sweep_seconds=2", "provider.rate.device_token.per_second=0",
             "devices.keep_alive_seconds=3600", "log.level=notice",

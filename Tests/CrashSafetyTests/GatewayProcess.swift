@@ -106,7 +106,8 @@ extension GatewayProcess {
             "serve", "--set", "data_dir=\(dataDirectory)", "--set", "provider.tls.enabled=false",
             "--set", "provider.h2c.port=0", "--set", "devices.port=0", "--set", "devices.tls.enabled=false",
             "--set", "admin.port=0", "--set", "log.level=notice",
-            "--set", "log.modules=provider=info,devices=info,admin=info",
+            "--set", "log.modules=provider=info,devices=info,admin=info", "--set", "channels.tls.enabled=false",
+            "--set", "channels.h2c.enabled=false",
         ] + extra
     }
 }

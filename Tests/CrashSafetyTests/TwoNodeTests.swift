@@ -358,6 +358,7 @@ import WallClock
                 "--set", "provider.tls.enabled=false", "--set", "provider.h2c.port=0",
                 "--set", "devices.port=0", "--set", "devices.tls.enabled=false", "--set", "admin.port=0",
                 "--set", "log.level=notice", "--set", "log.modules=provider=info,devices=info,admin=info",
+                "--set", "channels.tls.enabled=false", "--set", "channels.h2c.enabled=false",
             ] + settings.flatMap { ["--set", $0] }, logPath: log)
         let ports = try await process.boundPorts(logPath: log)
         return Node(

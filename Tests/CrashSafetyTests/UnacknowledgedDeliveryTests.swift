@@ -51,6 +51,7 @@ import WallClock
                     "--set", "devices.tls.enabled=false", "--set", "admin.port=0", "--set", "log.level=notice",
                     "--set", "log.modules=provider=info,devices=info,admin=info",
                     "--set", "provider.rate.device_token.per_second=0", "--set", "devices.keep_alive_seconds=3600",
+                    "--set", "channels.tls.enabled=false", "--set", "channels.h2c.enabled=false",
                 ], logPath: log)
             let found = try await process.boundPorts(logPath: log)
             let ports = Ports(provider: found.provider, devices: found.devices, admin: found.admin)

@@ -1,6 +1,7 @@
 import DeviceHub
 import NIOCore
 import NIOPosix
+import PushIntake
 import PushModel
 import PushStore
 import Testing
@@ -17,7 +18,7 @@ import Testing
         guard
             case .success(let (first, _)) = registry.create(
                 bundleID: "com.example.scores", policy: .mostRecentMessageStored, now: t0, answeringOn: loop)
-        else { throw ChannelRegistry.Refusal.limitReached }
+        else { throw ChannelRefusal.limitReached }
         #expect(ChannelID(first.id.value) == first.id, "a base64 id")
         #expect(first.storagePolicy == .mostRecentMessageStored)
         #expect(registry.channel(first.id, bundleID: "com.example.scores") == first)
@@ -25,14 +26,14 @@ import Testing
         guard
             case .success(let (second, _)) = registry.create(
                 bundleID: "com.example.scores", policy: .noMessageStored, now: t0, answeringOn: loop)
-        else { throw ChannelRegistry.Refusal.limitReached }
+        else { throw ChannelRefusal.limitReached }
         #expect(second.id != first.id)
         #expect(registry.channels(of: "com.example.scores").map(\.id) == [first.id, second.id])
         // The limit is per app, on live channels.
         guard
             case .failure(.limitReached) = registry.create(
                 bundleID: "com.example.scores", policy: .noMessageStored, now: t0, answeringOn: loop)
-        else { throw ChannelRegistry.Refusal.limitReached }
+        else { throw ChannelRefusal.limitReached }
         #expect(registry.delete(first.id, bundleID: "com.example.other", now: t0, answeringOn: loop) == nil)
         #expect(registry.delete(first.id, bundleID: "com.example.scores", now: t0, answeringOn: loop) != nil)
         #expect(registry.delete(first.id, bundleID: "com.example.scores", now: t0, answeringOn: loop) == nil)
@@ -57,7 +58,7 @@ import Testing
                 bundleID: "com.example.scores", policy: .mostRecentMessageStored, now: t0, answeringOn: loop),
             case .success(let (gone, _)) = registry.create(
                 bundleID: "com.example.scores", policy: .noMessageStored, now: t0, answeringOn: loop)
-        else { throw ChannelRegistry.Refusal.limitReached }
+        else { throw ChannelRefusal.limitReached }
         try await stored.get()
         try await registry.delete(gone.id, bundleID: "com.example.scores", now: t0, answeringOn: loop)!.get()
         writer.finish()

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PushIntake
 import PushModel
 import PushStore
 import Synchronization
@@ -8,13 +9,7 @@ import Synchronization
 /// policy, read, listed and deleted through the channel-management API, at most `limit` live ones per
 /// app. Every change is written to the store (and told to the other nodes) before it is answered; a
 /// deleted channel stays known, so its id is never issued again and broadcasts to it are refused.
-public final class ChannelRegistry: Sendable {
-    /// Why a channel was not created.
-    public enum Refusal: Error, Equatable {
-        /// The app has `limit` live channels (Apple: 400 `CannotCreateChannelConfig`).
-        case limitReached
-    }
-
+public final class ChannelRegistry: ChannelDirectory {
     private struct State {
         var channels: [ChannelID: BroadcastChannel] = [:]
         /// Live channels by app, in creation order.
@@ -57,7 +52,7 @@ public final class ChannelRegistry: Sendable {
     /// Creates a channel for `bundleID`; the future succeeds on `eventLoop` once it is stored.
     public func create(
         bundleID: String, policy: MessageStoragePolicy, now: UnixTime, answeringOn eventLoop: any EventLoop
-    ) -> Result<(BroadcastChannel, EventLoopFuture<Void>), Refusal> {
+    ) -> Result<(BroadcastChannel, EventLoopFuture<Void>), ChannelRefusal> {
         state.withLock { state in
             guard state.live[bundleID, default: []].count < limit else { return .failure(.limitReached) }
             var id: ChannelID

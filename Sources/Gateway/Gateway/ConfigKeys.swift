@@ -156,6 +156,27 @@ public enum ConfigKeys {
         .int(
             "provider.max_connections_per_address", "500", in: 0...10_000_000,
             "Provider connections open at once from one source address; 0: no cap.", to: \.providerGate.maxPerAddress),
+        .flag(
+            "channels.tls.enabled", "true",
+            "Serve the broadcast channel-management API over TLS (HTTP/2; Apple: api-manage-broadcast…:2195), with the provider API's certificate and credentials.",
+            to: \.channelTLSListener.enabled),
+        .text(
+            "channels.tls.host", "127.0.0.1", nonEmpty: true, "Address the TLS channel-management listener binds to.",
+            to: \.channelTLSListener.host),
+        .int(
+            "channels.tls.port", "2195", in: 0...65535,
+            "Port of the TLS channel-management listener (Apple's sandbox: 2195).",
+            to: \.channelTLSListener.port),
+        .flag(
+            "channels.h2c.enabled", "true",
+            "Serve the channel-management API as cleartext HTTP/2 (h2c), for local use.",
+            to: \.channelH2CListener.enabled),
+        .text(
+            "channels.h2c.host", "127.0.0.1", nonEmpty: true, "Address the h2c channel-management listener binds to.",
+            to: \.channelH2CListener.host),
+        .int(
+            "channels.h2c.port", "2196", in: 0...65535, "Port of the h2c channel-management listener.",
+            to: \.channelH2CListener.port),
         .text(
             "devices.tokens_file", "",
             "YAML file of device tokens registered by `pushgate tokens`. Empty: data_dir/device-tokens.yaml. Reloaded when it changes.",

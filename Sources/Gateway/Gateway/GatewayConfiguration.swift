@@ -66,6 +66,9 @@ public struct GatewayConfiguration: Sendable {
     public var provider = ProviderSettings()
     public var tlsListener = Listener()
     public var h2cListener = Listener()
+    /// The channel-management API's listeners (broadcast channels; Apple serves it on its own port).
+    public var channelTLSListener = Listener()
+    public var channelH2CListener = Listener()
     public var tls = TLSFiles()
     public var keysFile = ""
     public var certificatesFile = ""

@@ -24,6 +24,8 @@ public struct GatewayServices: Sendable {
     public let directory: InMemoryDeviceDirectory
     public let hub: DeviceHub
     public let provider: ProviderServer
+    /// The broadcast channel-management API (nil when both its listeners are off).
+    public let channels: ChannelManagementServer?
     public let devices: DeviceServer
     public let reloader: RegistryReloader
     public let admin: AdminServer?
@@ -39,7 +41,14 @@ public struct GatewayServices: Sendable {
     /// starts first and stops last: while the gateway drains, `/ready` answers 503 (`not_draining`
     /// false) and `/health` 200, until the process exits.
     public var services: [any Service] {
-        (admin.map { [$0] } ?? []) + [store] + (cluster.map { [$0] } ?? []) + [devices, provider, reloader]
+        var services: [any Service] = []
+        if let admin { services.append(admin) }
+        services.append(store)
+        if let cluster { services.append(cluster) }
+        services += [devices, provider] as [any Service]
+        if let channels { services.append(channels) }
+        services.append(reloader)
+        return services
     }
 
     /// The one composition: `pushgate serve` (shut down by SIGTERM and SIGINT), the demo and the tests
@@ -168,6 +177,25 @@ public struct GatewayServices: Sendable {
             context: context, listeners: listeners, group: group, logger: logger,
             gracePeriod: .seconds(configuration.shutdownGraceSeconds),
             gate: ConnectionGate(name: "provider", limits: configuration.providerGate, logger: logger))
+        var channelListeners: [ProviderListener] = []
+        if configuration.channelTLSListener.enabled {
+            channelListeners.append(
+                ProviderListener(
+                    host: configuration.channelTLSListener.host, port: configuration.channelTLSListener.port,
+                    security: .tls(try Self.tlsContext(configuration, logger: logger))))
+        }
+        if configuration.channelH2CListener.enabled {
+            channelListeners.append(
+                ProviderListener(
+                    host: configuration.channelH2CListener.host, port: configuration.channelH2CListener.port,
+                    security: .cleartext))
+        }
+        channels =
+            channelListeners.isEmpty
+            ? nil
+            : ChannelManagementServer(
+                context: context, directory: hub.channels, listeners: channelListeners, group: group,
+                logger: Logger(label: "pushgate.channels"))
         var deviceListeners = [
             DeviceServer.Listener(host: configuration.deviceListener.host, port: configuration.deviceListener.port)
         ]

@@ -23,6 +23,9 @@ public struct LocalGateway: Sendable {
     public let adminPort: Int
     private let group: ServiceGroup
 
+    /// The channel-management API's ports, TLS first when it is on (none when both are off).
+    public var channelPorts: [Int] { services.channels?.boundAddresses.compactMap(\.port) ?? [] }
+
     /// Runs a gateway whose provider key may push to `topic` while `body` runs.
     public static func run<Result>(
         topic: String, settings: [String] = [], group: any EventLoopGroup, logger: Logger,
@@ -46,7 +49,8 @@ public struct LocalGateway: Sendable {
             path: nil, environment: [:],
             flags: [
                 "data_dir=\(dataDirectory)", "provider.tls.enabled=false", "provider.h2c.port=0", "devices.port=0",
-                "devices.tls.enabled=false", "admin.port=0", "devices.reload_seconds=0",
+                "devices.tls.enabled=false", "admin.port=0", "devices.reload_seconds=0", "channels.tls.enabled=false",
+                "channels.h2c.port=0",
             ] + settings)
         let configuration = try GatewayConfiguration(raw)
         let key = P256.Signing.PrivateKey()
@@ -102,8 +106,10 @@ public struct LocalGateway: Sendable {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if let failure = failure() { throw failure }
+            let channelsBound = services.channels?.isBound ?? true
             if let providerPort = services.provider.boundAddresses.first?.port,
-                let devicePort = services.devices.boundAddresses.first?.port, let adminPort = services.admin?.boundPort
+                let devicePort = services.devices.boundAddresses.first?.port, let adminPort = services.admin?.boundPort,
+                channelsBound
             {
                 return LocalGateway(
                     services: services, signer: signer, dataDirectory: dataDirectory, providerPort: providerPort,

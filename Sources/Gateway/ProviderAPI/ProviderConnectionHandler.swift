@@ -503,13 +503,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     // MARK: Identity
 
     private func identity(context: ChannelHandlerContext) -> ConnectionIdentity {
-        guard let tls = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
-            let certificate = tls.peerCertificate
-        else { return .token }
-        guard let der = try? certificate.toDERBytes() else { return .unknownCertificate }
-        let fingerprint = CertificateFingerprint.sha256Hex(der)
-        if let grant = providerContext.certificateGrants.byFingerprint[fingerprint] { return .certificate(grant) }
-        return .unknownCertificate
+        providerContext.identity(of: context.channel)
     }
 
     // MARK: Flow control
