@@ -20,12 +20,12 @@ enum FleetReport {
     static func nodes(_ state: FleetState, databaseShown: String) -> String {
         var lines = [
             "Fleet: \(state.nodes.count) nodes on \(databaseShown)\(state.ownPostgres.map { " (started for the fleet in \($0.directory))" } ?? "")",
-            "| node | pid | provider h2c | provider TLS | devices | devices TLS | admin | log |",
-            "|---|---|---|---|---|---|---|---|",
+            "| node | pid | provider h2c | provider TLS | devices | devices TLS | channels h2c | channels TLS | admin | log |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for node in state.nodes {
             lines.append(
-                "| \(node.name) | \(node.pid) | \(port(node.providerH2CPort)) | \(port(node.providerTLSPort)) | \(port(node.devicesPort)) | \(port(node.devicesTLSPort)) | \(port(node.adminPort)) | \(node.log) |"
+                "| \(node.name) | \(node.pid) | \(port(node.providerH2CPort)) | \(port(node.providerTLSPort)) | \(port(node.devicesPort)) | \(port(node.devicesTLSPort)) | \(port(node.channelsH2CPort)) | \(port(node.channelsTLSPort)) | \(port(node.adminPort)) | \(node.log) |"
             )
         }
         return lines.joined(separator: "\n")
