@@ -1,9 +1,11 @@
 import Foundation
 import Gateway
+import GatewayFiles
 import Logging
 import NIOCore
 import NIOHPACK
 import NIOPosix
+import ProviderAPI
 import ProviderAuth
 import ProviderClient
 import PushModel
@@ -139,6 +141,64 @@ import WallClock
                 )
                 .status == 201)
             await client.close()
+        }
+    }
+
+    /// A registered client certificate manages its app's channels without a provider token (mTLS, as
+    /// Apple allows); another app's path is `TopicMismatch`; a certificate the gateway does not know is
+    /// `BadCertificate`.
+    @Test func aClientCertificateManagesItsAppsChannels() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            try await LocalGateway.run(
+                topic: Self.bundle,
+                settings: [
+                    "log.level=error", "channels.tls.enabled=true", "channels.tls.port=0", "channels.h2c.enabled=false",
+                ],
+                group: group, logger: Logger(label: "test")
+            ) { gateway in
+                let port = try #require(gateway.channelPorts.first)
+                let certificates = DevelopmentCertificates(dataDirectory: gateway.dataDirectory)
+                func issue(_ name: String) throws -> (chain: String, key: String, sha256: String) {
+                    let issued = try certificates.issueClientCertificate(topic: Self.bundle, teamID: "LOCALTEAM1")
+                    let chain = gateway.dataDirectory + "/\(name).pem"
+                    let key = gateway.dataDirectory + "/\(name)-key.pem"
+                    try issued.certificate.write(toFile: chain, atomically: true, encoding: .utf8)
+                    try issued.privateKey.write(toFile: key, atomically: true, encoding: .utf8)
+                    return (chain, key, issued.sha256)
+                }
+                let registered = try issue("registered")
+                let stranger = try issue("stranger")
+                gateway.services.provider.context.replaceCertificateGrants(
+                    CertificateGrants([registered.sha256: CertificateGrant(teamID: "LOCALTEAM1", topics: [Self.bundle])]
+                    ))
+                func connect(_ certificate: (chain: String, key: String, sha256: String)) async throws -> ProviderClient
+                {
+                    try await ProviderClient.connect(
+                        host: "127.0.0.1", port: port,
+                        security: .tls(
+                            trustRoots: [], alpn: ["h2"], clientCertificate: (certificate.chain, certificate.key)),
+                        group: group)
+                }
+                func post(_ client: ProviderClient, _ bundle: String) async throws -> ProviderClient.Response {
+                    try await client.post(
+                        path: "/1/apps/\(bundle)/channels", headers: [],
+                        body: Array(#"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#.utf8))
+                }
+                let client = try await connect(registered)
+                #expect(try await post(client, Self.bundle).status == 201)
+                #expect(try await post(client, "com.example.other").bodyText.contains("TopicMismatch"))
+                await client.close()
+                let unknown = try await connect(stranger)
+                let refused = try await post(unknown, Self.bundle)
+                #expect(refused.status == 403)
+                #expect(refused.bodyText.contains("BadCertificate"))
+                await unknown.close()
+            }
+            try await group.shutdownGracefully()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
         }
     }
 }
