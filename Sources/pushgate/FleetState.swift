@@ -19,38 +19,6 @@ struct FleetState: Codable, Equatable {
         /// before them).
         var channelsTLSPort = 0
         var channelsH2CPort = 0
-
-        init(
-            name: String, pid: Int32, dataDirectory: String, log: String, providerTLSPort: Int, providerH2CPort: Int,
-            devicesPort: Int, devicesTLSPort: Int, adminPort: Int, channelsTLSPort: Int = 0, channelsH2CPort: Int = 0
-        ) {
-            self.name = name
-            self.pid = pid
-            self.dataDirectory = dataDirectory
-            self.log = log
-            self.providerTLSPort = providerTLSPort
-            self.providerH2CPort = providerH2CPort
-            self.devicesPort = devicesPort
-            self.devicesTLSPort = devicesTLSPort
-            self.adminPort = adminPort
-            self.channelsTLSPort = channelsTLSPort
-            self.channelsH2CPort = channelsH2CPort
-        }
-
-        init(from decoder: any Decoder) throws {
-            let values = try decoder.container(keyedBy: CodingKeys.self)
-            name = try values.decode(String.self, forKey: .name)
-            pid = try values.decode(Int32.self, forKey: .pid)
-            dataDirectory = try values.decode(String.self, forKey: .dataDirectory)
-            log = try values.decode(String.self, forKey: .log)
-            providerTLSPort = try values.decode(Int.self, forKey: .providerTLSPort)
-            providerH2CPort = try values.decode(Int.self, forKey: .providerH2CPort)
-            devicesPort = try values.decode(Int.self, forKey: .devicesPort)
-            devicesTLSPort = try values.decode(Int.self, forKey: .devicesTLSPort)
-            adminPort = try values.decode(Int.self, forKey: .adminPort)
-            channelsTLSPort = try values.decodeIfPresent(Int.self, forKey: .channelsTLSPort) ?? 0
-            channelsH2CPort = try values.decodeIfPresent(Int.self, forKey: .channelsH2CPort) ?? 0
-        }
     }
 
     var nodes: [Node]
@@ -91,6 +59,24 @@ struct FleetState: Codable, Equatable {
 
     static func remove(dataDirectory: String) {
         try? FileManager.default.removeItem(atPath: path(dataDirectory: dataDirectory))
+    }
+}
+
+extension FleetState.Node {
+    /// Reads a record of the version before the channel-management ports too (they are 0 there).
+    init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        name = try values.decode(String.self, forKey: .name)
+        pid = try values.decode(Int32.self, forKey: .pid)
+        dataDirectory = try values.decode(String.self, forKey: .dataDirectory)
+        log = try values.decode(String.self, forKey: .log)
+        providerTLSPort = try values.decode(Int.self, forKey: .providerTLSPort)
+        providerH2CPort = try values.decode(Int.self, forKey: .providerH2CPort)
+        devicesPort = try values.decode(Int.self, forKey: .devicesPort)
+        devicesTLSPort = try values.decode(Int.self, forKey: .devicesTLSPort)
+        adminPort = try values.decode(Int.self, forKey: .adminPort)
+        channelsTLSPort = try values.decodeIfPresent(Int.self, forKey: .channelsTLSPort) ?? 0
+        channelsH2CPort = try values.decodeIfPresent(Int.self, forKey: .channelsH2CPort) ?? 0
     }
 }
 

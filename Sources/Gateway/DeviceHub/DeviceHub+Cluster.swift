@@ -129,8 +129,12 @@ extension DeviceHub {
                     "devices not claimed",
                     metadata: ["count": "\(devices.count)", "error": "\(String(reflecting: error))"])
             }
+            hubCounters.withLock { $0.claimed += claimed.count }
             for (device, deviceID) in zip(devices, deviceIDs) {
-                guard let deviceID, let state = claimed[deviceID] else { continue }
+                guard let deviceID, let state = claimed[deviceID] else {
+                    finishClaim(device, claimed: false)
+                    continue
+                }
                 take(device, deviceID: deviceID, state, owner: cluster.nodeID)
                 logger.debug(
                     "device claimed",
@@ -138,10 +142,7 @@ extension DeviceHub {
                         "device": "\(deviceID)", "from": "\(state.previousOwner ?? "-")",
                         "pending": "\(state.pending.count)",
                     ])
-            }
-            hubCounters.withLock { $0.claimed += claimed.count }
-            for (device, deviceID) in zip(devices, deviceIDs) {
-                finishClaim(device, claimed: deviceID.map { claimed[$0] != nil } ?? false)
+                finishClaim(device, claimed: true)
             }
         }
     }

@@ -254,19 +254,27 @@ public final class DeviceRegistry: DeviceDirectory {
             let activities = device.activities.filter { $0.key.bundleID == bundleID }
             for key in activities.keys { device.activities.removeValue(forKey: key) }
             state.devices[device.id] = device
-            state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
-            record(
-                StoredToken(token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now), in: &state)
+            unregister(token, of: device, bundleID: bundleID, activity: nil, at: now, writing: true, in: &state)
             for (key, token) in activities.sorted(by: { $0.key.activity < $1.key.activity }) {
-                state.tokens[token] = TokenRecord(slot: slot, status: .unregistered(bundleID: bundleID, since: now))
-                record(
-                    StoredToken(
-                        token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now,
-                        activity: key.activity),
-                    in: &state)
+                unregister(
+                    token, of: device, bundleID: bundleID, activity: key.activity, at: now, writing: true, in: &state)
             }
             return true
         }
+    }
+
+    /// A token (the app's own, or a Live Activity's) answers 410 Unregistered from `now`; with `writing`,
+    /// the change goes to the store (and the other nodes) too.
+    private func unregister(
+        _ token: DeviceToken, of device: Device, bundleID: String, activity: String?, at now: UnixTime,
+        writing: Bool, in state: inout State
+    ) {
+        state.tokens[token] = TokenRecord(slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
+        guard writing else { return }
+        record(
+            StoredToken(
+                token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now, activity: activity),
+            in: &state)
     }
 
     /// Posts a token's change (and tells the other nodes), under the lock, so the store sees a token's
@@ -336,27 +344,16 @@ public final class DeviceRegistry: DeviceDirectory {
             guard var device = state.devices[id], !device.removed else { return nil }
             let bundleIDs = device.apps.keys.sorted()
             for bundleID in bundleIDs {
-                let token = device.apps[bundleID]!
-                state.tokens[token] = TokenRecord(
-                    slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
-                if writing {
-                    record(
-                        StoredToken(token: token.hex, deviceID: id, bundleID: bundleID, unregisteredAt: now), in: &state
-                    )
-                }
+                unregister(
+                    device.apps[bundleID]!, of: device, bundleID: bundleID, activity: nil, at: now, writing: writing,
+                    in: &state)
             }
             for (key, token) in device.activities.sorted(by: {
                 ($0.key.bundleID, $0.key.activity) < ($1.key.bundleID, $1.key.activity)
             }) {
-                state.tokens[token] = TokenRecord(
-                    slot: device.slot, status: .unregistered(bundleID: key.bundleID, since: now))
-                if writing {
-                    record(
-                        StoredToken(
-                            token: token.hex, deviceID: id, bundleID: key.bundleID, unregisteredAt: now,
-                            activity: key.activity),
-                        in: &state)
-                }
+                unregister(
+                    token, of: device, bundleID: key.bundleID, activity: key.activity, at: now, writing: writing,
+                    in: &state)
             }
             device.apps = [:]
             device.activities = [:]

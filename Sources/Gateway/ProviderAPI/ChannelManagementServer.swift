@@ -118,9 +118,6 @@ final class ChannelStreamHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    /// Larger bodies are refused (a creation's is a few dozen bytes).
-    static let maximumBody = 4096
-
     init(connection: ChannelConnection, context: ProviderContext, directory: any ChannelDirectory, logger: Logger) {
         self.connection = connection
         self.context = context
@@ -133,11 +130,9 @@ final class ChannelStreamHandler: ChannelInboundHandler {
         case .head(let head):
             self.head = head
         case .body(var buffer):
-            if body.count + buffer.readableBytes <= Self.maximumBody {
-                body += buffer.readBytes(length: buffer.readableBytes) ?? []
-            } else {
-                body = Array(repeating: 0, count: Self.maximumBody + 1)
-            }
+            // Kept up to one byte past the limit: enough for the request to be refused as too large.
+            let room = ChannelRequest.maximumBody + 1 - body.count
+            if room > 0 { body += buffer.readBytes(length: min(room, buffer.readableBytes)) ?? [] }
         case .end:
             guard let head else { return }
             respond(to: head, handlerContext)
@@ -152,17 +147,10 @@ final class ChannelStreamHandler: ChannelInboundHandler {
             method: head.method.rawValue, path: head.uri, authorization: head.headers.first(name: "authorization"),
             requestID: head.headers.first(name: "apns-request-id"),
             channelID: head.headers.first(name: "apns-channel-id"), body: body)
-        let answer: EventLoopFuture<ChannelRequest.Answer>
-        if body.count > Self.maximumBody {
-            var refused = ChannelRequest.Answer.refused(.payloadTooLarge)
-            refused.headers.insert(("apns-request-id", request.requestID ?? ""), at: 0)
-            answer = handlerContext.eventLoop.makeSucceededFuture(refused)
-        } else {
-            answer = request.answer(
-                identity: connection.identity ?? .token, authentication: &connection.authentication,
-                context: context, directory: directory, now: context.clock(), eventLoop: handlerContext.eventLoop,
-                requestIDs: &connection.requestIDs)
-        }
+        let answer = request.answer(
+            identity: connection.identity ?? .token, authentication: &connection.authentication,
+            context: context, directory: directory, now: context.clock(), eventLoop: handlerContext.eventLoop,
+            requestIDs: &connection.requestIDs)
         let bound = NIOLoopBound((self, handlerContext), eventLoop: handlerContext.eventLoop)
         answer.whenSuccess { answer in
             let (handler, handlerContext) = bound.value

@@ -33,6 +33,9 @@ struct ChannelRequest {
         }
     }
 
+    /// Larger bodies are refused (a creation's is a few dozen bytes).
+    static let maximumBody = 4096
+
     enum Route {
         case channels(bundleID: String)
         case allChannels(bundleID: String)
@@ -59,10 +62,9 @@ struct ChannelRequest {
     ) -> EventLoopFuture<Answer> {
         let requestID = self.requestID ?? APNsID.generate(using: &requestIDs).value
         func done(_ answer: Answer) -> EventLoopFuture<Answer> {
-            var answer = answer
-            answer.headers.insert(("apns-request-id", requestID), at: 0)
-            return eventLoop.makeSucceededFuture(answer)
+            eventLoop.makeSucceededFuture(Self.withID(answer, requestID))
         }
+        guard body.count <= Self.maximumBody else { return done(.refused(.payloadTooLarge)) }
         guard let route = Self.route(path) else { return done(.refused(.badPath)) }
         let bundleID: String
         switch route {

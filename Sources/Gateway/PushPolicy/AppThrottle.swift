@@ -429,20 +429,16 @@ public struct AppThrottle: Sendable, Equatable {
     /// Spends one of the activity's priority-10 updates if its budget has one (a bucket is made full on
     /// first use; full buckets of other activities are let go on the way).
     private mutating func takeActivityUpdate(_ activity: DeviceToken, settings: PolicySettings, now: UnixTime) -> Bool {
-        var index: Int?
         pending.removeAll { item in
             guard case .activity(let token, let budget) = item, token != activity else { return false }
             return budget.isFull(settings: settings, now: now)
         }
-        for position in pending.indices {
-            if case .activity(activity, _) = pending[position] { index = position }
+        let index = pending.firstIndex {
+            if case .activity(activity, _) = $0 { return true }
+            return false
         }
-        var budget: LiveActivityBudget
-        if let index, case .activity(_, let kept) = pending[index] {
-            budget = kept
-        } else {
-            budget = LiveActivityBudget(settings: settings, now: now)
-        }
+        var budget = LiveActivityBudget(settings: settings, now: now)
+        if let index, case .activity(_, let kept) = pending[index] { budget = kept }
         let taken = budget.take(settings: settings, now: now)
         if let index {
             pending[index] = .activity(activity, budget)

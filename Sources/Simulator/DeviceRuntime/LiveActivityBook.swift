@@ -76,23 +76,23 @@ public struct LiveActivityBook: Sendable, Equatable {
     public static let defaultDismissalSeconds: Int64 = 4 * 3600
 
     public private(set) var activities: [String: Activity] = [:]
-    /// Push-to-start tokens: token → (app, attributes type).
-    public private(set) var pushToStart: [String: (bundleID: String, attributesType: String)] = [:]
+    /// What a push-to-start token starts: an activity of this app and attributes type.
+    public struct StartToken: Sendable, Equatable {
+        public var bundleID: String
+        public var attributesType: String
+    }
+
+    /// Push-to-start tokens, by token.
+    public private(set) var pushToStart: [String: StartToken] = [:]
     private var byUpdateToken: [String: String] = [:]
 
     public init() {}
-
-    public static func == (lhs: LiveActivityBook, rhs: LiveActivityBook) -> Bool {
-        lhs.activities == rhs.activities && lhs.byUpdateToken == rhs.byUpdateToken
-            && lhs.pushToStart.mapValues { "\($0.bundleID) \($0.attributesType)" }
-                == rhs.pushToStart.mapValues { "\($0.bundleID) \($0.attributesType)" }
-    }
 
     // MARK: Events
 
     /// The gateway issued the app's push-to-start token for an attributes type.
     public mutating func pushToStartToken(_ token: String, bundleID: String, attributesType: String) {
-        pushToStart[token] = (bundleID, attributesType)
+        pushToStart[token] = StartToken(bundleID: bundleID, attributesType: attributesType)
     }
 
     /// The app started an activity itself (in the foreground): it asks for its update token next.
@@ -118,7 +118,8 @@ public struct LiveActivityBook: Sendable, Equatable {
         _ push: LiveActivityPush?, token: String, now: Int64, newID: () -> String
     ) -> Outcome {
         guard let push else { return .notApplied(reason: "not an ActivityKit payload (aps.event, aps.timestamp)") }
-        if let (bundleID, attributesType) = pushToStart[token] {
+        if let start = pushToStart[token] {
+            let (bundleID, attributesType) = (start.bundleID, start.attributesType)
             guard push.event == .start else {
                 return .notApplied(reason: "\(push.event.rawValue) sent to a push-to-start token")
             }
