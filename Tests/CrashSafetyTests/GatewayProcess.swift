@@ -66,6 +66,18 @@ final class GatewayProcess: @unchecked Sendable {
         return (provider, devices, admin)
     }
 
+    /// The port of the listener whose start the log reports with `message` (nil if it never does).
+    func listeningPort(_ message: String, logPath: String) async -> Int? {
+        for _ in 0..<600 where process.isRunning {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            for line in log.split(separator: "\n") where line.contains(message) {
+                if let address = line.firstMatch(of: /address=\S*:(\d+)/) { return Int(address.1) }
+            }
+            try? await Task.sleep(for: .milliseconds(50))  // clock-ok: a process starting
+        }
+        return nil
+    }
+
 }
 
 struct NotListening: Error, CustomStringConvertible {

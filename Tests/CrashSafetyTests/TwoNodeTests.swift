@@ -171,6 +171,91 @@ import WallClock
         await TestPostgres.dropDatabase(url)
     }
 
+    /// Broadcasts with two nodes: a channel created on one node is known to the other; devices on either
+    /// subscribe; a broadcast POSTed to either node reaches the subscribers on both.
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func aBroadcastPostedToEitherNodeReachesSubscribersOnBoth() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-broadcast-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_broadcast")
+        let key = P256.Signing.PrivateKey()
+        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        // Node A serves the channel-management API too.
+        let a = try await startNode(
+            "node-a", directory: directory, url: url, key: key, signer: signer,
+            settings: [
+                "channels.h2c.enabled=true", "channels.h2c.port=0",
+                "log.modules=provider=info,devices=info,admin=info,channels=info",
+            ])
+        let b = try await startNode("node-b", directory: directory, url: url, key: key, signer: signer, settings: [])
+        defer {
+            a.process.kill(SIGKILL)
+            b.process.kill(SIGKILL)
+        }
+        for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
+        let managePort = try #require(await a.process.listeningPort("channel management API listening", logPath: a.log))
+
+        let group = MultiThreadedEventLoopGroup.singleton
+        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let manage = try await ProviderClient.connect(
+            host: "127.0.0.1", port: managePort, security: .cleartext, group: group)
+        let created = try await manage.post(
+            path: "/1/apps/\(Self.topic)/channels", headers: [("authorization", authorization)],
+            body: Array(#"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#.utf8))
+        await manage.close()
+        #expect(created.status == 201)
+        let channel = try #require(created.header("apns-channel-id"))
+
+        let received = Shared<[Int: [String]]>([:])
+        let agents = [a, b].enumerated().map { index, node in
+            DeviceAgent(
+                host: "127.0.0.1", port: node.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment,
+                behaviour: .prompt, group: group,
+                onEvent: { event in
+                    if case .delivered(let delivery, _) = event, delivery.channel == channel {
+                        received.value.withLock { $0[index, default: []].append(delivery.apnsID) }
+                    }
+                })
+        }
+        for agent in agents { agent.start() }
+        defer { for agent in agents { agent.stop() } }
+        try await eventually("the devices installed the app") { agents.allSatisfy { $0.tokens.count == 1 } }
+        // Node B hears of the channel from A's notice: until then its device's subscription is refused.
+        try await eventually("both devices subscribed") {
+            for agent in agents where agent.subscribedChannels[channel] == nil {
+                agent.subscribe(bundleID: Self.topic, channelID: channel)
+            }
+            return agents.allSatisfy { $0.subscribedChannels[channel] != nil }
+        }
+        let client = [
+            try await ProviderClient.connect(host: "127.0.0.1", port: a.provider, security: .cleartext, group: group),
+            try await ProviderClient.connect(host: "127.0.0.1", port: b.provider, security: .cleartext, group: group),
+        ]
+        for (n, sender) in [1, 0].enumerated() {
+            let id = String(format: "00000000-0000-4000-8000-%012d", n + 1)
+            let answer = try await client[sender].post(
+                path: "/4/broadcasts/apps/\(Self.topic)",
+                headers: [
+                    ("authorization", authorization), ("apns-channel-id", channel), ("apns-push-type", "liveactivity"),
+                    ("apns-priority", "10"), ("apns-request-id", id),
+                ],
+                body: Array(
+                    #"{"aps":{"event":"update","timestamp":\#(1_800_000_000 + n),"content-state":{"n":\#(n)}}}"#.utf8))
+            #expect(answer.status == 200)
+            try await eventually("the broadcast POSTed to node \(sender == 0 ? "A" : "B") reached both devices") {
+                received.value.withLock { $0[0]?.contains(id) == true && $0[1]?.contains(id) == true }
+            }
+        }
+        for connection in client { await connection.close() }
+        #expect(received.value.withLock { $0[0]?.count == 2 && $0[1]?.count == 2 }, "each once")
+        for node in [a, b] { node.process.kill(SIGTERM) }
+        for node in [a, b] { _ = await node.process.exitStatus(within: 30) }
+        await TestPostgres.dropDatabase(url)
+    }
+
     /// Node A is killed with SIGKILL while pushes for its devices flow into node B: B takes A's devices
     /// over when A's lease goes stale (or claims each as it reconnects), and every push answered 200
     /// reaches its device once the devices reconnect to B.

@@ -53,7 +53,7 @@ final class HubHarness: Sendable {
         ])
         let context = ProviderContext(
             settings: settings, keys: keys, directory: CombinedDirectory([hub.registry]), intake: hub,
-            clock: { clock.now })
+            broadcasts: (hub.channels, hub), clock: { clock.now })
         provider = ProviderServer(
             context: context, listeners: [ProviderListener(host: "127.0.0.1", port: 0, security: .cleartext)],
             group: group,

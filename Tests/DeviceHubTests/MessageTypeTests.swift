@@ -15,6 +15,7 @@ import Testing
         .keepAlive(sequence: 3), .appState(bundleID: "a", state: "background"),
         .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
         .activityToken(bundleID: "a", purpose: .pushToStart(attributesType: "GameAttributes")),
+        .subscribeChannel(bundleID: "a", channelID: "Y2hhbm5lbA=="), .unsubscribeChannel(channelID: "Y2hhbm5lbA=="),
     ]
     static let fromGateway: [GatewayMessage] = [
         .registered(deviceID: "d", secret: "s"),
@@ -24,6 +25,7 @@ import Testing
         .closing(reason: "shutdown", reconnectAfterMilliseconds: 2000),
         .error(message: "no"),
         .activityToken(bundleID: "a", purpose: .update(activityID: "act-1"), token: "t"),
+        .channelSubscribed(bundleID: "a", channelID: "Y2hhbm5lbA=="),
     ]
 
     static func type(_ bytes: [UInt8]) throws -> String {

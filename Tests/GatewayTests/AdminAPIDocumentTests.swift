@@ -24,6 +24,7 @@ import Testing
                 Set(paths.keys) == [
                     "/health", "/ready", "/metrics", "/openapi.json", "/v1/counters", "/v1/notifications/{apnsID}",
                     "/v1/devices/{deviceID}", "/v1/tokens/{token}", "/v1/live", "/dashboard", "/v1/fleet",
+                    "/v1/broadcasts",
                 ])
             let checker = SchemaChecker(document: document)
             let requests: [(path: String, template: String, status: Int)] = [
@@ -35,7 +36,7 @@ import Testing
                 ("/v1/devices/nobody", "/v1/devices/{deviceID}", 404),
                 ("/v1/tokens/\(setup.token)", "/v1/tokens/{token}", 200),
                 ("/v1/tokens/zz", "/v1/tokens/{token}", 400),
-                ("/v1/fleet", "/v1/fleet", 404),
+                ("/v1/fleet", "/v1/fleet", 404), ("/v1/broadcasts", "/v1/broadcasts", 200),
             ]
             for request in requests {
                 let (status, body) = try await setup.admin(request.path)

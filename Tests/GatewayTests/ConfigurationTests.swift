@@ -100,7 +100,7 @@ import Testing
             throws: ConfigError(
                 key: "log.modules", source: .flag,
                 message:
-                    "expected module=level pairs separated by commas (modules: provider, devices, store, cluster, admin; levels: trace, debug, info, notice, warning, error, critical), got 'polcy=debug'"
+                    "expected module=level pairs separated by commas (modules: provider, channels, devices, store, cluster, admin; levels: trace, debug, info, notice, warning, error, critical), got 'polcy=debug'"
             )
         ) {
             try GatewayConfiguration(RawConfiguration(flags: ["log.modules=store=debug,polcy=debug"]))

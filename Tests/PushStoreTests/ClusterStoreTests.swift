@@ -47,6 +47,7 @@ import Testing
             #expect(claimed.claim == 1)
             #expect(claimed.budgets == spent)
             #expect(claimed.pending.map(\.notification.id) == [held.notification.id])
+            #expect(claimed.subscriptions.isEmpty)
             // Routed notices are loaded in one query, in the order asked; unknown ones are left out.
             var second = StoreBatch()
             let other = Samples.stored(2, rule: nil)
@@ -275,6 +276,7 @@ final class Heard: Sendable {
             StoredChannel(
                 id: "b3RoZXI=", bundleID: "com.example.a", storagePolicy: 0, createdAt: UnixTime(milliseconds: 3),
                 deletedAt: UnixTime(milliseconds: 4))),
+        .broadcast(BroadcastKey(channelID: "dHN0LXNyY2gtY2hubA==", sequence: 1_800_000_000_000_123)),
     ])
     func aNoticeReadsBackAsSent(_ notice: ClusterNotice) {
         let message = ClusterMessage(from: "node-a", notice: notice)

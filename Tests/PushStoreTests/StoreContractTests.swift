@@ -79,6 +79,66 @@ import Testing
         }
     }
 
+    /// Broadcasts are one row each; a subscription keeps the highest sequence its device acknowledged
+    /// (a cursor never goes back); the snapshot gives each channel's newest broadcast still deliverable.
+    @Test(arguments: StoreUnderTest.available)
+    func broadcastsAndSubscriptionCursorsAreThereAfterReopening(_ kind: StoreUnderTest) async throws {
+        try await withStores { stores in
+            let place = try await kind.makePlace()
+            let store = try await place.open(in: &stores)
+            _ = try await store.open(now: Self.t0)
+            let stored = "dHN0LXNyY2gtY2hubA=="
+            let unstored = "b3RoZXI="
+            func broadcast(_ channel: String, _ sequence: Int64, until seconds: Int64) -> StoredBroadcast {
+                StoredBroadcast(
+                    channelID: channel, sequence: sequence,
+                    apnsID: "01a3185c-5000-7abc-8def-0123456789a\(sequence % 10)",
+                    teamID: "TEAM000001", bundleID: "com.example.a", priority: 10, expiration: sequence == 3 ? 0 : nil,
+                    payload: Array(#"{"aps":{"event":"update","timestamp":\#(sequence)}}"#.utf8), acceptedAt: Self.t0,
+                    deliverableUntil: Self.t0.adding(seconds: seconds))
+            }
+            var batch = StoreBatch()
+            batch.broadcasts = [
+                broadcast(stored, 1, until: 3600), broadcast(stored, 2, until: 3600), broadcast(unstored, 3, until: 5),
+            ]
+            batch.subscribe(
+                StoredSubscription(deviceID: "dev-a", channelID: stored, bundleID: "com.example.a", acknowledged: 0))
+            batch.subscribe(
+                StoredSubscription(deviceID: "dev-a", channelID: unstored, bundleID: "com.example.a", acknowledged: 0))
+            batch.subscribe(
+                StoredSubscription(deviceID: "dev-b", channelID: stored, bundleID: "com.example.a", acknowledged: 1))
+            try await store.commit(batch)
+            var later = StoreBatch()
+            later.advance(SubscriptionKey(deviceID: "dev-a", channelID: stored), to: 2)
+            later.advance(SubscriptionKey(deviceID: "dev-a", channelID: stored), to: 1)
+            later.unsubscribe(SubscriptionKey(deviceID: "dev-a", channelID: unstored))
+            try await store.commit(later)
+            var stale = StoreBatch()
+            stale.advance(SubscriptionKey(deviceID: "dev-a", channelID: stored), to: 1)
+            try await store.commit(stale)
+            try await store.close()
+
+            let reopened = try await place.open(in: &stores)
+            let snapshot = try await reopened.open(now: Self.t0.adding(seconds: 10))
+            #expect(
+                snapshot.subscriptions == [
+                    StoredSubscription(
+                        deviceID: "dev-a", channelID: stored, bundleID: "com.example.a", acknowledged: 2),
+                    StoredSubscription(
+                        deviceID: "dev-b", channelID: stored, bundleID: "com.example.a", acknowledged: 1),
+                ])
+            // The unstored channel's message is past its time; the stored channel's newest is kept.
+            #expect(snapshot.broadcasts == [broadcast(stored, 2, until: 3600)])
+            let message = try #require(snapshot.broadcasts.first?.message)
+            #expect(message.sequence == 2)
+            #expect(message.push.pushType == .liveactivity)
+            #expect(message.push.topic.value == "com.example.a.push-type.liveactivity")
+            #expect(StoredBroadcast(message) == snapshot.broadcasts[0])
+            try await reopened.close()
+            await place.remove()
+        }
+    }
+
     @Test(arguments: StoreUnderTest.available)
     func whenDevicesWereLastSeenAndRemovedIsThereAfterReopening(_ kind: StoreUnderTest) async throws {
         try await withStores { stores in

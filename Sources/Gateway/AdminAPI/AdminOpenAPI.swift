@@ -65,6 +65,16 @@ enum AdminOpenAPI {
                 }
               }
             },
+            "/v1/broadcasts": {
+              "get": {
+                "summary": "How the last broadcasts fanned out from this node: subscribers written and acknowledged, and milliseconds from the stored broadcast to the first, median, p99 and last acknowledgement (docs/live-activities.md).",
+                "operationId": "broadcasts",
+                "responses": {
+                  "200": {"description": "The last broadcasts, oldest first.", "content": {"application/json": {"schema": {"type": "object", "required": ["broadcasts"], "properties": {"broadcasts": {"type": "array", "items": {"type": "object"}}}}}}},
+                  "401": {"$ref": "#/components/responses/Unauthorized"}
+                }
+              }
+            },
             "/v1/fleet": {
               "get": {
                 "summary": "The freshness figures of a simulated fleet of iPhones running in the gateway's process (pushgate demo): the report per kind of iPhone, its timeline, the versions published and their announcements (docs/device-runtime.md).",

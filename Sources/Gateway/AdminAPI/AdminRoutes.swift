@@ -115,6 +115,8 @@ public struct AdminRoutes: Sendable {
                 return error(404, "no simulated fleet runs in this gateway's process (pushgate demo attaches one)")
             }
             return Response(status: 200, json: source.json())
+        } else if parts == ["v1", "broadcasts"] {
+            return encode(["broadcasts": hub.broadcastFigures.recent])
         } else if parts == ["v1", "counters"] {
             return encode(
                 Counters(

@@ -162,6 +162,8 @@ extension DeviceHub {
             registry.apply(token)
         case .channel(let channel):
             channels.apply(channel)
+        case .broadcast(let key):
+            heardBroadcasts([key])
         case .removed(let deviceID, let at):
             guard let (slot, bundleIDs) = registry.removedElsewhere(deviceID, at: at) else { return }
             forget(slot, bundleIDs: bundleIDs)
@@ -281,6 +283,7 @@ extension DeviceHub {
             for stored in state.pending { _ = adopted.insert(stored.notification.id) }
         }
         adopt(deviceID, budgets: state.budgets, pending: state.pending, now: clock())
+        adoptSubscriptions(device, state.subscriptions)
         _ = registry.setOwner(device, owner, claim: state.claim)
     }
 

@@ -63,6 +63,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     private let lastPruneCheck = Mutex(UnixTime(milliseconds: 0))
     /// `register`s by source address.
     let enrolmentLimiter: RequestRateLimiter<String>
+    /// Broadcast sequences accepted here, and how the last broadcasts fanned out.
+    let sequencer = Mutex(BroadcastSequencer())
+    public let broadcastFigures = BroadcastFigures()
     private let ackLatency = Mutex(
         Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
     static let latencySampleLimit = 100_000
@@ -226,13 +229,17 @@ public final class DeviceHub: NotificationIntake, Sendable {
         guard let id = APNsID(header: apnsID) else { return }
         let now = clock()
         var writes: [HubWrite] = []
-        let item = core.withLock { core in
+        let (item, cursorMoved) = core.withLock { core -> (Outgoing?, Bool) in
             let item = core.acknowledged(id, by: device, now: now, writes: &writes)
             core.noteResends(writes, now: now)
-            return item
+            guard let stamp = item?.push.broadcast else { return (item, false) }
+            return (item, core.broadcasts.acknowledged(stamp, by: device))
         }
         write(writes)
         guard let item else { return }
+        if let stamp = item.push.broadcast {
+            return acknowledgedBroadcast(stamp, by: device, cursorMoved: cursorMoved)
+        }
         hubCounters.withLock {
             $0.delivered += 1
             if item.rule.isRelease { $0.deliveredFromStorage += 1 }
@@ -275,6 +282,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// The app was uninstalled: its held pushes are discarded (Apple: "Discarded – Token Unregistered").
     func uninstalled(_ device: DeviceSlot, bundleID: String) {
+        unsubscribeAll(device, bundleID: bundleID)
         let now = clock()
         decideAndWrite(now: now, device: device) { $0.policy.uninstalled(device: device, bundleID: bundleID, now: now) }
     }
@@ -446,6 +454,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
     public func restore(_ snapshot: StoreSnapshot) -> Int {
         registry.restore(devices: snapshot.devices, tokens: snapshot.tokens)
         channels.restore(snapshot.channels)
+        remember(snapshot.broadcasts)
+        var subscriptions: [String: [StoredSubscription]] = [:]
+        for row in snapshot.subscriptions { subscriptions[row.deviceID, default: []].append(row) }
+        for (deviceID, rows) in subscriptions {
+            if let slot = registry.slot(ofDevice: deviceID) { adoptSubscriptions(slot, rows) }
+        }
         var budgets: [String: [AppBudget]] = [:]
         for device in snapshot.budgets { budgets[device.deviceID] = device.apps }
         var pending: [String: [StoredNotification]] = [:]
@@ -499,7 +513,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
             deadlineSeconds: wake ? deadlineSeconds : nil,
             rule: rule.rawValue, payload: String(decoding: push.payload, as: UTF8.self),
             // A Live Activity update names its activity by the token it was sent to.
-            token: push.pushType == .liveactivity ? push.deviceToken.hex : nil)
+            token: push.pushType == .liveactivity && push.broadcast == nil ? push.deviceToken.hex : nil,
+            channel: push.broadcast?.channel.value)
     }
 }
 
@@ -546,6 +561,10 @@ public struct HubCounters: Sendable, Equatable, Codable {
     /// Devices this node took over from another, and let go to another.
     public var claimed = 0
     public var released = 0
+    /// Broadcasts accepted here, heard of from other nodes, and acknowledged by subscribers here.
+    public var broadcastsAccepted = 0
+    public var broadcastsHeard = 0
+    public var broadcastsDelivered = 0
 
     public init() {}
 }
@@ -583,6 +602,9 @@ public struct HubSettings: Sendable, Equatable {
     public var enrolmentLimitSparesLoopback = true
     /// Devices that have not said hello for this long are removed; 0 keeps them for good.
     public var pruneAfterSeconds: Int64 = 0
+    /// A broadcast on a No-Message-Stored channel (or with `apns-expiration: 0`) is still given to a
+    /// subscriber that connects within this long of it: one whose connection or node was lost mid-fan-out.
+    public var broadcastGraceSeconds: Int64 = 60
 
     public init() {}
 }

@@ -213,6 +213,25 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             }
             logger.debug("activity token issued", metadata: ["bundle_id": "\(bundleID)", "activity": "\(purpose.key)"])
             sendOnceCommitted(.activityToken(bundleID: bundleID, purpose: purpose, token: token.hex), context)
+        case (.authenticated(let device), .subscribeChannel(let bundleID, let channelText)):
+            guard let channel = ChannelID(channelText) else {
+                return send(.error(message: "subscribe_channel: '\(channelText)' is not a channel id"), context)
+            }
+            switch hub.subscribe(device, bundleID: bundleID, channel: channel, answeringOn: context.eventLoop) {
+            case .failure(.notInstalled):
+                send(.error(message: "subscribe_channel: '\(bundleID)' is not installed"), context)
+            case .failure(.unknownChannel):
+                send(
+                    .error(message: "subscribe_channel: '\(channelText)' is no live channel of '\(bundleID)'"), context)
+            case .success(let stored):
+                logger.debug("channel subscribed", metadata: ["bundle_id": "\(bundleID)", "channel": "\(channelText)"])
+                sendOnceCommitted(
+                    .channelSubscribed(bundleID: bundleID, channelID: channelText), after: stored, context)
+            }
+        case (.authenticated(let device), .unsubscribeChannel(let channelText)):
+            guard let channel = ChannelID(channelText), hub.unsubscribe(device, channel: channel) else {
+                return send(.error(message: "unsubscribe_channel: not subscribed to '\(channelText)'"), context)
+            }
         case (.authenticated, .register), (.authenticated, .hello):
             close(context, reason: "protocol_error", "already authenticated")
         case (.closed, _):
@@ -222,9 +241,11 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     /// Answers a registry change once the store has it, so that a device never holds an identity or a
     /// token the gateway could forget in a crash.
-    private func sendOnceCommitted(_ message: GatewayMessage, _ context: ChannelHandlerContext) {
+    private func sendOnceCommitted(
+        _ message: GatewayMessage, after change: EventLoopFuture<Void>? = nil, _ context: ChannelHandlerContext
+    ) {
         guard let writer = hub.writer else { return send(message, context) }
-        let committed = writer.enqueue(answeringOn: context.eventLoop) { _ in }
+        let committed = change ?? writer.enqueue(answeringOn: context.eventLoop) { _ in }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         committed.whenComplete { result in
             let (handler, context) = bound.value

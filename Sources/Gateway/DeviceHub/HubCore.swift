@@ -23,6 +23,8 @@ struct HubCore<Answer: Sendable>: Sendable {
 
     var policy: ThrottleEngine
     var deliveries: DeliveryQueues
+    /// The channel subscriptions of the devices this node runs, and each channel's newest broadcast.
+    var broadcasts = ChannelSubscriptions()
     private(set) var sessions: [DeviceSlot: Session] = [:]
     /// New pushes whose insert the store has not committed yet: a delivery of one, decided with it or
     /// released later (an alert carrying a held push along), waits in its queue for `settled`.
@@ -86,6 +88,13 @@ struct HubCore<Answer: Sendable>: Sendable {
         if previous != nil { deliveries.disconnected(device) }
         var items: [Outgoing] = []
         deliveries.connected(device, now: now, into: &items)
+        // Then each channel's newest broadcast the device has not been given (after what it was given
+        // before, which its queue sends again).
+        for message in broadcasts.caughtUp(device, now: now) {
+            deliveries.enqueue(
+                Outgoing(push: message.push, rule: .broadcastCaughtUp, wake: false), for: device, now: now, into: &items
+            )
+        }
         writes += items.map { Write(session: session, device: device, item: $0) }
         let actions = policy.connected(device: device, now: now)
         return (previous === session ? nil : previous, actions)
@@ -152,6 +161,23 @@ struct HubCore<Answer: Sendable>: Sendable {
         writes += items.map { Write(session: session, device: device, item: $0) }
     }
 
+    /// Gives `message` to the subscribers in `slice` that are connected and have not had it: into their
+    /// queues, and written as far as their windows let it.
+    mutating func fanOut(
+        _ message: BroadcastMessage, to slice: ArraySlice<DeviceSlot>, now: UnixTime, writes: inout [Write]
+    ) {
+        var items: [Outgoing] = []
+        for device in slice {
+            guard let session = sessions[device],
+                broadcasts.fanOut(message, to: device, connected: true)
+            else { continue }
+            items.removeAll(keepingCapacity: true)
+            deliveries.enqueue(
+                Outgoing(push: message.push, rule: .broadcast, wake: false), for: device, now: now, into: &items)
+            for item in items { writes.append(Write(session: session, device: device, item: item)) }
+        }
+    }
+
     private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }
 
     /// Another node runs the device now: its session (to close), queue and policy state are let go; the
@@ -159,6 +185,7 @@ struct HubCore<Answer: Sendable>: Sendable {
     mutating func lost(_ device: DeviceSlot) -> (session: Session?, held: [HeldPush]) {
         let session = sessions.removeValue(forKey: device)
         _ = deliveries.removeAll(of: device)
+        broadcasts.forget(device)
         return (session, policy.release(device: device))
     }
 

@@ -29,7 +29,7 @@ public enum ConfigKeys {
             "Log level: trace, debug, info, notice, warning, error, critical.", to: \.logLevel),
         .custom(
             "log.modules", "", expected: ModuleLogLevels.expected,
-            "Levels for single modules, over log.level: e.g. store=debug,devices=warning. Modules: provider, devices, store, cluster, admin.",
+            "Levels for single modules, over log.level: e.g. store=debug,devices=warning. Modules: provider, channels, devices, store, cluster, admin.",
             parse: ModuleLogLevels.parse, set: { $0.moduleLogLevels = $1 }),
         .int(
             "event_loops", "0", in: 0...256, "Event-loop threads for network I/O; 0 means one per core.",
@@ -262,6 +262,10 @@ public enum ConfigKeys {
             "broadcast.channels_per_app", "10000", in: 1...1_000_000,
             "Live broadcast channels an app may have at once; one more is refused 400 CannotCreateChannelConfig (Apple: 10,000 per app and environment).",
             to: \.hub.channelsPerApp),
+        .int(
+            "broadcast.reconnect_grace_seconds", "60", in: 0...86_400,
+            "A broadcast on a No-Message-Stored channel (or with apns-expiration 0) is still given to a subscriber that connects within this long of it: one whose connection or node was lost mid-fan-out (Apple gives no number).",
+            to: \.hub.broadcastGraceSeconds),
         .int(
             "policy.budget.capacity", "3", in: 1...1000,
             "Silent wakes an app may get in a burst (token bucket per device and app; Apple: two or three per hour).",

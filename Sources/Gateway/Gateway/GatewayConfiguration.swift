@@ -179,7 +179,7 @@ public struct GatewayConfiguration: Sendable {
 /// `log.modules`: module=level pairs separated by commas.
 enum ModuleLogLevels {
     /// The modules whose loggers `log.modules` can set (`Logger(label: "pushgate.<module>")`).
-    static let modules = ["provider", "devices", "store", "cluster", "admin"]
+    static let modules = ["provider", "channels", "devices", "store", "cluster", "admin"]
 
     static let expected =
         "module=level pairs separated by commas (modules: \(modules.joined(separator: ", ")); levels: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")))"

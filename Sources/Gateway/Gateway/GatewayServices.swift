@@ -159,7 +159,7 @@ public struct GatewayServices: Sendable {
             ])
         context = ProviderContext(
             settings: settings, keys: keys, directory: CombinedDirectory([hub.registry, directory]), intake: hub,
-            certificateGrants: grants, metrics: metrics.provider)
+            certificateGrants: grants, metrics: metrics.provider, broadcasts: (hub.channels, hub))
 
         var listeners: [ProviderListener] = []
         if configuration.tlsListener.enabled {

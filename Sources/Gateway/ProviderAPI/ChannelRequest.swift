@@ -76,8 +76,9 @@ struct ChannelRequest {
         case .allChannels: allowed = ["GET"]
         }
         guard allowed.contains(method) else { return done(.refused(.methodNotAllowed)) }
-        if let refusal = authorize(
-            bundleID: bundleID, identity: identity, authentication: &authentication, context: context, now: now)
+        if case .failure(let refusal) = ChannelAuthorization.authorize(
+            bundleID: bundleID, authorization: authorization, identity: identity, authentication: &authentication,
+            context: context, now: now)
         {
             return done(.refused(refusal))
         }
@@ -126,28 +127,6 @@ struct ChannelRequest {
         var answer = answer
         answer.headers.insert(("apns-request-id", requestID), at: 0)
         return answer
-    }
-
-    /// The credential, and whether it may manage `bundleID`'s channels ([ER]: `TopicMismatch` when the
-    /// token's key or the certificate does not include the app).
-    private func authorize(
-        bundleID: String, identity: ConnectionIdentity, authentication: inout ConnectionAuthentication,
-        context: ProviderContext, now: UnixTime
-    ) -> BroadcastReason? {
-        let environment = context.settings.environment
-        switch identity {
-        case .unknownCertificate: return .badCertificate
-        case .certificate(let grant):
-            if let limited = grant.environment, limited != environment { return .badCertificateEnvironment }
-            return grant.topics.contains(bundleID) ? nil : .topicMismatch
-        case .token:
-            switch authentication.authenticate(authorization: authorization, keys: context.keys, now: now) {
-            case .failure(let rejection): return BroadcastReason(authentication: rejection.reason)
-            case .success(let token):
-                if let limited = token.key.environment, limited != environment { return .invalidProviderToken }
-                return token.key.allows(bundleID: bundleID) ? nil : .topicMismatch
-            }
-        }
     }
 
     /// A creation's body: `{"message-storage-policy": 0 or 1, "push-type": "LiveActivity"}`.

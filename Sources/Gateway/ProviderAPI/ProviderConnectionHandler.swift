@@ -34,6 +34,8 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         case rejected(Rejection)
         /// Handed to the intake; waiting for its answer.
         case submitted
+        /// A broadcast (`/4/broadcasts/…`), collected whole and decided at the end of its stream.
+        case broadcast(BroadcastRequest)
 
         var isSubmitted: Bool {
             if case .submitted = self { return true }
@@ -54,11 +56,14 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         /// The declared content-length (RFC 9113 §8.1.1: the DATA must add up to it) and the DATA so far.
         var contentLength: Int?
         var received = 0
+        /// A broadcast's stream: answered with `apns-request-id` (its `responseID`) and `apns-unique-id`.
+        let isBroadcast: Bool
 
         init(responseID: APNsID, started: NIODeadline, phase: Phase) {
             self.responseID = responseID
             self.started = started
             self.phase = phase
+            if case .broadcast = phase { isBroadcast = true } else { isBroadcast = false }
         }
     }
 
@@ -248,6 +253,10 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
         let now = providerContext.clock()
+        if let path = block.head.path, path.hasPrefix(BroadcastRequest.pathPrefix) {
+            return startBroadcast(
+                id, path: path, headers: headers, block: block, endStream: endStream, context: context)
+        }
         let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
         if draining || providerContext.isDraining {
@@ -273,12 +282,30 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         if endStream { finishStream(id, context: context) }
     }
 
+    /// A broadcast's stream: its request id is the one sent (`apns-request-id`) or a new one.
+    private func startBroadcast(
+        _ id: HTTP2StreamID, path: String, headers: HPACKHeaders, block: RequestHeaderBlock, endStream: Bool,
+        context: ChannelHandlerContext
+    ) {
+        let request = BroadcastRequest(path: path, headers: headers)
+        let responseID =
+            request.requestID.flatMap { APNsID(header: $0) }
+            ?? APNsID.generate(at: providerContext.clock(), using: &random)
+        streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .broadcast(request))
+        if let declared = block.rules.contentLength { streams[id]?.contentLength = declared }
+        if endStream { finishStream(id, context: context) }
+    }
+
     private func receiveData(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
         guard let state = streams[id] else { return }
         state.received += data.data.readableBytes
         if let declared = state.contentLength, state.received > declared {
             streams.removeValue(forKey: id)
             return resetMalformed(id, because: "more DATA than its content-length", context: context)
+        }
+        if case .broadcast(var request) = state.phase, case .byteBuffer(let buffer) = data.data {
+            request.append(buffer.readableBytesView)
+            state.phase = .broadcast(request)
         }
         if case .collecting = state.phase, case .byteBuffer(let buffer) = data.data {
             if state.body.count + buffer.readableBytes > PushType.largestPayloadSize {
@@ -310,6 +337,8 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             respond(id, state, result: .rejected(rejection), context: context)
         case .submitted:
             return
+        case .broadcast(let request):
+            finishBroadcast(id, state, request, context: context)
         case .collecting(let head):
             let now = providerContext.clock()
             let notification: PushNotification
@@ -336,6 +365,45 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             case .afterCommit(let commit):
                 state.phase = .submitted
                 state.body = []
+                awaitCommit(commit, stream: id, context: context)
+            }
+        }
+    }
+
+    private func finishBroadcast(
+        _ id: HTTP2StreamID, _ state: StreamState, _ request: BroadcastRequest, context: ChannelHandlerContext
+    ) {
+        func refuse(_ reason: BroadcastReason) {
+            streams.removeValue(forKey: id)
+            respondToBroadcast(id, state, refusal: reason, context: context)
+        }
+        if draining || providerContext.isDraining { return refuse(.shutdown) }
+        guard let broadcasts = providerContext.broadcasts else { return refuse(.featureNotEnabled) }
+        if decider == nil {
+            decider = PushRequestDecider(
+                context: providerContext, identity: identity(context: context),
+                address: context.channel.remoteAddress?.ipAddress ?? "?")
+        }
+        // The broadcast's apns-id in the store and on the devices: its request id.
+        let decided = decider!.decideBroadcast(
+            request, id: state.responseID, channels: broadcasts.channels, now: providerContext.clock())
+        switch decided {
+        case .failure(let reason): return refuse(reason)
+        case .success(let submission):
+            state.body = []
+            switch broadcasts.intake.broadcast(submission, on: context.eventLoop) {
+            case .now(let result):
+                streams.removeValue(forKey: id)
+                respond(id, state, result: result, context: context)
+            case .later(let future):
+                state.phase = .submitted
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                future.hop(to: context.eventLoop).whenComplete { outcome in
+                    let (handler, context) = bound.value
+                    handler.intakeAnswered(id, outcome: outcome, context: context)
+                }
+            case .afterCommit(let commit):
+                state.phase = .submitted
                 awaitCommit(commit, stream: id, context: context)
             }
         }
@@ -423,6 +491,13 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     private func respond(
         _ id: HTTP2StreamID, _ state: StreamState, result: IntakeResult, context: ChannelHandlerContext
     ) {
+        if state.isBroadcast {
+            var refusal: BroadcastReason?
+            if case .rejected(let rejection) = result {
+                refusal = BroadcastReason(rawValue: rejection.reason.rawValue) ?? .internalServerError
+            }
+            return respondToBroadcast(id, state, refusal: refusal, context: context)
+        }
         let responseID = state.responseID
         let metrics = providerContext.metrics
         switch result {
@@ -471,14 +546,55 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
                     HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
                 promise: written)
         }
-        if let written {
-            flushIfNeeded(context: context)
-            context.flush()
-            let channel = context.channel
-            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        answered(closing: written, context: context)
+    }
+
+    /// A broadcast's answer: 200 with `apns-request-id` and `apns-unique-id` ([BC]), or Apple's status and
+    /// reason with `apns-request-id`.
+    private func respondToBroadcast(
+        _ id: HTTP2StreamID, _ state: StreamState, refusal: BroadcastReason?, context: ChannelHandlerContext
+    ) {
+        let requestID = state.responseID
+        var headers = HPACKHeaders()
+        var body: ByteBuffer?
+        if let refusal {
+            logger.debug(
+                "broadcast refused",
+                metadata: [
+                    "status": "\(refusal.status)", "reason": "\(refusal.rawValue)", "request_id": "\(requestID)",
+                ])
+            headers.add(name: ":status", value: String(refusal.status))
+            headers.add(name: "apns-request-id", value: requestID.value)
+            headers.add(name: "content-type", value: "application/json")
+            body = context.channel.allocator.buffer(string: #"{"reason":"\#(refusal.rawValue)"}"#)
         } else {
-            scheduleFlush(context: context)
+            headers.add(name: ":status", value: "200")
+            headers.add(name: "apns-request-id", value: requestID.value, indexing: .nonIndexable)
+            headers.add(name: responseUniqueIDHeader, value: requestID.uniqueID.value, indexing: .nonIndexable)
         }
+        let closesConnection = draining && streams.isEmpty
+        let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: body == nil)))),
+            promise: body == nil ? written : nil)
+        if let body {
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
+                promise: written)
+        }
+        answered(closing: written, context: context)
+    }
+
+    /// After an answer was written: the last answer of a draining connection (`closing`, its write's
+    /// promise) is flushed and closes the connection once written; any other waits for the batch's flush.
+    private func answered(closing written: EventLoopPromise<Void>?, context: ChannelHandlerContext) {
+        guard let written else { return scheduleFlush(context: context) }
+        flushIfNeeded(context: context)
+        context.flush()
+        let channel = context.channel
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Responses are flushed once per read batch (in `channelReadComplete`). HTTP/2 can also deliver frames

@@ -11,6 +11,9 @@ public final class ProviderContext: Sendable {
     public let directory: any DeviceDirectory
     public let intake: any NotificationIntake
     public let metrics: ProviderMetrics
+    /// Broadcasts (`POST /4/broadcasts/apps/<bundle>`): the channels and where accepted ones go (nil:
+    /// answered 400 FeatureNotEnabled).
+    public let broadcasts: (channels: any ChannelDirectory, intake: any BroadcastIntake)?
     let tokenLimiter: RequestRateLimiter<DeviceToken>
     let teamLimiter: RequestRateLimiter<String>
     /// Failed token verifications by source address.
@@ -23,9 +26,11 @@ public final class ProviderContext: Sendable {
     public init(
         settings: ProviderSettings, keys: KeyRegistry, directory: any DeviceDirectory, intake: any NotificationIntake,
         certificateGrants: CertificateGrants = CertificateGrants(), metrics: ProviderMetrics = .none,
+        broadcasts: (channels: any ChannelDirectory, intake: any BroadcastIntake)? = nil,
         clock: @escaping @Sendable () -> UnixTime = UnixTime.now
     ) {
         self.metrics = metrics
+        self.broadcasts = broadcasts
         self.settings = settings
         self.directory = directory
         self.intake = intake

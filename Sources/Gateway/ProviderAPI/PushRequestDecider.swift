@@ -1,4 +1,5 @@
 import ProviderAuth
+import PushIntake
 import PushModel
 
 /// The accept/reject decision for one provider connection, apart from HTTP/2: the head is decided when
@@ -107,5 +108,13 @@ public struct PushRequestDecider {
     > {
         head.parsed.notification(
             topic: head.topic, bundleID: head.bundleID, body: body, teamID: head.teamID, now: now, id: id)
+    }
+
+    /// A broadcast, decided with this connection's credential state (`BroadcastRequest`).
+    mutating func decideBroadcast(
+        _ request: BroadcastRequest, id: APNsID, channels: any ChannelDirectory, now: UnixTime
+    ) -> Result<BroadcastSubmission, BroadcastReason> {
+        request.decide(
+            id: id, identity: identity, authentication: &authentication, context: context, channels: channels, now: now)
     }
 }

@@ -24,6 +24,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case onBudget = "on_budget"
     /// A priority-10 Live Activity update within its activity's budget.
     case liveActivityOnBudget = "live_activity_on_budget"
+    /// A channel's broadcast, written to a subscriber connected when it was broadcast.
+    case broadcast = "broadcast"
     // held
     case overBudget = "held_over_budget"
     case forceQuit = "held_force_quit"
@@ -42,6 +44,9 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case reconnect = "released_on_reconnect"
     case appOpened = "released_app_opened"
     case conditionEnded = "released_condition_ended"
+    /// A channel's newest broadcast, given to a subscriber that connected (again, or to another node)
+    /// or subscribed after it.
+    case broadcastCaughtUp = "released_broadcast_caught_up"
     // discarded
     case coalescedCollapseID = "coalesced_collapse_id"
     case coalescedNewest = "coalesced_newer_push"
@@ -57,7 +62,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// and a restart or a node change sends it again rather than holding or coalescing it.
     public var isDelivery: Bool {
         switch self {
-        case .alerting, .immediate, .onBudget, .liveActivityOnBudget: return true
+        case .alerting, .immediate, .onBudget, .liveActivityOnBudget, .broadcast: return true
         default: return isRelease
         }
     }
@@ -85,7 +90,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// A delivery of a held push (with something that opened a delivery window).
     public var isRelease: Bool {
         switch self {
-        case .piggybackAlert, .piggybackKeepAlive, .reconnect, .appOpened, .conditionEnded: return true
+        case .piggybackAlert, .piggybackKeepAlive, .reconnect, .appOpened, .conditionEnded, .broadcastCaughtUp:
+            return true
         default: return false
         }
     }

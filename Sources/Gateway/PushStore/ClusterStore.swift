@@ -31,6 +31,19 @@ public protocol ClusterStore: StoreBackend {
     /// Notifications for this node's devices that no policy has decided (pending, no rule) and that were
     /// accepted before `cutoff`, oldest first: the sweep runs them (in normal operation there are none).
     func undecided(olderThan cutoff: UnixTime) async throws -> [NotificationKey]
+    /// Stored broadcasts by channel and sequence, in the order asked (broadcast notices; unknown ones left out).
+    func broadcasts(_ keys: [BroadcastKey]) async throws -> [StoredBroadcast]
+}
+
+/// A broadcast's identity: its channel and its sequence on it.
+public struct BroadcastKey: Sendable, Hashable {
+    public var channelID: String
+    public var sequence: Int64
+
+    public init(channelID: String, sequence: Int64) {
+        self.channelID = channelID
+        self.sequence = sequence
+    }
 }
 
 /// A device this node took over from a node that is gone.
@@ -65,12 +78,18 @@ public struct ClaimedDevice: Sendable, Equatable {
     public var budgets: [AppBudget]
     /// Its pending notifications, oldest first.
     public var pending: [StoredNotification]
+    /// Its channel subscriptions, with their cursors.
+    public var subscriptions: [StoredSubscription]
 
-    public init(previousOwner: String?, claim: Int64, budgets: [AppBudget], pending: [StoredNotification]) {
+    public init(
+        previousOwner: String?, claim: Int64, budgets: [AppBudget], pending: [StoredNotification],
+        subscriptions: [StoredSubscription] = []
+    ) {
         self.previousOwner = previousOwner
         self.claim = claim
         self.budgets = budgets
         self.pending = pending
+        self.subscriptions = subscriptions
     }
 }
 
@@ -101,6 +120,8 @@ public enum ClusterNotice: Sendable, Equatable {
     case removed(deviceID: String, at: UnixTime)
     /// A broadcast channel created or deleted on another node.
     case channel(StoredChannel)
+    /// A broadcast accepted (and stored) by another node: each node fans it out to the subscribers it runs.
+    case broadcast(BroadcastKey)
 }
 
 /// A notice and the node it came from, as sent through PostgreSQL's NOTIFY: one line of tab-separated
@@ -141,6 +162,7 @@ public struct ClusterMessage: Sendable, Equatable {
                 "channel", channel.id, channel.bundleID, String(channel.storagePolicy),
                 String(channel.createdAt.milliseconds), channel.deletedAt.map { String($0.milliseconds) } ?? "",
             ]
+        case .broadcast(let key): fields += ["broadcast", key.channelID, String(key.sequence)]
         }
         return fields.joined(separator: "\t")
     }
@@ -212,6 +234,9 @@ public struct ClusterMessage: Sendable, Equatable {
                     id: values[0], bundleID: values[1], storagePolicy: policy,
                     createdAt: UnixTime(milliseconds: created),
                     deletedAt: deleted))
+        case ("broadcast", 2):
+            guard ChannelID(values[0]) != nil, let sequence = Int64(values[1]) else { return nil }
+            notice = .broadcast(BroadcastKey(channelID: values[0], sequence: sequence))
         default: return nil
         }
     }

@@ -29,6 +29,9 @@ public final class MemoryStore: StoreBackend {
         var order: [Key] = []
         var byID: [APNsID: [Key]] = [:]
         var budgets: [String: DeviceBudgets] = [:]
+        var subscriptions: [SubscriptionKey: StoredSubscription] = [:]
+        /// Each channel's newest broadcast (the only one a device coming back is given).
+        var broadcasts: [String: StoredBroadcast] = [:]
     }
 
     private let state = Mutex(State())
@@ -48,6 +51,9 @@ public final class MemoryStore: StoreBackend {
                 guard let row = state.rows[key], row.stored.state == .pending else { return nil }
                 return row.stored
             }
+            snapshot.subscriptions = state.subscriptions.keys.sorted().compactMap { state.subscriptions[$0] }
+            snapshot.broadcasts = state.broadcasts.keys.sorted().compactMap { state.broadcasts[$0] }
+                .filter { $0.deliverableUntil >= now }
             return snapshot
         }
     }
@@ -89,6 +95,16 @@ public final class MemoryStore: StoreBackend {
                     state.rows[key] = row
                 }
             }
+            for broadcast in batch.broadcasts
+            where broadcast.sequence > state.broadcasts[broadcast.channelID]?.sequence ?? .min {
+                state.broadcasts[broadcast.channelID] = broadcast
+            }
+            for subscription in batch.subscriptions { state.subscriptions[subscription.key] = subscription }
+            for key in batch.unsubscribed { state.subscriptions.removeValue(forKey: key) }
+            for (key, sequence) in batch.cursors {
+                guard let current = state.subscriptions[key]?.acknowledged, current < sequence else { continue }
+                state.subscriptions[key]?.acknowledged = sequence
+            }
             for (device, apps) in batch.budgets {
                 state.budgets[device] =
                     apps.isEmpty
@@ -109,6 +125,7 @@ public final class MemoryStore: StoreBackend {
                 removed += 1
             }
             if removed > 0 { state.order.removeAll { state.rows[$0] == nil } }
+            state.broadcasts = state.broadcasts.filter { $0.value.deliverableUntil >= now }
             return PruneResult(removed: removed, expired: expired)
         }
     }

@@ -47,12 +47,7 @@ struct NotificationColumns: Sendable {
             guard let parsed = CollapseID(header: text) else { throw bad("collapse_id", text) }
             collapse = parsed
         }
-        let expiration: Expiration =
-            switch self.expiration {
-            case nil: .storeByDefault
-            case 0?: .immediateOnly
-            case let seconds?: .at(unixSeconds: seconds)
-            }
+        let expiration = Self.expiration(self.expiration)
         let push = PushNotification(
             id: id, deviceToken: token, topic: topic, bundleID: bundleID, pushType: type, priority: priority,
             expiration: expiration, collapseID: collapse, notificationClass: kind, payload: payload,
@@ -91,6 +86,15 @@ extension NotificationColumns {
         case .storeByDefault: nil
         case .immediateOnly: 0
         case .at(let seconds): seconds
+        }
+    }
+
+    /// The column read back.
+    static func expiration(_ column: Int64?) -> Expiration {
+        switch column {
+        case nil: .storeByDefault
+        case 0?: .immediateOnly
+        case let seconds?: .at(unixSeconds: seconds)
         }
     }
 }

@@ -47,11 +47,18 @@ extension PostgresStore {
             let stored = try Self.notification(row)
             if let device = stored.deviceID { pending[device, default: []].append(stored) }
         }
+        var subscriptions: [String: [StoredSubscription]] = [:]
+        for subscription in try await Self.subscriptions(
+            connection, where: "device_id = ANY($1)", ids, logger: logger)
+        {
+            subscriptions[subscription.deviceID, default: []].append(subscription)
+        }
         var result: [String: ClaimedDevice] = [:]
         for device in devices {
             result[device.id] = ClaimedDevice(
                 previousOwner: device.before == node ? nil : device.before, claim: device.claims,
-                budgets: budgets[device.id] ?? [], pending: pending[device.id] ?? [])
+                budgets: budgets[device.id] ?? [], pending: pending[device.id] ?? [],
+                subscriptions: subscriptions[device.id] ?? [])
         }
         return result
     }
@@ -211,6 +218,10 @@ extension PostgresStore {
         notices += owners
         for key in try await undecidedKeys(receivedBefore: .max) {
             notices.append(.route(node: node, apnsID: key.apnsID, teamID: key.teamID))
+        }
+        // Each channel's newest broadcast: fanned out again here only to subscribers it has not reached.
+        for broadcast in try await newestBroadcasts(deliverableAt: nil) {
+            notices.append(.broadcast(BroadcastKey(channelID: broadcast.channelID, sequence: broadcast.sequence)))
         }
         return notices
     }

@@ -59,6 +59,19 @@ extension PostgresStore {
                 created_at BIGINT NOT NULL, deleted_at BIGINT, seq BIGSERIAL)
             """
         ],
+        [
+            // Broadcasts (one row each) and the channel subscriptions with their cursors.
+            """
+            CREATE TABLE broadcasts (channel_id TEXT NOT NULL, sequence BIGINT NOT NULL, apns_id TEXT NOT NULL,
+                team_id TEXT NOT NULL, bundle_id TEXT NOT NULL, priority BIGINT NOT NULL, expiration BIGINT,
+                payload BYTEA NOT NULL, accepted_at BIGINT NOT NULL, deliverable_until BIGINT NOT NULL,
+                PRIMARY KEY (channel_id, sequence))
+            """,
+            """
+            CREATE TABLE subscriptions (device_id TEXT NOT NULL, channel_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                acknowledged BIGINT NOT NULL, PRIMARY KEY (device_id, channel_id))
+            """,
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

@@ -81,6 +81,11 @@ public final class PostgresStore: ClusterStore {
             try await Self.budgets(
                 connection, where: "device_id NOT IN \(self.ownedElsewhere)", nodeID, logger: self.logger)
         }
+        let mine = "device_id NOT IN \(ownedElsewhere)"
+        snapshot.subscriptions = try await client.withConnection { connection in
+            try await Self.subscriptions(connection, where: mine, self.nodeID, logger: self.logger)
+        }
+        snapshot.broadcasts = try await newestBroadcasts(deliverableAt: now)
         var pending = PostgresQuery(
             unsafeSQL: Self.selectNotification
                 + " WHERE state = 0 AND COALESCE(device_id, '') NOT IN \(ownedElsewhere) ORDER BY seq")
@@ -191,6 +196,7 @@ public final class PostgresStore: ClusterStore {
                     ON CONFLICT (token) DO UPDATE SET unregistered_at = excluded.unregistered_at
                     """, logger: logger)
             }
+            try await Self.commitBroadcasts(batch, on: connection, logger: logger)
             if !batch.notifications.isEmpty {
                 let columns = batch.notifications.map(NotificationColumns.init)
                 let finished = zip(batch.notifications, columns).map { $0.state == .pending ? -1 : $1.receivedAt }
@@ -290,6 +296,7 @@ public final class PostgresStore: ClusterStore {
         let removed = try await count(
             "WITH gone AS (DELETE FROM notifications WHERE state <> 0 AND finished_at < \(before) RETURNING 1) SELECT COUNT(*) FROM gone"
         )
+        try await client.query("DELETE FROM broadcasts WHERE deliverable_until < \(now.milliseconds)", logger: logger)
         return PruneResult(removed: removed, expired: expired)
     }
 

@@ -113,6 +113,19 @@ public final class SQLiteStore: StoreBackend {
                 created_at INTEGER NOT NULL, deleted_at INTEGER)
             """
         ],
+        // Broadcasts (one row each) and the channel subscriptions with their cursors.
+        [
+            """
+            CREATE TABLE broadcasts (channel_id TEXT NOT NULL, sequence INTEGER NOT NULL, apns_id TEXT NOT NULL,
+                team_id TEXT NOT NULL, bundle_id TEXT NOT NULL, priority INTEGER NOT NULL, expiration INTEGER,
+                payload BLOB NOT NULL, accepted_at INTEGER NOT NULL, deliverable_until INTEGER NOT NULL,
+                PRIMARY KEY (channel_id, sequence)) WITHOUT ROWID
+            """,
+            """
+            CREATE TABLE subscriptions (device_id TEXT NOT NULL, channel_id TEXT NOT NULL, bundle_id TEXT NOT NULL,
+                acknowledged INTEGER NOT NULL, PRIMARY KEY (device_id, channel_id)) WITHOUT ROWID
+            """,
+        ],
     ]
 
     private func migrate() async throws {
@@ -161,6 +174,19 @@ public final class SQLiteStore: StoreBackend {
                         deletedAt: (row[4] as Int64?).map { UnixTime(milliseconds: $0) }))
             }
             snapshot.budgets = try Self.budgets(db)
+            try db.prepare(
+                "SELECT device_id, channel_id, bundle_id, acknowledged FROM subscriptions ORDER BY device_id, channel_id"
+            ).query { row in
+                snapshot.subscriptions.append(
+                    StoredSubscription(deviceID: row[0], channelID: row[1], bundleID: row[2], acknowledged: row[3]))
+            }
+            try db.statement(
+                Self.selectBroadcast + """
+                     b WHERE deliverable_until >= ?
+                        AND sequence = (SELECT MAX(sequence) FROM broadcasts WHERE channel_id = b.channel_id)
+                    ORDER BY channel_id
+                    """
+            ).query(now.milliseconds) { row in snapshot.broadcasts.append(Self.broadcast(row)) }
             try db.prepare(Self.selectNotification + " WHERE state = 0 ORDER BY seq").query { row in
                 snapshot.pending.append(try Self.notification(row))
             }
@@ -209,6 +235,7 @@ public final class SQLiteStore: StoreBackend {
                         channel.deletedAt?.milliseconds)
                 }
             }
+            try Self.commitBroadcasts(batch, db)
             var rest = batch.notifications[...]
             for (size, sql) in Self.insertNotifications {
                 guard rest.count >= size else { continue }
@@ -259,7 +286,9 @@ public final class SQLiteStore: StoreBackend {
             let expired = try Self.expire(db, now: now, atStart: false)
             try db.statement("DELETE FROM notifications WHERE state <> 0 AND finished_at < ?")
                 .run(finishedBefore.milliseconds)
-            return PruneResult(removed: db.changes, expired: expired)
+            let removed = db.changes
+            try db.statement("DELETE FROM broadcasts WHERE deliverable_until < ?").run(now.milliseconds)
+            return PruneResult(removed: removed, expired: expired)
         }
     }
 
@@ -329,6 +358,58 @@ public final class SQLiteStore: StoreBackend {
         row.integer(base + 15, Int64(stored.state.rawValue))
         row.text(base + 16, stored.rule?.rawValue)
         row.integer(base + 17, stored.state == .pending ? nil : push.receivedAt.milliseconds)
+    }
+
+    // MARK: Broadcasts
+
+    private static func commitBroadcasts(_ batch: StoreBatch, _ db: SQLiteConnection) throws {
+        if !batch.broadcasts.isEmpty {
+            let insert = try db.statement(
+                """
+                INSERT OR IGNORE INTO broadcasts (channel_id, sequence, apns_id, team_id, bundle_id, priority,
+                    expiration, payload, accepted_at, deliverable_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for broadcast in batch.broadcasts {
+                try insert.run(
+                    broadcast.channelID, broadcast.sequence, broadcast.apnsID, broadcast.teamID, broadcast.bundleID,
+                    broadcast.priority, broadcast.expiration, broadcast.payload, broadcast.acceptedAt.milliseconds,
+                    broadcast.deliverableUntil.milliseconds)
+            }
+        }
+        if !batch.subscriptions.isEmpty {
+            let upsert = try db.statement(
+                """
+                INSERT OR REPLACE INTO subscriptions (device_id, channel_id, bundle_id, acknowledged)
+                VALUES (?, ?, ?, ?)
+                """)
+            for subscription in batch.subscriptions {
+                try upsert.run(
+                    subscription.deviceID, subscription.channelID, subscription.bundleID, subscription.acknowledged)
+            }
+        }
+        if !batch.unsubscribed.isEmpty {
+            let delete = try db.statement("DELETE FROM subscriptions WHERE device_id = ? AND channel_id = ?")
+            for key in batch.unsubscribed { try delete.run(key.deviceID, key.channelID) }
+        }
+        if !batch.cursors.isEmpty {
+            let update = try db.statement(
+                """
+                UPDATE subscriptions SET acknowledged = MAX(acknowledged, ?) WHERE device_id = ? AND channel_id = ?
+                """)
+            for (key, sequence) in batch.cursors { try update.run(sequence, key.deviceID, key.channelID) }
+        }
+    }
+
+    static let selectBroadcast = """
+        SELECT channel_id, sequence, apns_id, team_id, bundle_id, priority, expiration, payload, accepted_at,
+            deliverable_until FROM broadcasts
+        """
+
+    static func broadcast(_ row: SQLiteRow) -> StoredBroadcast {
+        StoredBroadcast(
+            channelID: row[0], sequence: row[1], apnsID: row[2], teamID: row[3], bundleID: row[4], priority: row[5],
+            expiration: row[6], payload: row[7], acceptedAt: UnixTime(milliseconds: row[8]),
+            deliverableUntil: UnixTime(milliseconds: row[9]))
     }
 
     // MARK: Rows

@@ -147,6 +147,12 @@ public struct StoreBatch: Sendable {
     public var channels: [StoredChannel] = []
     public var notifications: [StoredNotification] = []
     public var outcomes: [NotificationOutcome] = []
+    /// Broadcasts accepted (one row each), subscriptions made (with their cursor) or ended, and cursors
+    /// moved by acknowledgements (a cursor only grows: the highest wins).
+    public var broadcasts: [StoredBroadcast] = []
+    public var subscriptions: [StoredSubscription] = []
+    public var unsubscribed: [SubscriptionKey] = []
+    public var cursors: [SubscriptionKey: Int64] = [:]
     /// By device id: the latest change for a device replaces an earlier one in the same batch. A node
     /// sharing the database writes only the budgets of devices it owns.
     public var budgets: [String: [AppBudget]] = [:]
@@ -158,12 +164,34 @@ public struct StoreBatch: Sendable {
 
     public var isEmpty: Bool {
         devices.isEmpty && seen.isEmpty && removed.isEmpty && tokens.isEmpty && channels.isEmpty
-            && notifications.isEmpty && outcomes.isEmpty && budgets.isEmpty && notices.isEmpty
+            && notifications.isEmpty && outcomes.isEmpty && budgets.isEmpty && notices.isEmpty && broadcasts.isEmpty
+            && subscriptions.isEmpty && unsubscribed.isEmpty && cursors.isEmpty
     }
 
     public var count: Int {
         devices.count + seen.count + removed.count + tokens.count + channels.count + notifications.count
-            + outcomes.count + budgets.count + notices.count
+            + outcomes.count + budgets.count + notices.count + broadcasts.count + subscriptions.count
+            + unsubscribed.count + cursors.count
+    }
+
+    /// A subscription made (replacing one of the same device and channel, or an unsubscription earlier
+    /// in this batch).
+    public mutating func subscribe(_ subscription: StoredSubscription) {
+        unsubscribed.removeAll { $0 == subscription.key }
+        subscriptions.removeAll { $0.key == subscription.key }
+        subscriptions.append(subscription)
+    }
+
+    /// A subscription ended (as does a subscription or a cursor earlier in this batch).
+    public mutating func unsubscribe(_ key: SubscriptionKey) {
+        subscriptions.removeAll { $0.key == key }
+        cursors.removeValue(forKey: key)
+        unsubscribed.append(key)
+    }
+
+    /// A cursor moved to `sequence` (kept if higher than one already in the batch).
+    public mutating func advance(_ key: SubscriptionKey, to sequence: Int64) {
+        cursors[key] = max(cursors[key] ?? .min, sequence)
     }
 }
 
@@ -177,6 +205,10 @@ public struct StoreSnapshot: Sendable {
     public var channels: [StoredChannel] = []
     public var budgets: [DeviceBudgets] = []
     public var pending: [StoredNotification] = []
+    /// The subscriptions of the devices this node runs, and each channel's newest broadcast still
+    /// deliverable.
+    public var subscriptions: [StoredSubscription] = []
+    public var broadcasts: [StoredBroadcast] = []
 
     public init() {}
 }

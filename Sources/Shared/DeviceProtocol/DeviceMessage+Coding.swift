@@ -20,6 +20,8 @@ public enum MessageType: String, CaseIterable, Sendable {
     case appState = "app_state"
     case conditions
     case requestActivityToken = "request_activity_token"
+    case subscribeChannel = "subscribe_channel"
+    case unsubscribeChannel = "unsubscribe_channel"
     // Gateway → device.
     case registered
     case welcome
@@ -30,6 +32,7 @@ public enum MessageType: String, CaseIterable, Sendable {
     case closing
     case error
     case activityToken = "activity_token"
+    case channelSubscribed = "channel_subscribed"
 }
 
 /// The JSON form of the messages: a flat object with `type` and the fields of that type.
@@ -55,6 +58,7 @@ struct Envelope: Codable {
     var message: String?
     var attributes_type: String?
     var activity_id: String?
+    var channel_id: String?
 
     init(type: MessageType) { self.type = type.rawValue }
 
@@ -134,6 +138,12 @@ extension DeviceMessage {
         case .requestActivityToken:
             return .activityToken(
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"), purpose: try envelope.purpose())
+        case .subscribeChannel:
+            return .subscribeChannel(
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                channelID: try envelope.need(envelope.channel_id, "channel_id"))
+        case .unsubscribeChannel:
+            return .unsubscribeChannel(channelID: try envelope.need(envelope.channel_id, "channel_id"))
         case .none: throw envelope.unknownType()
         default: throw envelope.wrongDirection()
         }
@@ -178,6 +188,13 @@ extension DeviceMessage {
             envelope = Envelope(type: .requestActivityToken)
             envelope.bundle_id = bundleID
             envelope.set(purpose)
+        case .subscribeChannel(let bundleID, let channelID):
+            envelope = Envelope(type: .subscribeChannel)
+            envelope.bundle_id = bundleID
+            envelope.channel_id = channelID
+        case .unsubscribeChannel(let channelID):
+            envelope = Envelope(type: .unsubscribeChannel)
+            envelope.channel_id = channelID
         }
         return Array((try? encoder.encode(envelope)) ?? Data())
     }
@@ -214,6 +231,10 @@ extension GatewayMessage {
             return .activityToken(
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"), purpose: try envelope.purpose(),
                 token: try envelope.need(envelope.token, "token"))
+        case .channelSubscribed:
+            return .channelSubscribed(
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                channelID: try envelope.need(envelope.channel_id, "channel_id"))
         case .none: throw envelope.unknownType()
         default: throw envelope.wrongDirection()
         }
@@ -257,6 +278,10 @@ extension GatewayMessage {
             envelope.bundle_id = bundleID
             envelope.set(purpose)
             envelope.token = token
+        case .channelSubscribed(let bundleID, let channelID):
+            envelope = Envelope(type: .channelSubscribed)
+            envelope.bundle_id = bundleID
+            envelope.channel_id = channelID
         }
         return Array((try? encoder.encode(envelope)) ?? Data())
     }

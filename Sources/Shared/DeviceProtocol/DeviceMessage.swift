@@ -26,6 +26,12 @@ public enum DeviceMessage: Equatable, Sendable {
     /// Asks for a Live Activity token of an installed app: the answer (`activityToken`) carries it;
     /// asking again for the same one gives the same token.
     case activityToken(bundleID: String, purpose: ActivityTokenPurpose)
+    /// An activity of an installed app subscribes to one of the app's broadcast channels (started with
+    /// `pushType: .channel(id)`, or by a push-to-start with `input-push-channel`): answered with
+    /// `channelSubscribed` once stored; the channel's stored message follows if it has one.
+    case subscribeChannel(bundleID: String, channelID: String)
+    /// The activity on the channel ended: no more of its broadcasts.
+    case unsubscribeChannel(channelID: String)
 }
 
 /// What the gateway sends.
@@ -42,6 +48,8 @@ public enum GatewayMessage: Equatable, Sendable {
     case error(message: String)
     /// A Live Activity token the device asked for, once stored.
     case activityToken(bundleID: String, purpose: ActivityTokenPurpose, token: String)
+    /// A subscription the device asked for, once stored.
+    case channelSubscribed(bundleID: String, channelID: String)
 }
 
 public struct InstalledApp: Codable, Equatable, Sendable {
@@ -76,12 +84,16 @@ public struct Delivery: Codable, Equatable, Sendable {
     public var payload: String
     /// The device token it was sent to: the app's, or one of its Live Activity tokens (which activity).
     public var token: String?
+    /// A broadcast's channel (`apns-channel-id`): which activities it updates.
+    public var channel: String?
 
     public init(
         apnsID: String, topic: String, bundleID: String, pushType: String, priority: Int, collapseID: String?,
-        kind: String, deadlineSeconds: Int?, rule: String, payload: String, token: String? = nil
+        kind: String, deadlineSeconds: Int?, rule: String, payload: String, token: String? = nil,
+        channel: String? = nil
     ) {
         self.token = token
+        self.channel = channel
         self.apnsID = apnsID
         self.topic = topic
         self.bundleID = bundleID
@@ -106,5 +118,6 @@ public struct Delivery: Codable, Equatable, Sendable {
         case rule
         case payload
         case token
+        case channel
     }
 }

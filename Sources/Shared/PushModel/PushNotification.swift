@@ -24,6 +24,9 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
     /// The team whose key signed the request (token auth), or the certificate's team, when known.
     public let teamID: String?
     public let receivedAt: UnixTime
+    /// A broadcast's message (`POST /4/broadcasts/apps/<bundle>`): its channel and sequence. Its
+    /// `deviceToken` is then no device's (every subscriber's queue holds this one instance).
+    public let broadcast: BroadcastStamp?
 
     public static func == (lhs: PushNotification, rhs: PushNotification) -> Bool {
         lhs === rhs
@@ -32,7 +35,7 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
                 && lhs.expiration == rhs.expiration && lhs.collapseID == rhs.collapseID
                 && lhs.notificationClass == rhs.notificationClass && lhs.mismatch == rhs.mismatch
                 && lhs.payload == rhs.payload
-                && lhs.teamID == rhs.teamID && lhs.receivedAt == rhs.receivedAt)
+                && lhs.teamID == rhs.teamID && lhs.receivedAt == rhs.receivedAt && lhs.broadcast == rhs.broadcast)
     }
 
     public var description: String { "\(pushType.rawValue) \(id) to \(deviceToken)" }
@@ -40,7 +43,8 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
     public init(
         id: APNsID, deviceToken: DeviceToken, topic: Topic, bundleID: String, pushType: PushType, priority: Priority,
         expiration: Expiration, collapseID: CollapseID?, notificationClass: NotificationClass,
-        mismatch: PushTypeMismatch? = nil, payload: [UInt8], teamID: String?, receivedAt: UnixTime
+        mismatch: PushTypeMismatch? = nil, payload: [UInt8], teamID: String?, receivedAt: UnixTime,
+        broadcast: BroadcastStamp? = nil
     ) {
         self.id = id
         self.deviceToken = deviceToken
@@ -55,6 +59,7 @@ public final class PushNotification: Sendable, Equatable, CustomStringConvertibl
         self.payload = payload
         self.teamID = teamID
         self.receivedAt = receivedAt
+        self.broadcast = broadcast
     }
 }
 

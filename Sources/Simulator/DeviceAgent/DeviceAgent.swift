@@ -65,6 +65,8 @@ public enum AgentEvent: Sendable, Equatable {
     case activityToken(bundleID: String, activity: String, token: String)
     /// What an ActivityKit push did to the device's Live Activities.
     case liveActivity(LiveActivityBook.Outcome)
+    /// The gateway stored a subscription of an app's activity to a broadcast channel.
+    case channelSubscribed(bundleID: String, channelID: String)
 }
 
 /// A simulated device: connects to the gateway's device port over WebSocket, registers (or says hello
@@ -133,6 +135,8 @@ public final class DeviceAgent: Sendable {
         /// Live Activity tokens the gateway issued, by app and `ActivityTokenPurpose.key`.
         var activityTokens: [String: [String: String]] = [:]
         var activities = LiveActivityBook()
+        /// Broadcast channels the gateway stored a subscription to, with their apps.
+        var subscribedChannels: [String: String] = [:]
     }
 
     /// What a plain agent's wakes fetch with (`WakeResponse.fetch`), when its profile fetches.
@@ -187,6 +191,14 @@ public final class DeviceAgent: Sendable {
             }
         }
     }
+    /// Broadcast channels subscribed to (the gateway stored it), with their apps.
+    public var subscribedChannels: [String: String] { state.withLock { $0.subscribedChannels } }
+
+    /// Subscribes an app's activity to a broadcast channel (`channelSubscribed` once stored).
+    public func subscribe(bundleID: String, channelID: String) {
+        send(.subscribeChannel(bundleID: bundleID, channelID: channelID))
+    }
+
     /// The device's Live Activities now.
     public var liveActivities: LiveActivityBook { state.withLock { $0.activities } }
     /// Why the gateway refused this device for good, if it did (the agent has stopped).
@@ -406,6 +418,9 @@ public final class DeviceAgent: Sendable {
                 }
             }
             onEvent(.activityToken(bundleID: bundleID, activity: purpose.key, token: token))
+        case .channelSubscribed(let bundleID, let channelID):
+            state.withLock { $0.subscribedChannels[channelID] = bundleID }
+            onEvent(.channelSubscribed(bundleID: bundleID, channelID: channelID))
         case .uninstalled(let bundleID):
             _ = state.withLock { $0.installed.removeValue(forKey: bundleID) }
             onEvent(.uninstalled(bundleID: bundleID))

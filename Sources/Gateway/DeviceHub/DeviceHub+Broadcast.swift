@@ -1,0 +1,200 @@
+import DeviceProtocol
+import Logging
+import NIOCore
+import PushIntake
+import PushModel
+import PushPolicy
+import PushStore
+import Synchronization
+
+/// Broadcast channels on the device side (docs/live-activities.md): devices subscribe their activities
+/// to channels; a broadcast is stored once, then fanned out to the subscribers each node runs, a slice
+/// at a time so that other pushes go between slices; a device's acknowledgement moves its cursor, and a
+/// device that comes back (to this node or another) is given its channels' newest message past it.
+extension DeviceHub: BroadcastIntake {
+    /// Subscribers given a broadcast under one taking of the hub's lock, before the loop runs other work.
+    static let fanoutSlice = 256
+
+    public enum SubscriptionRefusal: Error, Equatable {
+        case notInstalled
+        case unknownChannel
+    }
+
+    /// An app's activity on the device subscribes to a channel of that app (`subscribe_channel`): the
+    /// future succeeds once the subscription is stored (nil: no store). The channel's newest message, if
+    /// still deliverable, is given to it at once.
+    func subscribe(
+        _ device: DeviceSlot, bundleID: String, channel id: ChannelID, answeringOn eventLoop: any EventLoop
+    ) -> Result<EventLoopFuture<Void>?, SubscriptionRefusal> {
+        guard registry.apps(of: device).contains(where: { $0.bundleID == bundleID }) else {
+            return .failure(.notInstalled)
+        }
+        guard channels.channel(id, bundleID: bundleID) != nil else { return .failure(.unknownChannel) }
+        guard let deviceID = registry.deviceID(of: device) else { return .failure(.notInstalled) }
+        let now = clock()
+        var writes: [HubWrite] = []
+        // Posted under the lock, so that the store has the subscription before any cursor of it.
+        let stored = core.withLock { core -> EventLoopFuture<Void>? in
+            guard let (subscription, deliver) = core.broadcasts.subscribe(device, to: id, bundleID: bundleID, now: now)
+            else { return writer.map { $0.enqueue(answeringOn: eventLoop) { _ in } } }
+            let future = writer?.enqueue(answeringOn: eventLoop) { batch in
+                batch.subscribe(
+                    StoredSubscription(
+                        deviceID: deviceID, channelID: id.value, bundleID: bundleID,
+                        acknowledged: subscription.acknowledged))
+            }
+            if let deliver {
+                var items: [Outgoing] = []
+                core.deliveries.enqueue(
+                    Outgoing(push: deliver.push, rule: .broadcastCaughtUp, wake: false), for: device, now: now,
+                    into: &items)
+                if let session = core.session(of: device) {
+                    writes += items.map { HubWrite(session: session, device: device, item: $0) }
+                }
+            }
+            return future
+        }
+        write(writes)
+        return .success(stored)
+    }
+
+    /// The activity on the channel ended (`unsubscribe_channel`): false if it was not subscribed.
+    @discardableResult
+    func unsubscribe(_ device: DeviceSlot, channel id: ChannelID) -> Bool {
+        guard let deviceID = registry.deviceID(of: device) else { return false }
+        return core.withLock { core in
+            guard core.broadcasts.unsubscribe(device, from: id) else { return false }
+            writer?.enqueue { $0.unsubscribe(SubscriptionKey(deviceID: deviceID, channelID: id.value)) }
+            return true
+        }
+    }
+
+    /// An app uninstalled: its activities' subscriptions end.
+    func unsubscribeAll(_ device: DeviceSlot, bundleID: String) {
+        let channels = core.withLock { core in
+            core.broadcasts.subscriptions(of: device).filter { $0.value.bundleID == bundleID }.map(\.key)
+        }
+        for channel in channels { unsubscribe(device, channel: channel) }
+    }
+
+    /// The device's subscriptions.
+    public func subscriptions(of device: DeviceSlot) -> [ChannelID: ChannelSubscriptions.Subscription] {
+        core.withLock { $0.broadcasts.subscriptions(of: device) }
+    }
+
+    // MARK: From the provider API
+
+    public func broadcast(_ submission: BroadcastSubmission, on eventLoop: any EventLoop) -> IntakeReply {
+        let now = clock()
+        let channel = submission.channel
+        let sequence = sequencer.withLock { $0.next(at: now) }
+        let stamp = BroadcastStamp(channel: channel.id, sequence: sequence)
+        let push = PushNotification(
+            id: submission.id, deviceToken: BroadcastMessage.noDevice,
+            topic: Topic(channel.bundleID + (PushType.liveactivity.topicSuffix ?? ""))!, bundleID: channel.bundleID,
+            pushType: .liveactivity, priority: submission.priority, expiration: submission.expiration, collapseID: nil,
+            notificationClass: .other, payload: submission.payload, teamID: submission.teamID, receivedAt: now,
+            broadcast: stamp)
+        let message = BroadcastMessage(
+            push: push,
+            deliverableUntil: BroadcastMessage.deliverableUntil(
+                policy: channel.storagePolicy, expiration: submission.expiration, acceptedAt: now,
+                graceMilliseconds: settings.broadcastGraceSeconds * 1000))
+        hubCounters.withLock { $0.broadcastsAccepted += 1 }
+        guard let writer else {
+            publish(message, on: eventLoop)
+            return .now(.accepted)
+        }
+        let clustered = cluster != nil
+        let committed = writer.enqueue(answeringOn: eventLoop) { batch in
+            batch.broadcasts.append(StoredBroadcast(message))
+            if clustered {
+                batch.notices.append(.broadcast(BroadcastKey(channelID: channel.id.value, sequence: sequence)))
+            }
+        }
+        committed.whenSuccess { [self] in publish(message, on: eventLoop) }
+        return .afterCommit(committed)
+    }
+
+    /// A stored broadcast (accepted here, or heard of from another node): kept as its channel's newest,
+    /// and fanned out to the subscribers this node runs — a slice per task on `eventLoop`, so that the
+    /// hub's lock and the loop are let go between slices. Once per broadcast on a node.
+    func publish(_ message: BroadcastMessage, on eventLoop: any EventLoop) {
+        guard let subscribers = published(message) else { return }
+        fanOut(message, to: subscribers, from: 0, on: eventLoop)
+    }
+
+    /// The subscribers to fan `message` out to; nil when this node has had it already.
+    private func published(_ message: BroadcastMessage) -> [DeviceSlot]? {
+        guard adopted.withLock({ $0.insert(message.push.id) }) else { return nil }
+        broadcastFigures.started(message.stamp, id: message.push.id)
+        return core.withLock { $0.broadcasts.published(message) }
+    }
+
+    /// Each slice in a task of its own on `eventLoop` (a provider connection's).
+    private func fanOut(
+        _ message: BroadcastMessage, to subscribers: [DeviceSlot], from start: Int, on eventLoop: any EventLoop
+    ) {
+        let end = fanOutSlice(message, to: subscribers, from: start)
+        guard end < subscribers.count else { return }
+        eventLoop.execute { [self] in fanOut(message, to: subscribers, from: end, on: eventLoop) }
+    }
+
+    /// Gives one slice of the subscribers the message; where the next slice starts.
+    private func fanOutSlice(_ message: BroadcastMessage, to subscribers: [DeviceSlot], from start: Int) -> Int {
+        let end = min(subscribers.count, start + Self.fanoutSlice)
+        let now = clock()
+        var writes: [HubWrite] = []
+        core.withLock { $0.fanOut(message, to: subscribers[start..<end], now: now, writes: &writes) }
+        write(writes)
+        broadcastFigures.wrote(writes.count, of: message.stamp, finished: end >= subscribers.count)
+        return end
+    }
+
+    /// The device acknowledged a broadcast: its cursor moves (stored), and the fan-out's figures count it.
+    func acknowledgedBroadcast(_ stamp: BroadcastStamp, by device: DeviceSlot, cursorMoved: Bool) {
+        hubCounters.withLock { $0.broadcastsDelivered += 1 }
+        broadcastFigures.acknowledged(stamp)
+        guard cursorMoved, let writer, let deviceID = registry.deviceID(of: device) else { return }
+        writer.enqueue {
+            $0.advance(SubscriptionKey(deviceID: deviceID, channelID: stamp.channel.value), to: stamp.sequence)
+        }
+    }
+
+    /// The store's subscriptions of a device this node runs now (at start, or claimed).
+    func adoptSubscriptions(_ device: DeviceSlot, _ stored: [StoredSubscription]) {
+        var subscriptions: [ChannelID: ChannelSubscriptions.Subscription] = [:]
+        for row in stored {
+            guard let channel = ChannelID(row.channelID) else { continue }
+            subscriptions[channel] = .init(bundleID: row.bundleID, acknowledged: row.acknowledged)
+        }
+        core.withLock { $0.broadcasts.adopt(device, subscriptions) }
+    }
+
+    /// Each channel's newest broadcast from the store (at start).
+    func remember(_ broadcasts: [StoredBroadcast]) {
+        let messages = broadcasts.compactMap(\.message)
+        core.withLock { core in for message in messages { core.broadcasts.remember(message) } }
+    }
+
+    /// Broadcasts other nodes stored: loaded, then fanned out here.
+    func heardBroadcasts(_ keys: [BroadcastKey]) {
+        guard let cluster, !keys.isEmpty else { return }
+        spawn { [self] in
+            do {
+                for stored in try await cluster.broadcasts(keys) {
+                    guard let message = stored.message else { continue }
+                    hubCounters.withLock { $0.broadcastsHeard += 1 }
+                    guard let subscribers = published(message) else { continue }
+                    var next = 0
+                    repeat {
+                        next = fanOutSlice(message, to: subscribers, from: next)
+                        await Task.yield()
+                    } while next < subscribers.count
+                }
+            } catch {
+                logger.error("broadcasts not loaded", metadata: ["count": "\(keys.count)", "error": "\(error)"])
+            }
+        }
+    }
+}

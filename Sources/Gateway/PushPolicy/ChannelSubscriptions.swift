@@ -1,0 +1,179 @@
+import PushModel
+
+/// A message broadcast on a channel, as a node fans it out: the push (one instance in every
+/// subscriber's queue, its `broadcast` stamp set), and until when a device that was not connected when
+/// it was broadcast may still be given it.
+public struct BroadcastMessage: Sendable, Equatable {
+    public var push: PushNotification
+    /// Most Recent Message Stored: eight hours, or the `apns-expiration` if sooner. No Message Stored
+    /// (and an `apns-expiration` of 0): the reconnect grace only — what a device whose connection or node
+    /// was lost mid-fan-out needs.
+    public var deliverableUntil: UnixTime
+
+    public init(push: PushNotification, deliverableUntil: UnixTime) {
+        precondition(push.broadcast != nil, "a broadcast message's push has its stamp")
+        self.push = push
+        self.deliverableUntil = deliverableUntil
+    }
+
+    public var stamp: BroadcastStamp { push.broadcast! }
+    public var channel: ChannelID { stamp.channel }
+    public var sequence: Int64 { stamp.sequence }
+
+    /// The `deviceToken` of a broadcast's push: it is no device's.
+    public static let noDevice = DeviceToken(String(repeating: "0", count: 64))!
+
+    /// Apple keeps a Most-Recent-Message-Stored channel's message at most eight hours ([CM]).
+    public static let storedLifetimeMilliseconds: Int64 = 8 * 3_600_000
+
+    /// When a message accepted at `acceptedAt` stops being given to devices that come back.
+    public static func deliverableUntil(
+        policy: MessageStoragePolicy, expiration: Expiration, acceptedAt: UnixTime, graceMilliseconds: Int64
+    ) -> UnixTime {
+        let grace = acceptedAt.milliseconds + graceMilliseconds
+        guard policy == .mostRecentMessageStored else { return UnixTime(milliseconds: grace) }
+        let stored = acceptedAt.milliseconds + storedLifetimeMilliseconds
+        switch expiration {
+        case .storeByDefault: return UnixTime(milliseconds: stored)
+        case .immediateOnly: return UnixTime(milliseconds: grace)
+        case .at(let seconds):
+            return UnixTime(milliseconds: max(grace, min(stored, seconds * 1000)))
+        }
+    }
+}
+
+/// The channel subscriptions of the devices this node runs, and each channel's newest message, as a pure
+/// state machine under the hub's lock (time passed in, no I/O). A subscription's cursor is the highest
+/// sequence its device acknowledged (stored, so a restart or another node knows it) and the highest
+/// written to it (in memory): a connected subscriber is given every broadcast once; one that connects
+/// (again, or to a node that took it over) is given its channel's newest message if that is past both
+/// and still deliverable — a Live Activity shows the newest state, not the history.
+public struct ChannelSubscriptions: Sendable {
+    public struct Subscription: Sendable, Equatable {
+        public var bundleID: String
+        public var acknowledged: Int64
+        public var queued: Int64
+
+        public init(bundleID: String, acknowledged: Int64, queued: Int64? = nil) {
+            self.bundleID = bundleID
+            self.acknowledged = acknowledged
+            self.queued = queued ?? acknowledged
+        }
+
+        var reached: Int64 { max(acknowledged, queued) }
+    }
+
+    private var byDevice: [DeviceSlot: [ChannelID: Subscription]] = [:]
+    private var byChannel: [ChannelID: Set<DeviceSlot>] = [:]
+    private var latest: [ChannelID: BroadcastMessage] = [:]
+
+    public init() {}
+
+    /// The device's subscriptions (tests, the admin API).
+    public func subscriptions(of device: DeviceSlot) -> [ChannelID: Subscription] { byDevice[device] ?? [:] }
+    /// Subscribers this node runs.
+    public func subscriberCount(of channel: ChannelID) -> Int { byChannel[channel]?.count ?? 0 }
+    public var subscriptionCount: Int { byDevice.values.reduce(0) { $0 + $1.count } }
+    public func newest(on channel: ChannelID) -> BroadcastMessage? { latest[channel] }
+
+    /// The device subscribes (an activity started on the channel): from the channel's newest message on,
+    /// which it is given now if still deliverable (a stored message, or one broadcast moments ago) — the
+    /// returned one, already counted as written. Nil also when it was subscribed already.
+    public mutating func subscribe(
+        _ device: DeviceSlot, to channel: ChannelID, bundleID: String, now: UnixTime
+    ) -> (subscription: Subscription, deliver: BroadcastMessage?)? {
+        guard byDevice[device]?[channel] == nil else { return nil }
+        var subscription = Subscription(bundleID: bundleID, acknowledged: 0)
+        var deliver: BroadcastMessage?
+        if let newest = latest[channel] {
+            if now <= newest.deliverableUntil {
+                subscription.queued = newest.sequence
+                deliver = newest
+            } else {
+                subscription.acknowledged = newest.sequence
+                subscription.queued = newest.sequence
+            }
+        }
+        byDevice[device, default: [:]][channel] = subscription
+        byChannel[channel, default: []].insert(device)
+        return (subscription, deliver)
+    }
+
+    /// The device unsubscribes (its activity ended); false if it was not subscribed.
+    public mutating func unsubscribe(_ device: DeviceSlot, from channel: ChannelID) -> Bool {
+        guard byDevice[device]?.removeValue(forKey: channel) != nil else { return false }
+        if byDevice[device]?.isEmpty == true { byDevice.removeValue(forKey: device) }
+        byChannel[channel]?.remove(device)
+        if byChannel[channel]?.isEmpty == true { byChannel.removeValue(forKey: channel) }
+        return true
+    }
+
+    /// Another node runs the device now, or it was removed: its subscriptions are forgotten here.
+    public mutating func forget(_ device: DeviceSlot) {
+        guard let channels = byDevice.removeValue(forKey: device) else { return }
+        for channel in channels.keys {
+            byChannel[channel]?.remove(device)
+            if byChannel[channel]?.isEmpty == true { byChannel.removeValue(forKey: channel) }
+        }
+    }
+
+    /// The device's subscriptions from the store (at start, or when this node claims it), replacing any.
+    public mutating func adopt(_ device: DeviceSlot, _ subscriptions: [ChannelID: Subscription]) {
+        forget(device)
+        guard !subscriptions.isEmpty else { return }
+        byDevice[device] = subscriptions
+        for channel in subscriptions.keys { byChannel[channel, default: []].insert(device) }
+    }
+
+    /// A message broadcast (accepted here or by another node): kept if its channel's newest; the
+    /// subscribers this node runs, to fan it out to (`fanOut`, a slice at a time).
+    public mutating func published(_ message: BroadcastMessage) -> [DeviceSlot] {
+        if message.sequence > latest[message.channel]?.sequence ?? Int64.min { latest[message.channel] = message }
+        return Array(byChannel[message.channel] ?? [])
+    }
+
+    /// A channel's newest message read back from the store (at start, or one another node broadcast).
+    public mutating func remember(_ message: BroadcastMessage) {
+        if message.sequence > latest[message.channel]?.sequence ?? Int64.min { latest[message.channel] = message }
+    }
+
+    /// Whether to give `message` to `device` in the fan-out: it is connected and subscribed, and has
+    /// not been given it (counted as written from now).
+    public mutating func fanOut(_ message: BroadcastMessage, to device: DeviceSlot, connected: Bool) -> Bool {
+        guard connected, var subscription = byDevice[device]?[message.channel],
+            message.sequence > subscription.acknowledged, message.sequence != subscription.queued
+        else { return false }
+        subscription.queued = max(subscription.queued, message.sequence)
+        byDevice[device]![message.channel] = subscription
+        return true
+    }
+
+    /// The device connected: for each of its channels, the newest message if past what it was given and
+    /// still deliverable (counted as written from now).
+    public mutating func caughtUp(_ device: DeviceSlot, now: UnixTime) -> [BroadcastMessage] {
+        guard var subscriptions = byDevice[device] else { return [] }
+        var messages: [BroadcastMessage] = []
+        for (channel, subscription) in subscriptions {
+            guard let newest = latest[channel], newest.sequence > subscription.reached, now <= newest.deliverableUntil
+            else { continue }
+            subscriptions[channel]!.queued = newest.sequence
+            messages.append(newest)
+        }
+        byDevice[device] = subscriptions
+        return messages.sorted { $0.sequence < $1.sequence }
+    }
+
+    /// The device acknowledged a broadcast: true when its cursor moved (to be stored).
+    public mutating func acknowledged(_ stamp: BroadcastStamp, by device: DeviceSlot) -> Bool {
+        guard var subscription = byDevice[device]?[stamp.channel], stamp.sequence > subscription.acknowledged else {
+            return false
+        }
+        subscription.acknowledged = stamp.sequence
+        byDevice[device]![stamp.channel] = subscription
+        return true
+    }
+
+    /// A channel deleted: its subscriptions stay (the activities hold them) but nothing more is
+    /// broadcast on it; its newest message may still be delivered, as Apple says of stored ones.
+    public func isKnown(_ channel: ChannelID) -> Bool { byChannel[channel] != nil || latest[channel] != nil }
+}
