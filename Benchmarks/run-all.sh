@@ -61,6 +61,7 @@ smoke)
   section "Forecast against a real run" bash Benchmarks/forecast-validate.sh 30 10 5 60
   section "Store backends" bash Benchmarks/store.sh 1 2000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 5 1
+  section "Broadcast fan-out" bash Benchmarks/broadcast.sh 50 3
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 1 50
   [ -n "${POSTGRES_URL:-}" ] && section "A node fleet" bash Benchmarks/fleet.sh 60 2 1
   ;;
@@ -71,6 +72,7 @@ quick)
   section "Simulated iPhones" bash Benchmarks/iphones.sh 1000 10
   section "Push rates" bash Benchmarks/bench-rates.sh 1000 3 1000 5000
   section "Store backends" bash Benchmarks/store.sh 3 10000
+  section "Broadcast fan-out" bash Benchmarks/broadcast.sh 2000 10
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 3 200
   [ -n "${POSTGRES_URL:-}" ] && section "A node fleet" bash Benchmarks/fleet.sh 6000 3 10
   ;;
@@ -85,6 +87,7 @@ full)
   section "Forecast against a real run" bash Benchmarks/forecast-validate.sh 500 600 60 12
   section "Store backends and recovery" bash Benchmarks/store.sh 8 1000000
   section "A provider connection that never reads" bash Benchmarks/never-reading.sh 60 2
+  section "Broadcast fan-out" bash Benchmarks/broadcast.sh 10000 60
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 8 1000
   [ -n "${POSTGRES_URL:-}" ] && section "A node fleet: 100,000 devices on 7 nodes" bash Benchmarks/fleet.sh
   ;;

@@ -8,6 +8,7 @@ import LoadGenerator
 import NIOCore
 import NIOPosix
 import ProviderClient
+import PushModel
 import Synchronization
 
 struct SimulateCommand: AsyncParsableCommand {
@@ -76,6 +77,12 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "Plain agents only: bundle ids every device installs (comma-separated).")
     var apps: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Plain agents only: broadcast channels (comma-separated apns-channel-ids of the first app's) every device's activity subscribes to before the tokens file is written.",
+            valueName: "ids"))
+    var channels: String?
+
     @Option(help: "Where to write 'token bundle_id' lines once every device has its tokens.")
     var tokensFile = "simulated-tokens.txt"
 
@@ -107,6 +114,12 @@ struct SimulateCommand: AsyncParsableCommand {
         try iphone.check()
         if apps != nil, profile == nil {
             throw ValidationError("--apps is for plain agents (--profile); an iPhone's apps come from its profile")
+        }
+        if channels != nil, profile == nil {
+            throw ValidationError("--channels is for plain agents (--profile)")
+        }
+        for channel in channelIDs where ChannelID(channel) == nil {
+            throw ValidationError("--channels: '\(channel)' is not a channel id (base64, as apns-channel-id)")
         }
         if let metricsPort, !(0...65535).contains(metricsPort) {
             throw ValidationError("--metrics-port: expected 0 to 65535, got \(metricsPort)")
@@ -158,6 +171,7 @@ struct SimulateCommand: AsyncParsableCommand {
         fleet.start()
         do {
             try await connect(fleet)
+            try await subscribe(fleet, bundleID: bundles[0])
             try await runUntilDone(fleet) { _ in "" }
         } catch {
             print(fleet.counters.snapshot.line)
@@ -166,6 +180,31 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         print(fleet.counters.snapshot.line)
         await fleet.stop()
+    }
+
+    private var channelIDs: [String] {
+        (channels ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
+    /// Every device's activity subscribes to the --channels; waits (--connect-timeout) until each is stored.
+    private func subscribe(_ fleet: SimulatedFleet, bundleID: String) async throws {
+        let channels = channelIDs
+        guard !channels.isEmpty else { return }
+        for agent in fleet.agents {
+            for channel in channels { agent.subscribe(bundleID: bundleID, channelID: channel) }
+        }
+        let deadline = ContinuousClock.now + .seconds(connectTimeout)
+        while fleet.agents.contains(where: { $0.subscribedChannels.count < channels.count }) {
+            guard ContinuousClock.now < deadline else {
+                let missing = fleet.agents.count { $0.subscribedChannels.count < channels.count }
+                throw CommandFailure(
+                    "\(missing) devices' subscriptions to --channels were not stored in \(connectTimeout) s: is each a live channel of \(bundleID) (the channel-management API's all-channels)?"
+                )
+            }
+            try await Task.sleep(for: .milliseconds(200))  // clock-ok: polling the fleet, bounded
+        }
+        print("\(fleet.agents.count) devices subscribed to \(channels.count) channel(s)")
     }
 
     /// How long a fleet may take to connect and install its apps (the demo's, and --connect-timeout's default).

@@ -13,11 +13,18 @@ import WallClock
 /// A connected device as the hub reaches it: a channel to write gateway messages to, from any thread.
 public protocol DeviceSession: AnyObject, Sendable {
     func send(_ message: GatewayMessage)
+    /// Sends a message already encoded (`GatewayMessage.encoded()`): a broadcast's, encoded once for
+    /// every subscriber of a fan-out slice.
+    func send(encoded bytes: [UInt8], of message: GatewayMessage)
     func close(reason: String, reconnectAfterMilliseconds: Int?)
     /// Whether the session has ended. Set before the hub hears `disconnected`, so that a session that
     /// ends while its device is being claimed is never installed afterwards (the hub reads it under its
     /// lock when it installs the session).
     var hasEnded: Bool { get }
+}
+
+extension DeviceSession {
+    public func send(encoded bytes: [UInt8], of message: GatewayMessage) { send(message) }
 }
 
 /// The device hub: it carries out the policy's decisions. Accepted pushes come in from the provider API
@@ -369,7 +376,28 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Writes what the delivery queues let through, after the lock is released.
     func write(_ writes: [HubWrite]) {
         guard !writes.isEmpty else { return }
-        for write in writes { write.session.send(.notification(delivery(write.item))) }
+        // A broadcast's delivery is the same for every subscriber: encoded once per broadcast and rule.
+        struct Key: Hashable {
+            var id: APNsID
+            var rule: Rule
+        }
+        var encoded: [Key: (GatewayMessage, [UInt8])] = [:]
+        for write in writes {
+            guard write.item.push.broadcast != nil else {
+                write.session.send(.notification(delivery(write.item)))
+                continue
+            }
+            let key = Key(id: write.item.id, rule: write.item.rule)
+            let (message, bytes) =
+                encoded[key]
+                ?? {
+                    let message = GatewayMessage.notification(delivery(write.item))
+                    let value = (message, message.encoded())
+                    encoded[key] = value
+                    return value
+                }()
+            write.session.send(encoded: bytes, of: message)
+        }
         countSent(writes)
     }
 

@@ -286,8 +286,10 @@ final class ChannelSession: DeviceSession {
     /// The session is over (called before the hub hears `disconnected`).
     func end() { ended.store(true, ordering: .releasing) }
 
-    func send(_ message: GatewayMessage) {
-        let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: message.encoded()))
+    func send(_ message: GatewayMessage) { send(encoded: message.encoded(), of: message) }
+
+    func send(encoded bytes: [UInt8], of message: GatewayMessage) {
+        let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: bytes))
         channel.writeAndFlush(frame, promise: nil)
     }
 
