@@ -61,6 +61,9 @@ final class GatewayProcess: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(50))  // clock-ok: a process starting
         }
         guard let provider = found[names[0]], let devices = found[names[1]], let admin = found[names[2]] else {
+            // Not yet in the caller's hands (its cleanup stops the gateways it got): stopped here, so that a
+            // failed start leaves no process behind.
+            process.kill(SIGKILL)
             throw NotListening(log: logPath, found: found)
         }
         return (provider, devices, admin)

@@ -50,6 +50,25 @@ import Testing
         #expect(seen == MessageType.allCases.map(\.rawValue))
     }
 
+    /// An ack reads the same through the fast path (the encoder's exact bytes) and the decoder (any other
+    /// spelling); what the fast path does not take still decodes, or is refused, as before.
+    @Test func anAckReadsTheSameEitherWay() throws {
+        let id = "01a3185c-5000-7abc-8def-0123456789ab"
+        let encoded = DeviceMessage.ack(apnsID: id).encoded()
+        #expect(String(decoding: encoded, as: UTF8.self) == #"{"apns_id":"\#(id)","type":"ack"}"#)
+        #expect(try DeviceMessage.decode(encoded) == .ack(apnsID: id))
+        for text in [
+            #"{"type":"ack","apns_id":"\#(id)"}"#, #"{ "apns_id" : "\#(id)", "type" : "ack" }"#,
+            #"{"apns_id":"a-b","type":"ack"}"#, #"{"apns_id":"x y","type":"ack"}"#,
+        ] {
+            let expected = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
+            #expect(try DeviceMessage.decode(Array(text.utf8)) == .ack(apnsID: expected?["apns_id"] ?? ""))
+        }
+        for text in [#"{"apns_id":"x","type":"ack""#, #"{"apns_id":"x","type":"acks"}"#] {
+            #expect(throws: ProtocolError.self, "\(text)") { try DeviceMessage.decode(Array(text.utf8)) }
+        }
+    }
+
     /// A Live Activity token names exactly one of an attributes type (push-to-start) or an activity.
     @Test func anActivityTokenNamesOneThing() throws {
         for purpose in [ActivityTokenPurpose.pushToStart(attributesType: "T"), .update(activityID: "a1")] {

@@ -111,6 +111,7 @@ extension DeviceMessage {
     public static let maximumFrameBytes = 64 * 1024
 
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> DeviceMessage {
+        if let id = AckFastPath.apnsID(bytes) { return .ack(apnsID: id) }
         let envelope = try Envelope.read(bytes, expected: "device message")
         switch MessageType(rawValue: envelope.type) {
         case .register: return .register(enrolment: envelope.enrolment)
