@@ -223,13 +223,7 @@ import WallClock
         for agent in agents { agent.start() }
         defer { for agent in agents { agent.stop() } }
         try await eventually("the devices installed the app") { agents.allSatisfy { $0.tokens.count == 1 } }
-        // Node B hears of the channel from A's notice: until then its device's subscription is refused.
-        try await eventually("both devices subscribed") {
-            for agent in agents where agent.subscribedChannels[channel] == nil {
-                agent.subscribe(bundleID: Self.topic, channelID: channel)
-            }
-            return agents.allSatisfy { $0.subscribedChannels[channel] != nil }
-        }
+        try await subscribe(agents, to: channel)
         let client = [
             try await ProviderClient.connect(host: "127.0.0.1", port: a.provider, security: .cleartext, group: group),
             try await ProviderClient.connect(host: "127.0.0.1", port: b.provider, security: .cleartext, group: group),
@@ -253,6 +247,88 @@ import WallClock
         #expect(received.value.withLock { $0[0]?.count == 2 && $0[1]?.count == 2 }, "each once")
         for node in [a, b] { node.process.kill(SIGTERM) }
         for node in [a, b] { _ = await node.process.exitStatus(within: 30) }
+        await TestPostgres.dropDatabase(url)
+    }
+
+    /// A node killed just after it answered a broadcast 200, its fan-out under way: its subscribers come
+    /// back to the other node, which claims them with their cursors and gives each the broadcast it had
+    /// not acknowledged (a No-Message-Stored channel: within the reconnect grace) — every subscriber that
+    /// was connected gets it.
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func aBroadcastOutlivesTheNodeThatWasFanningItOut() async throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushgate-fanout-kill-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_fanout_kill")
+        let key = P256.Signing.PrivateKey()
+        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        let settings = ["store.postgres.lease_seconds=2", "devices.keep_alive_seconds=3600"]
+        let a = try await startNode(
+            "node-a", directory: directory, url: url, key: key, signer: signer, settings: settings)
+        let b = try await startNode(
+            "node-b", directory: directory, url: url, key: key, signer: signer,
+            settings: settings + [
+                "channels.h2c.enabled=true", "channels.h2c.port=0",
+                "log.modules=provider=info,devices=info,admin=info,channels=info",
+            ])
+        defer {
+            a.process.kill(SIGKILL)
+            b.process.kill(SIGKILL)
+        }
+        for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
+        let managePort = try #require(await b.process.listeningPort("channel management API listening", logPath: b.log))
+        let group = MultiThreadedEventLoopGroup.singleton
+        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let manage = try await ProviderClient.connect(
+            host: "127.0.0.1", port: managePort, security: .cleartext, group: group)
+        let created = try await manage.post(
+            path: "/1/apps/\(Self.topic)/channels", headers: [("authorization", authorization)],
+            body: Array(#"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#.utf8))
+        await manage.close()
+        let channel = try #require(created.header("apns-channel-id"))
+
+        // 500 subscribers on node A (a fan-out that may outlast the 200's way to the client); each knows
+        // node B too (where it goes when A is gone).
+        let received = Shared<[String: Set<Int>]>([:])
+        let endpoints = [a, b].map { DeviceAgent.Endpoint(host: "127.0.0.1", port: $0.devices) }
+        let agents = (0..<500).map { index in
+            DeviceAgent(
+                endpoints: endpoints, first: 0, apps: [Self.topic], enrolment: GatewayProcess.enrolment,
+                behaviour: .prompt, group: group,
+                onEvent: { event in
+                    if case .delivered(let delivery, _) = event, delivery.channel == channel {
+                        _ = received.value.withLock { $0[delivery.apnsID, default: []].insert(index) }
+                    }
+                })
+        }
+        for agent in agents { agent.start() }
+        defer { for agent in agents { agent.stop() } }
+        try await eventually("the devices installed the app on node A") { agents.allSatisfy { $0.tokens.count == 1 } }
+        try await subscribe(agents, to: channel)
+
+        // Broadcast through node A, which runs every subscriber; killed as soon as it answers 200.
+        let id = "00000000-0000-4000-8000-00000000beef"
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: a.provider, security: .cleartext, group: group)
+        let answer = try await client.post(
+            path: "/4/broadcasts/apps/\(Self.topic)",
+            headers: [
+                ("authorization", authorization), ("apns-channel-id", channel), ("apns-push-type", "liveactivity"),
+                ("apns-priority", "10"), ("apns-expiration", "0"), ("apns-request-id", id),
+            ], body: Array(#"{"aps":{"event":"update","timestamp":1800000000,"content-state":{"n":1}}}"#.utf8))
+        a.process.kill(SIGKILL)
+        await client.close()
+        #expect(answer.status == 200)
+        let before = received.value.withLock { $0[id]?.count ?? 0 }
+        try await eventually("every subscriber has the broadcast, through node B", seconds: 60) {
+            received.value.withLock { $0[id]?.count } == agents.count
+        }
+        print("broadcast acknowledged on node A before its kill: \(before) of \(agents.count)")
+        for agent in agents { agent.stop() }
+        b.process.kill(SIGTERM)
+        _ = await b.process.exitStatus(within: 30)
         await TestPostgres.dropDatabase(url)
     }
 
@@ -449,6 +525,25 @@ import WallClock
         return Node(
             name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin, log: log
         )
+    }
+
+    /// Subscribes every agent's activity to `channel`, created on one node: another node knows it once it
+    /// hears the creation's notice, and refuses a subscription until then. One agent asks (again every
+    /// half second) until the node it is on knows the channel; then every other asks once.
+    func subscribe(_ agents: [DeviceAgent], to channel: String) async throws {
+        let nodes = Dictionary(grouping: agents, by: { $0.endpoint.port }).values.compactMap(\.first)
+        for first in nodes {
+            try await eventually("node \(first.endpoint) knows the channel", every: .milliseconds(500)) {
+                if first.subscribedChannels[channel] == nil {
+                    first.subscribe(bundleID: Self.topic, channelID: channel)
+                }
+                return first.subscribedChannels[channel] != nil
+            }
+        }
+        for agent in agents where agent.subscribedChannels[channel] == nil {
+            agent.subscribe(bundleID: Self.topic, channelID: channel)
+        }
+        try await eventually("every device subscribed") { agents.allSatisfy { $0.subscribedChannels[channel] != nil } }
     }
 
     /// A node's `/v1/counters`, parsed.

@@ -76,15 +76,25 @@ import WallClock
         }
     }
 
-    func withHarness(settings: [String] = [], _ body: (Harness) async throws -> Void) async throws {
+    enum Transport: CaseIterable { case h2c, tls }
+
+    func withHarness(
+        settings: [String] = [], transport: Transport = .h2c, _ body: (Harness) async throws -> Void
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             try await LocalGateway.run(
-                topic: Self.bundle, settings: ["log.level=error"] + settings, group: group,
-                logger: Logger(label: "test")
+                topic: Self.bundle,
+                settings: ["log.level=error"] + settings
+                    + (transport == .tls ? ["provider.tls.enabled=true", "provider.tls.port=0"] : []),
+                group: group, logger: Logger(label: "test")
             ) { gateway in
+                // With TLS on, the provider's first listener (`providerPort`) is the TLS one.
                 let client = try await ProviderClient.connect(
-                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, group: group)
+                    host: "127.0.0.1", port: gateway.providerPort,
+                    security: transport == .tls
+                        ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
+                    group: group)
                 let manage = try await ProviderClient.connect(
                     host: "127.0.0.1", port: try #require(gateway.channelPorts.last), security: .cleartext, group: group
                 )
@@ -106,8 +116,10 @@ import WallClock
         #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"home":\#(home),"away":0}}}"#
     }
 
-    @Test func aBroadcastReachesEverySubscribedDeviceAndNoOther() async throws {
-        try await withHarness { harness in
+    @Test(arguments: Transport.allCases) func aBroadcastReachesEverySubscribedDeviceAndNoOther(
+        over transport: Transport
+    ) async throws {
+        try await withHarness(transport: transport) { harness in
             let channel = try await harness.createChannel(policy: 1)
             let received = Received()
             let agents = (0..<3).map { harness.agent($0, received) }
@@ -155,8 +167,10 @@ import WallClock
         }
     }
 
-    @Test func broadcastsAreRefusedWithApplesReasons() async throws {
-        try await withHarness { harness in
+    @Test(arguments: Transport.allCases) func broadcastsAreRefusedWithApplesReasons(over transport: Transport)
+        async throws
+    {
+        try await withHarness(transport: transport) { harness in
             let stored = try await harness.createChannel(policy: 1)
             let unstored = try await harness.createChannel(policy: 0)
             func reason(_ response: ProviderClient.Response) -> String {
