@@ -79,7 +79,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Plain agents only: broadcast channels (comma-separated apns-channel-ids of the first app's) every device's activity subscribes to before the tokens file is written.",
+            "Plain agents only: broadcast channels (comma-separated apns-channel-ids of the first app's); every device starts a Live Activity on each (subscribed before the tokens file is written), which the channel's broadcasts update.",
             valueName: "ids"))
     var channels: String?
 
@@ -192,7 +192,9 @@ struct SimulateCommand: AsyncParsableCommand {
         let channels = channelIDs
         guard !channels.isEmpty else { return }
         for agent in fleet.agents {
-            for channel in channels { agent.subscribe(bundleID: bundleID, channelID: channel) }
+            for channel in channels {
+                agent.startLiveActivity(bundleID: bundleID, attributesType: "BroadcastAttributes", channelID: channel)
+            }
         }
         let deadline = ContinuousClock.now + .seconds(connectTimeout)
         while fleet.agents.contains(where: { $0.subscribedChannels.count < channels.count }) {

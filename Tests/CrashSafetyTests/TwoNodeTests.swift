@@ -196,18 +196,9 @@ import WallClock
             b.process.kill(SIGKILL)
         }
         for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
-        let managePort = try #require(await a.process.listeningPort("channel management API listening", logPath: a.log))
-
         let group = MultiThreadedEventLoopGroup.singleton
         let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
-        let manage = try await ProviderClient.connect(
-            host: "127.0.0.1", port: managePort, security: .cleartext, group: group)
-        let created = try await manage.post(
-            path: "/1/apps/\(Self.topic)/channels", headers: [("authorization", authorization)],
-            body: Array(#"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#.utf8))
-        await manage.close()
-        #expect(created.status == 201)
-        let channel = try #require(created.header("apns-channel-id"))
+        let channel = try await createChannel(on: a, policy: 1, authorization: authorization)
 
         let received = Shared<[Int: [String]]>([:])
         let agents = [a, b].enumerated().map { index, node in
@@ -278,16 +269,9 @@ import WallClock
             b.process.kill(SIGKILL)
         }
         for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
-        let managePort = try #require(await b.process.listeningPort("channel management API listening", logPath: b.log))
         let group = MultiThreadedEventLoopGroup.singleton
         let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
-        let manage = try await ProviderClient.connect(
-            host: "127.0.0.1", port: managePort, security: .cleartext, group: group)
-        let created = try await manage.post(
-            path: "/1/apps/\(Self.topic)/channels", headers: [("authorization", authorization)],
-            body: Array(#"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#.utf8))
-        await manage.close()
-        let channel = try #require(created.header("apns-channel-id"))
+        let channel = try await createChannel(on: b, policy: 0, authorization: authorization)
 
         // 500 subscribers on node A (a fan-out that may outlast the 200's way to the client); each knows
         // node B too (where it goes when A is gone).
@@ -525,6 +509,19 @@ import WallClock
         return Node(
             name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin, log: log
         )
+    }
+
+    /// Creates a channel through the channel-management API of `node` (started with it on, logging its port).
+    func createChannel(on node: Node, policy: Int, authorization: String) async throws -> String {
+        let port = try #require(await node.process.listeningPort("channel management API listening", logPath: node.log))
+        let manage = try await ProviderClient.connect(
+            host: "127.0.0.1", port: port, security: .cleartext, group: MultiThreadedEventLoopGroup.singleton)
+        let created = try await manage.post(
+            path: "/1/apps/\(Self.topic)/channels", headers: [("authorization", authorization)],
+            body: Array(#"{"message-storage-policy": \#(policy), "push-type": "LiveActivity"}"#.utf8))
+        await manage.close()
+        #expect(created.status == 201)
+        return try #require(created.header("apns-channel-id"))
     }
 
     /// Subscribes every agent's activity to `channel`, created on one node: another node knows it once it

@@ -87,4 +87,37 @@ import Testing
         }
         #expect(book.activities.count == 1)
     }
+
+    /// An activity started on a broadcast channel takes the channel's broadcasts as updates (in timestamp
+    /// order, none after its end); a broadcast cannot start one, and one on another channel is not applied.
+    @Test func aChannelsBroadcastsUpdateTheActivitiesStartedOnIt() {
+        var book = LiveActivityBook()
+        book.startOnChannel(
+            id: "match-1", bundleID: "com.example.scores", attributesType: "MatchAttributes", channel: "Y2g=",
+            contentState: #"{"home":0}"#)
+        book.startOnChannel(
+            id: "match-2", bundleID: "com.example.scores", attributesType: "MatchAttributes", channel: "Y2g=",
+            contentState: nil)
+        #expect(
+            book.receivedBroadcast(
+                LiveActivityPush(event: .update, timestamp: now, contentState: #"{"home":1}"#), channel: "Y2g=",
+                now: now) == [.updated(activityID: "match-1"), .updated(activityID: "match-2")])
+        #expect(
+            book.receivedBroadcast(LiveActivityPush(event: .update, timestamp: now - 1), channel: "Y2g=", now: now)
+                == [.ignoredOlder(activityID: "match-1"), .ignoredOlder(activityID: "match-2")])
+        #expect(
+            book.receivedBroadcast(LiveActivityPush(event: .start, timestamp: now + 1), channel: "Y2g=", now: now)
+                == [.notApplied(reason: "a broadcast cannot start a Live Activity")])
+        #expect(
+            book.receivedBroadcast(LiveActivityPush(event: .update, timestamp: now + 1), channel: "b3Q=", now: now)
+                == [.notApplied(reason: "no Live Activity is on channel b3Q=")])
+        #expect(
+            book.receivedBroadcast(LiveActivityPush(event: .end, timestamp: now + 2), channel: "Y2g=", now: now + 2)
+                == [.ended(activityID: "match-1"), .ended(activityID: "match-2")])
+        #expect(
+            book.receivedBroadcast(LiveActivityPush(event: .update, timestamp: now + 3), channel: "Y2g=", now: now + 3)
+                == [.ignoredEnded(activityID: "match-1"), .ignoredEnded(activityID: "match-2")])
+        #expect(book.activities["match-1"]?.contentState == #"{"home":1}"#)
+        #expect(book.activities["match-1"]?.updatesApplied == 2)
+    }
 }

@@ -1,6 +1,7 @@
 import DeviceAgent
 import DeviceHub
 import DeviceProtocol
+import DeviceRuntime
 import Foundation
 import Gateway
 import Logging
@@ -126,7 +127,12 @@ import WallClock
             for agent in agents { agent.start() }
             defer { for agent in agents { agent.stop() } }
             try await eventually("installed") { agents.allSatisfy { !$0.tokens.isEmpty } }
-            for agent in agents.prefix(2) { agent.subscribe(bundleID: Self.bundle, channelID: channel) }
+            // The first starts a Live Activity on the channel (iOS 18's `pushType: .channel`), the second
+            // only subscribes.
+            let activity = agents[0].startLiveActivity(
+                bundleID: Self.bundle, attributesType: "MatchAttributes", channelID: channel,
+                contentState: #"{"home":0,"away":0}"#)
+            agents[1].subscribe(bundleID: Self.bundle, channelID: channel)
             try await eventually("subscribed") { agents.prefix(2).allSatisfy { $0.subscribedChannels[channel] != nil } }
 
             let requestID = "2288cf3f-70d8-46a6-97d7-dd5d00867127"
@@ -145,6 +151,10 @@ import WallClock
             #expect(delivery.pushType == "liveactivity")
             #expect(delivery.rule == "broadcast")
             #expect(delivery.token == nil)
+            try await eventually("the activity on the channel updated") {
+                agents[0].liveActivities.activities[activity]?.updatesApplied == 1
+            }
+            #expect(agents[0].liveActivities.activities[activity]?.contentState == #"{"away":0,"home":1}"#)
             // Acknowledged: the fan-out's figures count both.
             try await eventually("acknowledged") {
                 harness.gateway.services.hub.broadcastFigures.recent.last?.acknowledged == 2

@@ -61,7 +61,8 @@ struct ChannelRequest {
         directory: any ChannelDirectory, now: UnixTime, eventLoop: any EventLoop, requestIDs: inout FastRandom
     ) -> EventLoopFuture<Answer> {
         let requestID = self.requestID ?? APNsID.generate(using: &requestIDs).value
-        func done(_ answer: Answer) -> EventLoopFuture<Answer> {
+        // Called from the store's commit callbacks too: it captures only sendable values.
+        let done: @Sendable (Answer) -> EventLoopFuture<Answer> = { [eventLoop, requestID] answer in
             eventLoop.makeSucceededFuture(Self.withID(answer, requestID))
         }
         guard body.count <= Self.maximumBody else { return done(.refused(.payloadTooLarge)) }

@@ -199,6 +199,22 @@ public final class DeviceAgent: Sendable {
         send(.subscribeChannel(bundleID: bundleID, channelID: channelID))
     }
 
+    /// The app starts a Live Activity on a broadcast channel (`pushType: .channel(id)`): the activity is
+    /// shown at once and subscribed; the channel's broadcasts update it. Returns its id.
+    @discardableResult
+    public func startLiveActivity(
+        bundleID: String, attributesType: String, channelID: String, contentState: String? = nil
+    ) -> String {
+        let id = UUID().uuidString.lowercased()
+        state.withLock {
+            $0.activities.startOnChannel(
+                id: id, bundleID: bundleID, attributesType: attributesType, channel: channelID,
+                contentState: contentState)
+        }
+        subscribe(bundleID: bundleID, channelID: channelID)
+        return id
+    }
+
     /// The device's Live Activities now.
     public var liveActivities: LiveActivityBook { state.withLock { $0.activities } }
     /// Why the gateway refused this device for good, if it did (the agent has stopped).
@@ -454,8 +470,12 @@ public final class DeviceAgent: Sendable {
             return onEvent(.duplicate(apnsID: delivery.apnsID))
         }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
-        if delivery.pushType == PushType.liveactivity.rawValue, let token = delivery.token {
-            applyLiveActivity(delivery, token: token)
+        if delivery.pushType == PushType.liveactivity.rawValue {
+            if let channel = delivery.channel {
+                applyBroadcast(delivery, channel: channel)
+            } else if let token = delivery.token {
+                applyLiveActivity(delivery, token: token)
+            }
         }
         if let runtime {
             return runtime.delivered(
@@ -508,6 +528,14 @@ public final class DeviceAgent: Sendable {
         if case .started(let id, let bundleID) = outcome {
             send(.activityToken(bundleID: bundleID, purpose: .update(activityID: id)))
         }
+    }
+
+    /// A channel's broadcast: applied to the activities started on the channel.
+    private func applyBroadcast(_ delivery: Delivery, channel: String) {
+        let push = LiveActivityPayload.parse(delivery.payload)
+        let now = Int64(Date().timeIntervalSince1970)
+        let outcomes = state.withLock { $0.activities.receivedBroadcast(push, channel: channel, now: now) }
+        for outcome in outcomes { onEvent(.liveActivity(outcome)) }
     }
 
     /// Keep-alives at the interval the gateway gave, as `KeepAliveSchedule` says (a random phase, then

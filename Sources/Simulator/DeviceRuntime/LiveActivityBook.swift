@@ -51,6 +51,9 @@ public struct LiveActivityBook: Sendable, Equatable {
         public var endedAt: Int64?
         public var dismissAt: Int64?
         public var updatesApplied: Int
+        /// The broadcast channel it was started on (`pushType: .channel(id)`): its updates come from the
+        /// channel's broadcasts, not from a token of its own.
+        public var channel: String?
 
         /// Past its stale date at `now` (seconds), and not ended.
         public func isStale(at now: Int64) -> Bool { endedAt == nil && (staleDate.map { now >= $0 } ?? false) }
@@ -104,6 +107,27 @@ public struct LiveActivityBook: Sendable, Equatable {
             contentState: contentState, updatesApplied: 0)
     }
 
+    /// The app started an activity on a broadcast channel (`pushType: .channel(id)`, iOS 18): the
+    /// channel's broadcasts update it; it has no update token.
+    public mutating func startOnChannel(
+        id: String, bundleID: String, attributesType: String, channel: String, contentState: String?
+    ) {
+        activities[id] = Activity(
+            id: id, bundleID: bundleID, attributesType: attributesType, updateToken: nil, timestamp: 0,
+            contentState: contentState, updatesApplied: 0, channel: channel)
+    }
+
+    /// A broadcast on `channel` arrived: applied to every activity started on it, each as an update to its
+    /// own token would be (in timestamp order; none after its end). A broadcast cannot start an activity
+    /// ([LA]); `push` nil: not an ActivityKit payload.
+    public mutating func receivedBroadcast(_ push: LiveActivityPush?, channel: String, now: Int64) -> [Outcome] {
+        guard let push else { return [.notApplied(reason: "not an ActivityKit payload (aps.event, aps.timestamp)")] }
+        if push.event == .start { return [.notApplied(reason: "a broadcast cannot start a Live Activity")] }
+        let ids = activities.values.filter { $0.channel == channel }.map(\.id).sorted()
+        guard !ids.isEmpty else { return [.notApplied(reason: "no Live Activity is on channel \(channel)")] }
+        return ids.map { apply(push, to: $0, now: now) }
+    }
+
     /// The gateway issued an activity's update token.
     public mutating func updateToken(_ token: String, activityID: String) {
         guard activities[activityID] != nil else { return }
@@ -133,11 +157,18 @@ public struct LiveActivityBook: Sendable, Equatable {
                 relevanceScore: push.relevanceScore, updatesApplied: 1)
             return .started(activityID: id, bundleID: bundleID)
         }
-        guard let id = byUpdateToken[token], var activity = activities[id] else {
+        guard let id = byUpdateToken[token], activities[id] != nil else {
             return .notApplied(reason: "no Live Activity has this token")
         }
-        if activity.endedAt != nil { return .ignoredEnded(activityID: id) }
+        if activities[id]?.endedAt != nil { return .ignoredEnded(activityID: id) }
         if push.event == .start { return .notApplied(reason: "start sent to an update token") }
+        return apply(push, to: id, now: now)
+    }
+
+    /// An update or an end to activity `id`, in timestamp order, none after its end.
+    private mutating func apply(_ push: LiveActivityPush, to id: String, now: Int64) -> Outcome {
+        guard var activity = activities[id] else { return .notApplied(reason: "no Live Activity \(id)") }
+        if activity.endedAt != nil { return .ignoredEnded(activityID: id) }
         guard push.timestamp > activity.timestamp else { return .ignoredOlder(activityID: id) }
         activity.timestamp = push.timestamp
         if let content = push.contentState { activity.contentState = content }
