@@ -263,11 +263,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             streams[id] = StreamState(
                 responseID: responseID, started: lastActivity, phase: .rejected(Rejection(.shutdown)))
         } else {
-            if decider == nil {
-                decider = PushRequestDecider(
-                    context: providerContext, identity: identity(context: context),
-                    address: context.channel.remoteAddress?.ipAddress ?? "?")
-            }
+            makeDecider(context: context)
             switch decider!.decideHead(block.head, now: now) {
             case .success(let accepted):
                 streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .collecting(accepted))
@@ -350,23 +346,39 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
                 return
             }
             state.kind = (notification.pushType, notification.notificationClass, notification.mismatch)
-            switch providerContext.intake.submit(notification, on: context.eventLoop) {
-            case .now(let result):
-                streams.removeValue(forKey: id)
-                respond(id, state, result: result, context: context)
-            case .later(let future):
-                state.phase = .submitted
-                state.body = []
-                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                future.hop(to: context.eventLoop).whenComplete { outcome in
-                    let (handler, context) = bound.value
-                    handler.intakeAnswered(id, outcome: outcome, context: context)
-                }
-            case .afterCommit(let commit):
-                state.phase = .submitted
-                state.body = []
-                awaitCommit(commit, stream: id, context: context)
+            handle(
+                providerContext.intake.submit(notification, on: context.eventLoop), stream: id, state, context: context)
+        }
+    }
+
+    /// The connection's decider, made when its first request needs it.
+    private func makeDecider(context: ChannelHandlerContext) {
+        guard decider == nil else { return }
+        decider = PushRequestDecider(
+            context: providerContext, identity: identity(context: context),
+            address: context.channel.remoteAddress?.ipAddress ?? "?")
+    }
+
+    /// What the intake said of a submitted stream: answered now, or once its future (or commit) completes.
+    private func handle(
+        _ reply: IntakeReply, stream id: HTTP2StreamID, _ state: StreamState, context: ChannelHandlerContext
+    ) {
+        switch reply {
+        case .now(let result):
+            streams.removeValue(forKey: id)
+            respond(id, state, result: result, context: context)
+        case .later(let future):
+            state.phase = .submitted
+            state.body = []
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            future.hop(to: context.eventLoop).whenComplete { outcome in
+                let (handler, context) = bound.value
+                handler.intakeAnswered(id, outcome: outcome, context: context)
             }
+        case .afterCommit(let commit):
+            state.phase = .submitted
+            state.body = []
+            awaitCommit(commit, stream: id, context: context)
         }
     }
 
@@ -379,33 +391,14 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         }
         if draining || providerContext.isDraining { return refuse(.shutdown) }
         guard let broadcasts = providerContext.broadcasts else { return refuse(.featureNotEnabled) }
-        if decider == nil {
-            decider = PushRequestDecider(
-                context: providerContext, identity: identity(context: context),
-                address: context.channel.remoteAddress?.ipAddress ?? "?")
-        }
+        makeDecider(context: context)
         // The broadcast's apns-id in the store and on the devices: its request id.
         let decided = decider!.decideBroadcast(
             request, id: state.responseID, channels: broadcasts.channels, now: providerContext.clock())
         switch decided {
         case .failure(let reason): return refuse(reason)
         case .success(let submission):
-            state.body = []
-            switch broadcasts.intake.broadcast(submission, on: context.eventLoop) {
-            case .now(let result):
-                streams.removeValue(forKey: id)
-                respond(id, state, result: result, context: context)
-            case .later(let future):
-                state.phase = .submitted
-                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-                future.hop(to: context.eventLoop).whenComplete { outcome in
-                    let (handler, context) = bound.value
-                    handler.intakeAnswered(id, outcome: outcome, context: context)
-                }
-            case .afterCommit(let commit):
-                state.phase = .submitted
-                awaitCommit(commit, stream: id, context: context)
-            }
+            handle(broadcasts.intake.broadcast(submission, on: context.eventLoop), stream: id, state, context: context)
         }
     }
 

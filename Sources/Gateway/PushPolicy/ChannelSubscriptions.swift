@@ -128,7 +128,7 @@ public struct ChannelSubscriptions: Sendable {
     /// A message broadcast (accepted here or by another node): kept if its channel's newest; the
     /// subscribers this node runs, to fan it out to (`fanOut`, a slice at a time).
     public mutating func published(_ message: BroadcastMessage) -> [DeviceSlot] {
-        if message.sequence > latest[message.channel]?.sequence ?? Int64.min { latest[message.channel] = message }
+        remember(message)
         return Array(byChannel[message.channel] ?? [])
     }
 
@@ -172,8 +172,4 @@ public struct ChannelSubscriptions: Sendable {
         byDevice[device]![stamp.channel] = subscription
         return true
     }
-
-    /// A channel deleted: its subscriptions stay (the activities hold them) but nothing more is
-    /// broadcast on it; its newest message may still be delivered, as Apple says of stored ones.
-    public func isKnown(_ channel: ChannelID) -> Bool { byChannel[channel] != nil || latest[channel] != nil }
 }
