@@ -16,6 +16,7 @@ import Testing
         .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
         .activityToken(bundleID: "a", purpose: .pushToStart(attributesType: "GameAttributes")),
         .subscribeChannel(bundleID: "a", channelID: "Y2hhbm5lbA=="), .unsubscribeChannel(channelID: "Y2hhbm5lbA=="),
+        .frequentPushes(bundleID: "a", enabled: true),
     ]
     static let fromGateway: [GatewayMessage] = [
         .registered(deviceID: "d", secret: "s"),

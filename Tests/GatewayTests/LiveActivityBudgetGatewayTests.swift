@@ -1,3 +1,5 @@
+import DeviceAgent
+import DeviceProtocol
 import Foundation
 import ProviderClient
 import TestSupport
@@ -52,6 +54,46 @@ import Testing
             let policy = counters?["policy"] as? [String: Any]
             #expect(policy?["liveActivityOnBudget"] as? Int == 2)
             #expect(policy?["liveActivityOverBudget"] as? Int == 1)
+        }
+    }
+
+    /// A device whose app has frequent pushes (`frequent_pushes`) gets the larger budget: three updates
+    /// at once where the usual budget allows two; the device's state says so.
+    @Test func frequentPushesRaiseTheBudget() async throws {
+        try await GatewayWithDevice.run(
+            topic: Self.topic,
+            settings: [
+                "policy.live_activity.budget.capacity=2", "policy.live_activity.frequent_budget.capacity=3",
+                "devices.keep_alive_seconds=600",
+            ]
+        ) { setup in
+            let deviceID = try #require(setup.agent.identity?.deviceID)
+            setup.agent.send(.frequentPushes(bundleID: Self.topic, enabled: true))
+            try await eventually("the gateway knows the app has frequent pushes") {
+                let (status, body) = try await setup.admin("/v1/devices/\(deviceID)")
+                guard status == 200 else { return false }
+                let device = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+                let apps = device?["apps"] as? [[String: Any]] ?? []
+                return apps.contains { ($0["budget"] as? [String: Any])?["frequentPushes"] as? Bool == true }
+            }
+            for index in 0..<3 {
+                let body = #"{"aps":{"timestamp":\#(1_800_000_000 + index),"event":"update","content-state":{}}}"#
+                let response = try await setup.client.post(
+                    path: "/3/device/\(setup.token)",
+                    headers: [
+                        ("authorization", setup.authorization), ("apns-topic", Self.topic + ".push-type.liveactivity"),
+                        ("apns-push-type", "liveactivity"), ("apns-priority", "10"),
+                    ], body: Array(body.utf8))
+                #expect(response.status == 200)
+            }
+            try await eventually("three updates on budget") {
+                let (_, body) = try await setup.admin("/v1/counters")
+                let counters = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+                return (counters?["policy"] as? [String: Any])?["liveActivityOnBudget"] as? Int == 3
+            }
+            let (_, body) = try await setup.admin("/v1/counters")
+            let counters = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+            #expect((counters?["policy"] as? [String: Any])?["liveActivityOverBudget"] as? Int == 0)
         }
     }
 }

@@ -13,6 +13,8 @@ import Testing
         var settings = PolicySettings()
         settings.liveActivityCapacity = 3
         settings.liveActivityRefillSeconds = 600
+        settings.liveActivityFrequentCapacity = 6
+        settings.liveActivityFrequentRefillSeconds = 60
         return settings
     }()
     let online = DeviceConditions()
@@ -26,13 +28,37 @@ import Testing
     }
 
     @Test func theBucketRefillsOnePerInterval() {
-        var budget = LiveActivityBudget(settings: settings, now: t0)
-        #expect((0..<4).map { _ in budget.take(settings: settings, now: t0) } == [true, true, true, false])
-        #expect(budget.left(settings: settings, now: t0.plus(minutes: 9)) == 0)
-        #expect(budget.left(settings: settings, now: t0.plus(minutes: 10)) == 1)
-        #expect(!budget.isFull(settings: settings, now: t0.plus(minutes: 29)))
-        #expect(budget.isFull(settings: settings, now: t0.plus(minutes: 30)))
-        #expect(budget.left(settings: settings, now: t0.plus(minutes: 600)) == 3, "never above capacity")
+        let size = settings.liveActivityBudget(frequentPushes: false)
+        var budget = LiveActivityBudget(size: size, now: t0)
+        #expect((0..<4).map { _ in budget.take(size: size, now: t0) } == [true, true, true, false])
+        #expect(budget.left(size: size, now: t0.plus(minutes: 9)) == 0)
+        #expect(budget.left(size: size, now: t0.plus(minutes: 10)) == 1)
+        #expect(!budget.isFull(size: size, now: t0.plus(minutes: 29)))
+        #expect(budget.isFull(size: size, now: t0.plus(minutes: 30)))
+        #expect(budget.left(size: size, now: t0.plus(minutes: 600)) == 3, "never above capacity")
+    }
+
+    @Test mutating func frequentPushesGiveTheLargerBudget() {
+        var app = AppThrottle()
+        app.frequentPushesChanged(to: true)
+        let rules = (0..<7).flatMap { _ in receive(&app, pushes.liveActivity(activity: game)).rules }
+        #expect(rules == Array(repeating: .liveActivityOnBudget, count: 6) + [.liveActivityOverBudget])
+        // One a minute comes back, not one in ten minutes.
+        #expect(app.liveActivityBudgets(settings: settings, now: t0.plus(minutes: 2))[game] == 2)
+        #expect(!app.isIdle(settings: settings, now: t0.plus(minutes: 600)), "the setting is state to keep")
+    }
+
+    @Test mutating func turnedOffTheBudgetShrinksToTheUsualOne() {
+        var app = AppThrottle()
+        app.frequentPushesChanged(to: true)
+        _ = receive(&app, pushes.liveActivity(activity: game))  // 5 of 6 left
+        app.frequentPushesChanged(to: false)
+        #expect(app.liveActivityBudgets(settings: settings, now: t0)[game] == 3, "cut to the usual capacity")
+        let rules = (0..<4).flatMap { _ in receive(&app, pushes.liveActivity(activity: game)).rules }
+        #expect(
+            rules == [.liveActivityOnBudget, .liveActivityOnBudget, .liveActivityOnBudget, .liveActivityOverBudget])
+        #expect(app.liveActivityBudgets(settings: settings, now: t0.plus(minutes: 9))[game] == 0, "the slow refill")
+        #expect(app.liveActivityBudgets(settings: settings, now: t0.plus(minutes: 300))[game] == 3, "never above it")
     }
 
     @Test mutating func priorityTenSpendsTheBudgetThenWaitsForTheNextWindow() {

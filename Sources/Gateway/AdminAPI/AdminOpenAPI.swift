@@ -260,7 +260,8 @@ enum AdminOpenAPI {
                   "held": {"type": "array", "items": {"type": "string"}, "description": "Held pushes: apns-id (rule)."},
                   "strikes": {"type": "number", "minimum": 0}, "coolingUntil": {"type": "integer"},
                   "awaitingCompletion": {"type": "array", "items": {"type": "string"}},
-                  "appState": {"enum": ["foreground", "background", "suspended", "not_running", "force_quit"]}
+                  "appState": {"enum": ["foreground", "background", "suspended", "not_running", "force_quit"]},
+                  "frequentPushes": {"type": "boolean", "description": "The app's Live Activities have the larger budget (NSSupportsLiveActivitiesFrequentUpdates, frequentPushesEnabled)."}
                 }
               },
               "DeviceState": {

@@ -274,6 +274,8 @@ public struct BudgetState: Codable, Sendable {
     public var coolingUntil: Int64?
     public var awaitingCompletion: [String]
     public var appState: String
+    /// The app's Live Activities have the larger budget (`frequentPushesEnabled`).
+    public var frequentPushes: Bool
 
     init(_ snapshot: AppThrottleSnapshot) {
         budgetLeft = snapshot.budgetLeft
@@ -284,6 +286,7 @@ public struct BudgetState: Codable, Sendable {
         coolingUntil = snapshot.coolingUntil?.milliseconds
         awaitingCompletion = snapshot.awaitingCompletion.map(\.value)
         appState = snapshot.appState.rawValue
+        frequentPushes = snapshot.frequentPushes
     }
 }
 

@@ -301,6 +301,13 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
     }
 
+    func frequentPushesChanged(_ device: DeviceSlot, bundleID: String, enabled: Bool) {
+        let now = clock()
+        core.withLock {
+            $0.policy.frequentPushesChanged(device: device, bundleID: bundleID, enabled: enabled, now: now)
+        }
+    }
+
     func conditionsChanged(_ device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
         let now = clock()
         decideAndWrite(now: now, device: device) {

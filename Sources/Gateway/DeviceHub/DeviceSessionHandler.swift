@@ -207,6 +207,11 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             hub.appStateChanged(device, bundleID: bundleID, state: state)
         case (.authenticated(let device), .conditions(let lowPowerMode, let backgroundAppRefreshOff)):
             hub.conditionsChanged(device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff)
+        case (.authenticated(let device), .frequentPushes(let bundleID, let enabled)):
+            guard hub.registry.apps(of: device).contains(where: { $0.bundleID == bundleID }) else {
+                return send(.error(message: "frequent_pushes: '\(bundleID)' is not installed"), context)
+            }
+            hub.frequentPushesChanged(device, bundleID: bundleID, enabled: enabled)
         case (.authenticated(let device), .activityToken(let bundleID, let purpose)):
             guard let token = hub.registry.activityToken(bundleID, activity: purpose.key, on: device) else {
                 return send(.error(message: "activity_token: '\(bundleID)' is not installed"), context)

@@ -281,6 +281,14 @@ public enum ConfigKeys {
             "policy.live_activity.budget.refill_seconds", "360", in: 1...86400,
             "One priority-10 Live Activity update is refilled per this many seconds.",
             to: \.policy.liveActivityRefillSeconds),
+        .int(
+            "policy.live_activity.frequent_budget.capacity", "30", in: 1...100_000,
+            "The same burst for an app with NSSupportsLiveActivitiesFrequentUpdates whose person has not turned them off (the device says so: frequent_pushes). Apple says only that it is higher.",
+            to: \.policy.liveActivityFrequentCapacity),
+        .int(
+            "policy.live_activity.frequent_budget.refill_seconds", "60", in: 1...86400,
+            "One priority-10 update of such an app is refilled per this many seconds.",
+            to: \.policy.liveActivityFrequentRefillSeconds),
         .custom(
             "policy.held.storage", "newest_only", expected: "newest_only or up_to",
             "What an app keeps while over budget or unreachable: newest_only (as APNs: the newest silent push; one push for an offline device) or up_to (policy.held.limit).",

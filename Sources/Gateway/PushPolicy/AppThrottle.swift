@@ -26,6 +26,10 @@ public struct AppThrottle: Sendable, Equatable {
     /// Until then the bucket refills `coolingSlowdown` times slower (milliseconds since the epoch).
     private var coolingUntil: Int64 = 0
     public private(set) var appState: AppState = .background
+    /// The app has `NSSupportsLiveActivitiesFrequentUpdates` and its person has not turned them off
+    /// (`frequentPushesEnabled`): its activities' budgets are the larger pair. Told by the device on every
+    /// connection, not stored.
+    public private(set) var frequentPushes = false
     /// When `advance` next has something to do (milliseconds; `Int64.max`: nothing), kept up to date
     /// after every event so the engine's timer bookkeeping does not walk `pending`.
     private var nextDue: Int64 = .max
@@ -204,6 +208,12 @@ public struct AppThrottle: Sendable, Equatable {
         }
     }
 
+    /// The device said whether the app has frequent pushes (`frequentPushesEnabled`). Its activities'
+    /// budgets take the new size from now on (a fuller bucket is cut to the smaller capacity).
+    public mutating func frequentPushesChanged(to enabled: Bool) {
+        frequentPushes = enabled
+    }
+
     /// The app answered a background wake.
     public mutating func completed(
         _ id: APNsID, result: CompletionResult, settings: PolicySettings, now: UnixTime,
@@ -258,10 +268,11 @@ public struct AppThrottle: Sendable, Equatable {
             }
             index += 1
         }
+        let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         pending.removeAll { item in
             switch item {
             case .awaiting, .sent: return false
-            case .activity(_, let budget): return budget.isFull(settings: settings, now: now)
+            case .activity(_, let budget): return budget.isFull(size: size, now: now)
             case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
                 actions.append(.discard(entry.notification.id, rule: .expired))
@@ -315,16 +326,17 @@ public struct AppThrottle: Sendable, Equatable {
                 default: return nil
                 }
             },
-            appState: appState)
+            appState: appState, frequentPushes: frequentPushes)
     }
 
     /// Whether this state carries nothing worth keeping: nothing pending, not force-quit, not cooling,
     /// no strikes, and a full bucket.
     public func isIdle(settings: PolicySettings, now: UnixTime) -> Bool {
-        guard appState != .forceQuit, coolingUntil <= now.milliseconds else { return false }
+        guard appState != .forceQuit, !frequentPushes, coolingUntil <= now.milliseconds else { return false }
         // Live Activity budgets refilled to the brim are nothing to remember; anything else pending is.
+        let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         let onlyFullBudgets = pending.allSatisfy {
-            if case .activity(_, let budget) = $0 { return budget.isFull(settings: settings, now: now) }
+            if case .activity(_, let budget) = $0 { return budget.isFull(size: size, now: now) }
             return false
         }
         guard onlyFullBudgets else { return false }
@@ -429,17 +441,18 @@ public struct AppThrottle: Sendable, Equatable {
     /// Spends one of the activity's priority-10 updates if its budget has one (a bucket is made full on
     /// first use; full buckets of other activities are let go on the way).
     private mutating func takeActivityUpdate(_ activity: DeviceToken, settings: PolicySettings, now: UnixTime) -> Bool {
+        let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         pending.removeAll { item in
             guard case .activity(let token, let budget) = item, token != activity else { return false }
-            return budget.isFull(settings: settings, now: now)
+            return budget.isFull(size: size, now: now)
         }
         let index = pending.firstIndex {
             if case .activity(activity, _) = $0 { return true }
             return false
         }
-        var budget = LiveActivityBudget(settings: settings, now: now)
+        var budget = LiveActivityBudget(size: size, now: now)
         if let index, case .activity(_, let kept) = pending[index] { budget = kept }
-        let taken = budget.take(settings: settings, now: now)
+        let taken = budget.take(size: size, now: now)
         if let index {
             pending[index] = .activity(activity, budget)
         } else {
@@ -450,9 +463,10 @@ public struct AppThrottle: Sendable, Equatable {
 
     /// Priority-10 updates left in each Live Activity's budget that is not full, by update token.
     public func liveActivityBudgets(settings: PolicySettings, now: UnixTime) -> [DeviceToken: Int] {
+        let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         var left: [DeviceToken: Int] = [:]
         for item in pending {
-            if case .activity(let token, let budget) = item { left[token] = budget.left(settings: settings, now: now) }
+            if case .activity(let token, let budget) = item { left[token] = budget.left(size: size, now: now) }
         }
         return left
     }
@@ -589,6 +603,8 @@ public struct AppThrottleSnapshot: Sendable, Equatable, Codable {
     public var coolingUntil: UnixTime?
     public var awaitingCompletion: [APNsID]
     public var appState: AppState
+    /// The app's Live Activities have the larger budget (`frequentPushesEnabled`).
+    public var frequentPushes = false
 }
 
 public struct HeldSummary: Sendable, Equatable, Codable {

@@ -12,6 +12,10 @@ public struct PolicySettings: Sendable, Equatable {
     public var liveActivityCapacity: Int = 10
     /// One priority-10 Live Activity update is refilled per this interval.
     public var liveActivityRefillSeconds: Int64 = 6 * 60
+    /// The same pair for an app with `NSSupportsLiveActivitiesFrequentUpdates` whose person has not turned
+    /// them off (`frequentPushesEnabled`): Apple says only that the budget is higher.
+    public var liveActivityFrequentCapacity: Int = 30
+    public var liveActivityFrequentRefillSeconds: Int64 = 60
 
     /// How many held pushes an app keeps: `newestOnly` keeps what APNs keeps (the newest silent push);
     /// `upTo(n)` keeps up to n (as FCM keeps up to 100), discarding the oldest beyond that.
@@ -57,6 +61,13 @@ public struct PolicySettings: Sendable, Equatable {
     public enum PiggybackScope: String, Sendable, Equatable, CaseIterable {
         case allApps = "all_apps"
         case sameApp = "same_app"
+    }
+
+    /// The size of an activity's budget, by whether its app has frequent pushes.
+    public func liveActivityBudget(frequentPushes: Bool) -> LiveActivityBudget.Size {
+        frequentPushes
+            ? .init(capacity: liveActivityFrequentCapacity, refillSeconds: liveActivityFrequentRefillSeconds)
+            : .init(capacity: liveActivityCapacity, refillSeconds: liveActivityRefillSeconds)
     }
 
     var refillIntervalMilliseconds: Double { Double(refillIntervalSeconds) * 1000 }

@@ -197,6 +197,15 @@ public struct ThrottleEngine: Sendable {
         record(actions[start...], now: now)
     }
 
+    /// The device said whether an app has frequent Live Activity pushes (`frequentPushesEnabled`).
+    public mutating func frequentPushesChanged(device: DeviceSlot, bundleID: String, enabled: Bool, now: UnixTime) {
+        var actions: [PolicyAction] = []
+        update(AppKey(device: device, app: app(bundleID).id), now: now, actions: &actions, createIfMissing: enabled) {
+            app, _, _ in
+            app.frequentPushesChanged(to: enabled)
+        }
+    }
+
     /// The app was uninstalled from the device: its held pushes are discarded (token unregistered).
     public mutating func uninstalled(device: DeviceSlot, bundleID: String, now: UnixTime) -> [PolicyAction] {
         guard let app = appIDs[bundleID] else { return [] }

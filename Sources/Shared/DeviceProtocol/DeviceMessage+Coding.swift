@@ -22,6 +22,7 @@ public enum MessageType: String, CaseIterable, Sendable {
     case requestActivityToken = "request_activity_token"
     case subscribeChannel = "subscribe_channel"
     case unsubscribeChannel = "unsubscribe_channel"
+    case frequentPushes = "frequent_pushes"
     // Gateway → device.
     case registered
     case welcome
@@ -59,6 +60,7 @@ struct Envelope: Codable {
     var attributes_type: String?
     var activity_id: String?
     var channel_id: String?
+    var enabled: Bool?
 
     init(type: MessageType) { self.type = type.rawValue }
 
@@ -145,6 +147,10 @@ extension DeviceMessage {
                 channelID: try envelope.need(envelope.channel_id, "channel_id"))
         case .unsubscribeChannel:
             return .unsubscribeChannel(channelID: try envelope.need(envelope.channel_id, "channel_id"))
+        case .frequentPushes:
+            return .frequentPushes(
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                enabled: try envelope.need(envelope.enabled, "enabled"))
         case .none: throw envelope.unknownType()
         default: throw envelope.wrongDirection()
         }
@@ -196,6 +202,10 @@ extension DeviceMessage {
         case .unsubscribeChannel(let channelID):
             envelope = Envelope(type: .unsubscribeChannel)
             envelope.channel_id = channelID
+        case .frequentPushes(let bundleID, let enabled):
+            envelope = Envelope(type: .frequentPushes)
+            envelope.bundle_id = bundleID
+            envelope.enabled = enabled
         }
         return Array((try? encoder.encode(envelope)) ?? Data())
     }

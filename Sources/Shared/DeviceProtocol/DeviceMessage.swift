@@ -32,6 +32,10 @@ public enum DeviceMessage: Equatable, Sendable {
     case subscribeChannel(bundleID: String, channelID: String)
     /// The activity on the channel ended: no more of its broadcasts.
     case unsubscribeChannel(channelID: String)
+    /// Whether an installed app may update its Live Activities frequently (`frequentPushesEnabled`: it has
+    /// `NSSupportsLiveActivitiesFrequentUpdates` and its person has not turned it off in Settings); sent
+    /// on every connection (the gateway does not store it) and whenever it changes.
+    case frequentPushes(bundleID: String, enabled: Bool)
 }
 
 /// What the gateway sends.

@@ -18,13 +18,16 @@ public struct AgentProfile: Codable, Sendable, Equatable {
     /// Live Activity attributes types every app of the device can be started with by a push: the device
     /// asks for a push-to-start token of each (docs/device-protocol.md).
     public var live_activity_types: [String] = []
+    /// Every app has `NSSupportsLiveActivitiesFrequentUpdates` (and its person leaves it on): the larger
+    /// update budget (`policy.live_activity.frequent_budget.*`).
+    public var frequent_pushes = false
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case work_ms_min, work_ms_max, new_data_fraction, failed_fraction, never_fraction, keep_alive_jitter
         case force_quit_per_hour, reopen_after_seconds, low_power_per_hour, low_power_seconds, fetch_url,
-            fetch_timeout_ms, live_activity_types
+            fetch_timeout_ms, live_activity_types, frequent_pushes
     }
 
     /// Every key is optional (its default applies); an unknown key is an error that names it.
@@ -48,6 +51,7 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         fetch_url = try read(.fetch_url, defaults.fetch_url)
         fetch_timeout_ms = try read(.fetch_timeout_ms, defaults.fetch_timeout_ms)
         live_activity_types = try read(.live_activity_types, defaults.live_activity_types)
+        frequent_pushes = try read(.frequent_pushes, defaults.frequent_pushes)
     }
 
     /// What is wrong with the profile, naming the key; nil when it is valid.
@@ -81,7 +85,10 @@ public struct AgentProfile: Codable, Sendable, Equatable {
         let random = Mutex(FastRandom(seed: seed ^ 0xA6E7_0BE4))
         let types =
             live_activity_types.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: apps.map { ($0, live_activity_types) })
-        return AgentBehaviour(keepAliveJitter: keep_alive_jitter, liveActivityTypes: types) { _ in
+        return AgentBehaviour(
+            keepAliveJitter: keep_alive_jitter, liveActivityTypes: types,
+            frequentPushes: frequent_pushes ? Set(apps) : []
+        ) { _ in
             random.withLock { random in
                 let roll = Double.random(in: 0..<1, using: &random)
                 if roll < profile.never_fraction { return .never }

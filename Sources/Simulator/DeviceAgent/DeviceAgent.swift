@@ -29,14 +29,19 @@ public struct AgentBehaviour: Sendable {
     /// Live Activity attributes types each app can be started with by a push (bundle id → types): the
     /// device asks for a push-to-start token of each once the app is installed.
     public var liveActivityTypes: [String: [String]]
+    /// Apps with `NSSupportsLiveActivitiesFrequentUpdates` (their person has not turned it off): the
+    /// device says so on every connection (`frequent_pushes`), and the gateway gives their activities
+    /// the larger update budget.
+    public var frequentPushes: Set<String>
 
     public init(
-        keepAliveJitter: Double = 0.1, liveActivityTypes: [String: [String]] = [:],
+        keepAliveJitter: Double = 0.1, liveActivityTypes: [String: [String]] = [:], frequentPushes: Set<String> = [],
         wake: @escaping @Sendable (Delivery) -> WakeResponse
     ) {
         self.wake = wake
         self.keepAliveJitter = keepAliveJitter
         self.liveActivityTypes = liveActivityTypes
+        self.frequentPushes = frequentPushes
     }
 
     public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
@@ -503,9 +508,10 @@ public final class DeviceAgent: Sendable {
         }
     }
 
-    /// Push-to-start tokens for the app's Live Activity types, and the update token of any of its
+    /// The app's frequent pushes if it has them; push-to-start tokens for the app's Live Activity types, and the update token of any of its
     /// activities still without one (a request lost with a connection): asking again gets the same token.
     private func askForActivityTokens(of bundleID: String) {
+        if behaviour.frequentPushes.contains(bundleID) { send(.frequentPushes(bundleID: bundleID, enabled: true)) }
         for type in behaviour.liveActivityTypes[bundleID] ?? [] {
             send(.activityToken(bundleID: bundleID, purpose: .pushToStart(attributesType: type)))
         }
