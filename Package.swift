@@ -344,6 +344,7 @@ let package = Package(
             name: "LoadGeneratorTests",
             dependencies: [
                 "AdminAPI", "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "DeviceRuntime", "PushModel",
+                "ProviderClient", "ProviderAuth",
                 "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),

@@ -6,6 +6,7 @@ import LoadGenerator
 import NIOCore
 import NIOPosix
 import ProviderAuth
+import PushModel
 import Yams
 
 struct BenchCommand: AsyncParsableCommand {
@@ -58,6 +59,12 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(help: "Topic for tokens listed without one.")
     var topic: String?
+
+    @Option(
+        help:
+            "Broadcast channels (comma-separated apns-channel-ids) for the mix's broadcast kinds (live-broadcast), of --topic's app or the tokens file's first; with --admin the summary gives each broadcast's fan-out."
+    )
+    var channels: String?
 
     @Option(help: "The .p8 key that signs provider tokens (absent: no authorization header).")
     var key: String?
@@ -128,6 +135,7 @@ struct BenchCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--tokens \(tokens): \(error.description)")
         }
+        options.targets += try channelTargets(app: topic ?? options.targets.first?.topic)
         options.signer = try loadSigner(key: key, teamID: teamId, keyID: keyId)
         options.tokenRefreshSeconds = tokenRefreshMinutes * 60
         options.trustRoots = caFile.map { [$0] } ?? []
@@ -138,6 +146,17 @@ struct BenchCommand: AsyncParsableCommand {
         let result = try await runBench(
             options, group: group, admin: adminTarget.map { ($0.host, $0.port, adminToken) })
         try write(result, json: json, html: html)
+    }
+
+    /// The --channels as targets of the broadcast kinds.
+    private func channelTargets(app: String?) throws -> [PushTarget] {
+        let ids = (channels ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !ids.isEmpty else { return [] }
+        guard let app else { throw ValidationError("--channels: whose app? give --topic") }
+        for id in ids where ChannelID(id) == nil {
+            throw ValidationError("--channels: '\(id)' is not a channel id (base64, as apns-channel-id)")
+        }
+        return ids.map { PushTarget.channel($0, bundleID: app) }
     }
 }
 
@@ -153,7 +172,17 @@ func runBench(
         guard status == 200 else { throw ValidationError("--admin: /v1/counters answered \(status): \(body)") }
         return try GatewayFigures.Counters(json: Data(body.utf8))
     }
+    func broadcasts() async throws -> [BroadcastFanout]? {
+        guard let admin, options.scenario.mix.contains(where: { $0.payload == .broadcast && $0.weight > 0 }) else {
+            return nil
+        }
+        let (status, body) = try await AdminClient.get(
+            host: admin.host, port: admin.port, path: "/v1/broadcasts", token: admin.token)
+        guard status == 200 else { throw ValidationError("--admin: /v1/broadcasts answered \(status): \(body)") }
+        return try BroadcastFanout.list(json: Data(body.utf8))
+    }
     let before = try await counters()
+    let broadcastsBefore = try await broadcasts()
     let interactive = isatty(STDOUT_FILENO) != 0
     var result: BenchResult
     do {
@@ -170,6 +199,18 @@ func runBench(
         // Deliveries and their acknowledgements finish just after the last answer.
         try await Task.sleep(for: .seconds(1))
         if let after = try await counters() { result.gateway = GatewayFigures(from: before, to: after) }
+    }
+    if let broadcastsBefore {
+        // The run's broadcasts: those the gateway did not have before, once each reached every subscriber
+        // (or after 30 s, as far as they got).
+        let known = Set(broadcastsBefore.map(\.apnsID))
+        var fanouts: [BroadcastFanout] = []
+        for _ in 0..<150 {
+            fanouts = (try await broadcasts() ?? []).filter { !known.contains($0.apnsID) }
+            if fanouts.allSatisfy(\.isComplete) { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        result.broadcasts = BroadcastFanouts(fanouts: fanouts)
     }
     print(BenchReport.summary(result))
     return result

@@ -6,6 +6,8 @@ import Gateway
 import Logging
 import NIOCore
 import NIOPosix
+import ProviderAuth
+import ProviderClient
 import PushModel
 import TestSupport
 import Testing
@@ -19,20 +21,8 @@ import Testing
     /// updates them, within their budgets.
     @Test func aBenchStartsAndUpdatesLiveActivities() async throws {
         let topic = "com.example.scores"
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        try await LocalGateway.run(
-            topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
-            logger: Logger(label: "test")
-        ) { gateway in
-            var profile = AgentProfile()
-            profile.force_quit_per_hour = 0
-            profile.low_power_per_hour = 0
-            profile.live_activity_types = ["GameAttributes"]
-            let fleet = SimulatedFleet(
-                host: "127.0.0.1", port: gateway.devicePort, devices: 5, apps: [topic], profile: profile,
-                enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
-            fleet.start()
-            try await eventually("every device has its tokens and push-to-start tokens") { fleet.allInstalled }
+        try await withFleet(topic: topic, devices: 5, { $0.live_activity_types = ["GameAttributes"] }) {
+            gateway, fleet, group in
             func targets() throws -> [PushTarget] {
                 try PushTarget.parse(fleet.tokenLines.joined(separator: "\n"), defaultTopic: nil)
             }
@@ -62,29 +52,73 @@ import Testing
                 let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
                 return (json?["policy"] as? [String: Any])?["liveActivityOnBudget"] as? Int == 15
             }
-            await fleet.stop()
         }
-        try await group.shutdownGracefully()
+    }
+
+    /// Broadcasts through the bench: `live-broadcast` POSTs to the channel (`/4/broadcasts/apps/<bundle>`
+    /// with `apns-channel-id`), every subscribed device gets each, and the gateway's fan-out figures
+    /// (`GET /v1/broadcasts`, read as the bench's report reads them) count every subscriber.
+    @Test func aBenchBroadcastsToAChannel() async throws {
+        let topic = "com.example.scores"
+        try await withFleet(topic: topic, devices: 4) { gateway, fleet, group in
+            let manage = try await ProviderClient.connect(
+                host: "127.0.0.1", port: try #require(gateway.channelPorts.last), security: .cleartext, group: group)
+            let now = UnixTime(seconds: Int64(Date().timeIntervalSince1970))
+            let authorization = "bearer " + (try gateway.signer.token(issuedAt: now))
+            let created = try await manage.post(
+                path: "/1/apps/\(topic)/channels", headers: [("authorization", authorization)],
+                body: Array(#"{"message-storage-policy": 0, "push-type": "LiveActivity"}"#.utf8))
+            await manage.close()
+            #expect(created.status == 201)
+            let channel = try #require(created.header("apns-channel-id"))
+            for agent in fleet.agents {
+                _ = agent.startLiveActivity(bundleID: topic, attributesType: "GameAttributes", channelID: channel)
+            }
+            try await eventually("every device subscribed") {
+                fleet.agents.allSatisfy { !$0.subscribedChannels.isEmpty }
+            }
+            func broadcasts() async throws -> [BroadcastFanout] {
+                let (status, body) = try await AdminClient.get(
+                    host: "127.0.0.1", port: gateway.adminPort, path: "/v1/broadcasts", token: nil)
+                #expect(status == 200)
+                return try BroadcastFanout.list(json: Data(body.utf8))
+            }
+            #expect(try await broadcasts().isEmpty)
+
+            let scenario = Scenario(
+                rate: 0, duration_seconds: 10, count: 3, connections: 1, streams: 1,
+                mix: try Scenario.mix(flag: "live-broadcast=1"))
+            var options = BenchOptions(
+                host: "127.0.0.1", port: gateway.providerPort, tls: false, scenario: scenario,
+                targets: try PushTarget.parse(fleet.tokenLines.joined(separator: "\n"), defaultTopic: nil))
+            options.signer = gateway.signer
+            // Without the channel the broadcast kind has nothing to go to: refused before anything is sent.
+            await #expect(throws: BenchRunError.self) { try await BenchRunner.run(options, group: group) }
+            options.targets.append(.channel(channel, bundleID: topic))
+            let result = try await BenchRunner.run(options, group: group)
+            #expect(result.accepted == 3, "\(result.rejected)")
+
+            try await eventually("three broadcasts, each acknowledged by the four subscribers") {
+                let fanouts = try await broadcasts()
+                return fanouts.count == 3 && fanouts.allSatisfy { $0.isComplete && $0.acknowledged == 4 }
+            }
+            let figures = BroadcastFanouts(fanouts: try await broadcasts())
+            #expect(figures.written == 12 && figures.acknowledged == 12)
+            #expect(figures.first != nil && figures.worstLast != nil)
+            var shown = result
+            shown.broadcasts = figures
+            #expect(BenchReport.summary(shown).contains("12 acknowledged of 12 written"))
+        }
     }
 
     @Test func aShortBenchAddsUp() async throws {
         let topic = "com.example.app"
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        try await LocalGateway.run(
-            topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
-            logger: Logger(label: "test")
-        ) { gateway in
-            var profile = AgentProfile()
-            profile.work_ms_min = 1
-            profile.work_ms_max = 5
-            profile.never_fraction = 0
-            profile.force_quit_per_hour = 0
-            profile.low_power_per_hour = 0
-            let fleet = SimulatedFleet(
-                host: "127.0.0.1", port: gateway.devicePort, devices: 20, apps: [topic], profile: profile,
-                enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
-            fleet.start()
-            try await eventually("every device installed the app") { fleet.allInstalled }
+        let prompt: (inout AgentProfile) -> Void = {
+            $0.work_ms_min = 1
+            $0.work_ms_max = 5
+            $0.never_fraction = 0
+        }
+        try await withFleet(topic: topic, devices: 20, prompt) { gateway, fleet, group in
 
             // 20 devices and one token nobody has: every 21st request is rejected with BadDeviceToken.
             var targets = fleet.tokenLines.map {
@@ -128,7 +162,38 @@ import Testing
             #expect(closed.sent == 210)
             #expect(closed.accepted == 200 && closed.rejected == ["400 BadDeviceToken": 10])
 
-            await fleet.stop()
+        }
+    }
+
+    /// A real gateway with `devices` plain agents that installed `topic` (never force-quit, never in
+    /// Low Power Mode; `profile` changes the rest) while `body` runs.
+    func withFleet(
+        topic: String, devices: Int, _ profile: (inout AgentProfile) -> Void = { _ in },
+        _ body: (LocalGateway, SimulatedFleet, MultiThreadedEventLoopGroup) async throws -> Void
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        try await LocalGateway.run(
+            topic: topic, settings: ["provider.rate.device_token.per_second=0", "log.level=error"], group: group,
+            logger: Logger(label: "test")
+        ) { gateway in
+            var agentProfile = AgentProfile()
+            agentProfile.force_quit_per_hour = 0
+            agentProfile.low_power_per_hour = 0
+            profile(&agentProfile)
+            let fleet = SimulatedFleet(
+                host: "127.0.0.1", port: gateway.devicePort, devices: devices, apps: [topic], profile: agentProfile,
+                enrolment: gateway.services.hub.settings.enrolmentSecret, group: group)
+            fleet.start()
+            do {
+                try await eventually("every device installed the app (and has its push-to-start tokens)") {
+                    fleet.allInstalled
+                }
+                try await body(gateway, fleet, group)
+                await fleet.stop()
+            } catch {
+                await fleet.stop()
+                throw error
+            }
         }
         try await group.shutdownGracefully()
     }

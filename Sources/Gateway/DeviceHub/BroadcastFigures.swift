@@ -7,24 +7,8 @@ import Synchronization
 /// subscribers it was written to and acknowledged by. Kept for the last `capacity` broadcasts accepted
 /// or heard of here.
 public final class BroadcastFigures: Sendable {
-    public struct Fanout: Sendable, Codable, Equatable {
-        public var apnsID: String
-        public var channelID: String
-        public var sequence: Int64
-        /// Written to subscribers connected to this node when it was fanned out.
-        public var written: Int
-        public var acknowledged: Int
-        /// Milliseconds from the stored broadcast to its acknowledgements (nil: none yet).
-        public var firstMilliseconds: Double?
-        public var medianMilliseconds: Double?
-        public var p99Milliseconds: Double?
-        public var lastMilliseconds: Double?
-        /// Milliseconds the fan-out's writes took on this node, from the commit to the last slice.
-        public var fanoutMilliseconds: Double?
-    }
-
     private struct Tracked {
-        var fanout: Fanout
+        var fanout: BroadcastFanout
         var started: NIODeadline
         var offsets: [UInt32] = []
     }
@@ -39,7 +23,7 @@ public final class BroadcastFigures: Sendable {
         state.withLock { tracked in
             tracked.append(
                 Tracked(
-                    fanout: Fanout(
+                    fanout: BroadcastFanout(
                         apnsID: id.value, channelID: stamp.channel.value, sequence: stamp.sequence, written: 0,
                         acknowledged: 0),
                     started: .now()))
@@ -69,7 +53,7 @@ public final class BroadcastFigures: Sendable {
     }
 
     /// The last broadcasts, oldest first.
-    public var recent: [Fanout] {
+    public var recent: [BroadcastFanout] {
         state.withLock { tracked in
             tracked.map { entry in
                 var fanout = entry.fanout

@@ -1,4 +1,5 @@
 import Foundation
+import PushModel
 
 /// The run's figures as text for a terminal, and as a self-contained HTML page (inline SVG charts,
 /// no scripts or fonts fetched: it opens offline).
@@ -62,7 +63,30 @@ public enum BenchReport {
                         e.count))
             }
         }
+        if let b = result.broadcasts { broadcastRows(b, into: &rows) }
         return (title, rows)
+    }
+
+    /// The fan-outs: how many subscribers each broadcast reached, and its times from the 200 to the
+    /// acknowledgements.
+    static func broadcastRows(_ b: BroadcastFanouts, into rows: inout [(name: String, value: String?)]) {
+        rows.append(("Broadcasts (the gateway's fan-outs, from each 200)", nil))
+        func ms(_ value: Double?) -> String { value.map { String(format: "%.1f", $0) } ?? "-" }
+        rows.append(("broadcasts measured", "\(b.fanouts.count) (the gateway keeps the last 32)"))
+        rows.append(("subscribers reached", "\(b.acknowledged) acknowledged of \(b.written) written"))
+        rows.append(
+            (
+                "200 → device ack ms",
+                "first \(ms(b.first))  median \(ms(b.median))  p99 \(ms(b.worstP99))  last \(ms(b.worstLast))  (worst of each)"
+            ))
+        // The last eight, each by its apns-id's end: reached / written: first / median / p99 / last.
+        for fanout in b.fanouts.suffix(8) {
+            rows.append(
+                (
+                    "  …\(fanout.apnsID.suffix(12))",
+                    "\(fanout.acknowledged)/\(fanout.written): \(ms(fanout.firstMilliseconds)) / \(ms(fanout.medianMilliseconds)) / \(ms(fanout.p99Milliseconds)) / \(ms(fanout.lastMilliseconds))"
+                ))
+        }
     }
 
     static func format(_ value: Double) -> String {

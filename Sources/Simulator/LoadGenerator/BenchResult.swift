@@ -55,6 +55,9 @@ public struct BenchResult: Codable, Sendable {
     public var timeline: [BenchRecorder.Second]
     /// The gateway's own figures over the run, when its admin API was given.
     public var gateway: GatewayFigures?
+    /// The broadcasts' fan-outs, as the gateway measured them, when the mix had broadcasts and its admin
+    /// API was given.
+    public var broadcasts: BroadcastFanouts?
     /// The simulated iPhones' freshness figures, when the run had a fleet of them (`pushgate demo`).
     public var fleet: FleetFigures?
 

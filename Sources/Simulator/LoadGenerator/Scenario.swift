@@ -11,7 +11,8 @@ public struct PushKind: Codable, Sendable, Equatable {
     public var push_type: String?
     /// The `aps` content: `alert`, `silent` (`content-available: 1`), `badge` or `sound`; or an ActivityKit
     /// push — `live_activity_update` to a started activity's update token, `live_activity_start` to a
-    /// push-to-start token (the tokens file's `update:`/`start:` lines), with the send time as `timestamp`.
+    /// push-to-start token (the tokens file's `update:`/`start:` lines), with the send time as `timestamp`;
+    /// or `broadcast`, an update POSTed to a channel (`/4/broadcasts/apps/<bundle>`, `bench --channels`).
     public var payload: Payload
     /// `apns-priority` (absent: the header is not sent).
     public var priority: Int?
@@ -26,12 +27,15 @@ public struct PushKind: Codable, Sendable, Equatable {
         case alert, silent, badge, sound
         case liveActivityUpdate = "live_activity_update"
         case liveActivityStart = "live_activity_start"
+        case broadcast
 
-        /// The Live Activity tokens it goes to (`start:` or `update:` in the tokens file); nil: an app's own.
+        /// The Live Activity tokens it goes to (`start:` or `update:` in the tokens file, `channel` for the
+        /// broadcast channels); nil: an app's own.
         public var activityTokenPrefix: String? {
             switch self {
             case .liveActivityUpdate: "update:"
             case .liveActivityStart: "start:"
+            case .broadcast: PushTarget.channelMark
             default: nil
             }
         }
@@ -91,6 +95,7 @@ public struct PushKind: Codable, Sendable, Equatable {
         PushKind(
             name: "live-update-low", weight: 1, push_type: "liveactivity", payload: .liveActivityUpdate, priority: 5),
         PushKind(name: "live-start", weight: 1, push_type: "liveactivity", payload: .liveActivityStart, priority: 10),
+        PushKind(name: "live-broadcast", weight: 1, push_type: "liveactivity", payload: .broadcast, priority: 10),
     ]
 
     /// What is wrong with the kind, naming the key; nil when it is valid.
@@ -108,7 +113,15 @@ public struct PushKind: Codable, Sendable, Equatable {
             if let push_type, push_type != PushType.liveactivity.rawValue {
                 return "\(path).push_type: \(payload.rawValue) is an ActivityKit push: liveactivity, got '\(push_type)'"
             }
-            if let priority, priority == 1 { return "\(path).priority: a Live Activity update is 5 or 10" }
+            if let priority, priority == 1, payload != .broadcast {
+                return "\(path).priority: a Live Activity update is 5 or 10"
+            }
+            if payload == .broadcast, push_type == nil {
+                return "\(path).push_type: a broadcast needs apns-push-type liveactivity"
+            }
+            if payload == .broadcast, collapse_ids ?? 0 > 0 {
+                return "\(path).collapse_ids: a broadcast has no apns-collapse-id"
+            }
         }
         if let collapse_ids, collapse_ids < 0 { return "\(path).collapse_ids: must be ≥ 0, got \(collapse_ids)" }
         if let expiration_seconds, expiration_seconds < 0 {

@@ -17,6 +17,14 @@ public struct PushTarget: Sendable, Equatable {
         self.activity = activity
     }
 
+    /// `activity` of a broadcast channel's target: `token` is its `apns-channel-id`, `topic` its app.
+    public static let channelMark = "channel"
+
+    /// A broadcast channel of `bundleID` (`bench --channels`).
+    public static func channel(_ channelID: String, bundleID: String) -> PushTarget {
+        PushTarget(token: channelID, topic: bundleID, activity: channelMark)
+    }
+
     /// Reads `token topic` lines (or bare tokens, pushed to `defaultTopic`); blank lines and `#` comments skipped.
     public static func parse(_ text: String, defaultTopic: String?) throws(ScenarioError) -> [PushTarget] {
         var targets: [PushTarget] = []
@@ -51,17 +59,20 @@ public struct TargetPool: Sendable {
     private let own: [PushTarget]
     private let starts: [PushTarget]
     private let updates: [PushTarget]
+    private let channels: [PushTarget]
 
     public init(_ targets: [PushTarget]) {
         own = targets.filter { $0.activity == nil }
         starts = targets.filter { $0.activity?.hasPrefix("start:") == true }
         updates = targets.filter { $0.activity?.hasPrefix("update:") == true }
+        channels = targets.filter { $0.activity == PushTarget.channelMark }
     }
 
     private func targets(for payload: PushKind.Payload) -> [PushTarget] {
         switch payload.activityTokenPrefix {
         case "start:": starts
         case "update:": updates
+        case PushTarget.channelMark: channels
         default: own
         }
     }
@@ -82,6 +93,8 @@ public struct TargetPool: Sendable {
             case "update:":
                 return
                     "mix kind '\(kind.name)' goes to Live Activity update tokens, and the tokens file has none (`token bundle_id update:<id>` lines: activities started by a push)"
+            case PushTarget.channelMark:
+                return "mix kind '\(kind.name)' is a broadcast: name the channels with --channels (apns-channel-ids)"
             default:
                 return
                     "mix kind '\(kind.name)' goes to apps' own tokens, and the tokens file has only Live Activity tokens"
@@ -118,7 +131,7 @@ public struct TrafficMix: Sendable {
     /// The request's body: built once per kind, except an ActivityKit push's, which carries the send time.
     public func body(_ kind: Int, target: PushTarget, now: UnixTime, sequence: Int) -> ByteBuffer {
         switch kinds[kind].payload {
-        case .liveActivityUpdate:
+        case .liveActivityUpdate, .broadcast:
             return ByteBuffer(
                 string:
                     #"{"aps":{"event":"update","timestamp":\#(now.seconds),"content-state":{"sequence":\#(sequence)}}}"#
@@ -140,6 +153,7 @@ public struct TrafficMix: Sendable {
         random: inout FastRandom
     ) -> HPACKHeaders {
         let kind = kinds[index]
+        if kind.payload == .broadcast { return broadcastHeaders(kind, target, authorization, authority, now) }
         var headers: HPACKHeaders = [
             ":method": "POST", ":scheme": "https", ":path": "/3/device/" + target.token, ":authority": authority,
             "apns-topic": kind.payload.activityTokenPrefix == nil
@@ -157,6 +171,24 @@ public struct TrafficMix: Sendable {
         return headers
     }
 
+    /// A broadcast's: its app in the path, the channel in `apns-channel-id`, no topic (Apple's header
+    /// table for `POST /4/broadcasts/apps/<bundle>` has none).
+    private func broadcastHeaders(
+        _ kind: PushKind, _ target: PushTarget, _ authorization: String?, _ authority: String, _ now: UnixTime
+    ) -> HPACKHeaders {
+        var headers: HPACKHeaders = [
+            ":method": "POST", ":scheme": "https", ":path": "/4/broadcasts/apps/" + target.topic,
+            ":authority": authority, "apns-channel-id": target.token,
+        ]
+        if let authorization { headers.add(name: "authorization", value: authorization) }
+        if let pushType = kind.push_type { headers.add(name: "apns-push-type", value: pushType) }
+        if let priority = kind.priority { headers.add(name: "apns-priority", value: String(priority)) }
+        if let expiration = kind.expiration_seconds {
+            headers.add(name: "apns-expiration", value: expiration == 0 ? "0" : String(now.seconds + Int64(expiration)))
+        }
+        return headers
+    }
+
     static func body(for kind: PushKind) -> [UInt8] {
         let aps: String
         switch kind.payload {
@@ -165,7 +197,7 @@ public struct TrafficMix: Sendable {
         case .badge: aps = #"{"badge":1}"#
         case .sound: aps = #"{"sound":"default"}"#
         // Built per request (`body(_:target:now:sequence:)`).
-        case .liveActivityUpdate, .liveActivityStart: aps = "{}"
+        case .liveActivityUpdate, .liveActivityStart, .broadcast: aps = "{}"
         }
         var json = #"{"aps":"# + aps + "}"
         if let wanted = kind.payload_bytes {
