@@ -245,7 +245,7 @@ let package = Package(
             ],
             // The shipped kinds of iPhone (links to Config/iphone), compiled in: simulate, demo and forecast
             // run outside the repository too.
-            resources: ["chat", "misbehaving", "news", "podcast"].map { .embedInCode("iphone/\($0).yaml") }
+            resources: ["chat", "misbehaving", "news", "podcast", "sports"].map { .embedInCode("iphone/\($0).yaml") }
         ),
         // Fuzzing: every parser of peer or user input as a function of bytes (Fuzz/run.sh builds the
         // driver with libFuzzer; FuzzRegressionTests replays the corpus through the same functions).

@@ -7,5 +7,6 @@ enum EmbeddedIPhones {
         "misbehaving": String(decoding: PackageResources.misbehaving_yaml, as: UTF8.self),
         "news": String(decoding: PackageResources.news_yaml, as: UTF8.self),
         "podcast": String(decoding: PackageResources.podcast_yaml, as: UTF8.self),
+        "sports": String(decoding: PackageResources.sports_yaml, as: UTF8.self),
     ]
 }

@@ -28,7 +28,7 @@ struct ForecastCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Kinds of iPhone and their weights: names in Config/iphone (news, chat, podcast, misbehaving) or YAML files.",
+            "Kinds of iPhone and their weights: names in Config/iphone (news, chat, podcast, misbehaving, sports) or YAML files.",
             valueName: "name=weight,…"))
     var iphones = IPhoneMix.defaultFlag
 
@@ -267,9 +267,11 @@ struct ForecastCommand: AsyncParsableCommand {
 
     /// The variants side by side: freshness next to what it cost.
     static func comparison(_ names: [String], _ results: [ForecastResult], front: [Int]?) -> String {
+        // With Live Activities: how fresh they were when seen, and the updates the budget cost them.
+        let live = results.contains { ($0.report.rows.last?.activityViews ?? 0) > 0 }
         var lines = [
-            "| variant | fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(front == nil ? "" : " Pareto front |")",
-            "|---|---|---|---|---|---|---|---|---|\(front == nil ? "" : "---|")",
+            "| variant | fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(live ? " Live Activities fresh when seen | their age p50 | updates dropped |" : "")\(front == nil ? "" : " Pareto front |")",
+            "|---|---|---|---|---|---|---|---|---|\(live ? "---|---|---|" : "")\(front == nil ? "" : "---|")",
         ]
         for (index, result) in results.enumerated() {
             let all = result.report.rows.last
@@ -277,6 +279,11 @@ struct ForecastCommand: AsyncParsableCommand {
             let age = all?.ageP50Seconds.map { "\(Int($0.rounded())) s" } ?? "–"
             var line =
                 "| \(names[index])\(index == 0 ? " (today)" : "") | \(percent(fresh(result))) | \(age) | \(all?.opensWithoutContent ?? 0) | \(ForecastResult.decimal(cost?.pushesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.wakesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.awakeSecondsPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.megabytesPerDeviceDay ?? 0)) | \(cost?.terminations ?? 0) |"
+            if live {
+                let seen = all?.activityFreshAtView.map(percent) ?? "–"
+                let age = all?.activityAgeP50Seconds.map { "\(Int($0.rounded())) s" } ?? "–"
+                line += " \(seen) | \(age) | \(cost?.liveActivityUpdatesDropped ?? 0) |"
+            }
             if let front { line += front.contains(index) ? " ★ |" : " |" }
             lines.append(line)
         }

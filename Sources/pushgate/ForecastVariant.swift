@@ -14,7 +14,10 @@ struct ForecastVariant {
     var name: String
     var overrides: [(key: String, value: String)]
 
-    static let appKeys = ["announce", "fetch", "background_download", "item_bytes"]
+    static let appKeys = [
+        "announce", "fetch", "background_download", "item_bytes", "live_activities", "channels",
+        "live_activity_priority", "frequent_pushes",
+    ]
 
     /// `name: key=value, key=value` (the name may be left out: the overrides name it).
     init(flag: String, option: String = "--variant") throws {
@@ -99,11 +102,24 @@ struct ForecastVariant {
                     }
                     profile.announce = announce
                 case "fetch": profile.fetch = value
-                case "background_download":
+                case "background_download", "frequent_pushes":
                     guard let flag = Bool(value) else {
                         throw ValidationError("\(option) \(name): \(key): expected true or false, got '\(value)'")
                     }
-                    profile.background_download = flag
+                    if field == "frequent_pushes" {
+                        profile.frequent_pushes = flag
+                    } else {
+                        profile.background_download = flag
+                    }
+                case "live_activities", "channels", "live_activity_priority":
+                    guard let number = Int(value) else {
+                        throw ValidationError("\(option) \(name): \(key): expected a number, got '\(value)'")
+                    }
+                    switch field {
+                    case "live_activities": profile.live_activities = number
+                    case "channels": profile.channels = number
+                    default: profile.live_activity_priority = number
+                    }
                 default:
                     guard let bytes = Int(value) else {
                         throw ValidationError("\(option) \(name): \(key): expected a number of bytes, got '\(value)'")

@@ -12,7 +12,7 @@ import WallClock
 struct IPhoneOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Kinds of iPhone and their weights: names in Config/iphone (news, chat, podcast, misbehaving) or YAML files.",
+            "Kinds of iPhone and their weights: names in Config/iphone (news, chat, podcast, misbehaving, sports) or YAML files.",
             valueName: "name=weight,…"))
     var iphones = IPhoneMix.defaultFlag
 

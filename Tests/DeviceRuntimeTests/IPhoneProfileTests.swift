@@ -54,6 +54,22 @@ import Yams
         #expect(try problem("apps:\n  - bundle_id: a\n    item_bytes: 0")?.hasPrefix("apps[0].item_bytes") == true)
         #expect(try problem("apps:\n  - bundle_id: a\n  - bundle_id: a")?.hasPrefix("apps[1].bundle_id") == true)
         #expect(
+            try problem("apps:\n  - bundle_id: a\n    live_activities: 9")?.hasPrefix("apps[0].live_activities") == true
+        )
+        #expect(
+            try problem("apps:\n  - bundle_id: a\n    live_activities: 1\n    channels: 2")?.hasPrefix(
+                "apps[0].channels: from 0 to live_activities (1)") == true)
+        #expect(
+            try problem("apps:\n  - bundle_id: a\n    live_activities: 1\n    live_activity_priority: 1")?.hasPrefix(
+                "apps[0].live_activity_priority") == true)
+        let sports = try YAMLDecoder().decode(
+            IPhoneProfile.self,
+            from: "apps:\n  - bundle_id: a\n    live_activities: 2\n    channels: 1\n    frequent_pushes: true")
+        #expect(sports.problem() == nil)
+        #expect(sports.apps[0].behaviour.liveActivities == 2)
+        #expect(sports.apps[0].tokenActivities == 1..<2)
+        #expect(sports.strategy.hasSuffix("2 Live Activities (1 on a channel, 1 by token at priority 10, frequent)"))
+        #expect(
             try problem("apps:\n  - bundle_id: a\nusers:\n  session_seconds: 0")?.hasPrefix("users.session_seconds")
                 == true)
     }

@@ -191,7 +191,11 @@ private let b: AppSlot = 1
             let at = start - 300_000 + Int64(random.next() % 10_800_000)
             let newest = times.filter { $0 <= at }.count
             let held: Int? = random.next() % 5 == 0 ? nil : max(1, newest - Int(random.next() % 3))
-            let action = RuntimeAction.opened(app: a, contentVersion: newest == 0 ? nil : held)
+            // Every fourth a Live Activity seen rather than an app opened: reported apart, folded alike.
+            let action =
+                n % 4 == 0
+                ? RuntimeAction.activityViewed(app: a, activity: n % 2, contentVersion: newest == 0 ? nil : held)
+                : RuntimeAction.opened(app: a, contentVersion: newest == 0 ? nil : held)
             let profile = ["news", "chat", "podcast"][n % 3]
             keeping.record(action, at: UnixTime(milliseconds: at), profile: profile)
             slices[n % 3].record(action, at: UnixTime(milliseconds: at), profile: profile)
@@ -206,6 +210,36 @@ private let b: AppSlot = 1
         #expect(
             folded.hourly(versions: versions, start: start, hours: 3)
                 == keeping.hourly(versions: versions, start: start, hours: 3))
+    }
+
+    /// A Live Activity seen when the screen came on is counted like an open, in its own columns: fresh
+    /// when it showed the newest version published by then, its age from that version's publish time;
+    /// applied updates counted.
+    @Test func liveActivityViewsAddUpApartFromOpens() {
+        var ledger = FreshnessLedger()
+        let versions: [Int: Int64] = [1: 1_000_000, 2: 2_000_000]
+        func view(_ at: Int64, _ shown: Int?) {
+            ledger.record(
+                .activityViewed(app: a, activity: 0, contentVersion: shown), at: UnixTime(milliseconds: at),
+                profile: "sports")
+        }
+        view(1_500_000, 1)  // fresh, 500 s old
+        view(2_500_000, 1)  // stale, 1,500 s old
+        view(2_600_000, 2)  // fresh, 600 s old
+        view(2_700_000, nil)  // nothing shown yet
+        ledger.record(
+            .activityUpdated(app: a, activity: 0, version: 2), at: UnixTime(milliseconds: 0), profile: "sports")
+        ledger.record(.opened(app: a, contentVersion: 2), at: UnixTime(milliseconds: 2_100_000), profile: "sports")
+        let row = ledger.report(versions: versions, hours: 1, apps: ["sports": 1]).rows[0]
+        #expect(row.opens == 1 && row.freshAtOpen == 1, "opens apart from views")
+        #expect(row.activityViews == 4)
+        #expect(row.activityFreshAtView == 0.5)
+        #expect(row.activityViewsWithoutContent == 1)
+        #expect(row.activityAgeP50Seconds == 600)
+        #expect(row.activityAgeP99Seconds == 1500)
+        #expect(row.activityUpdates == 1)
+        #expect(ledger.openCount == 1)
+        #expect(ledger.report(versions: versions, hours: 1, apps: ["sports": 1]).text.contains("| sports | 4 | 50 % |"))
     }
 
     /// Every open counted once: fresh when the app held the newest version published by then; its age

@@ -180,12 +180,77 @@ import Testing
         #expect(updated["t"] as? Double ?? 0 >= finished)
     }
 
+    /// Live Activities: each version goes to the activity on a channel as one broadcast, written at once
+    /// and outside the budget; the activity updated by token spends its budget (three here, never
+    /// refilled), then its updates are held and each newer one replaces the one held.
+    @Test func tokenUpdatesSpendTheBudgetAndBroadcastsDoNot() async {
+        var policy = PolicySettings()
+        policy.liveActivityCapacity = 3
+        policy.liveActivityRefillSeconds = 86_400
+        var kind = Self.kind(announce: AppProfile.Announcement.none, devices: 2)
+        kind.profile.apps[0].live_activities = 2
+        kind.profile.apps[0].channels = 1
+        let scenario = ForecastScenario(
+            kinds: [kind], start: Self.midnight, hours: 2, publications: PublicationSchedule(everySeconds: 600),
+            policy: policy, keepAliveSeconds: 86_400)
+        let result = await Forecast.run(scenario)
+        let cost = result.costs[0]
+        #expect(result.versionsPublished == 12)
+        #expect(cost.broadcastsSent == 12, "one POST per version per channel, whatever the devices")
+        #expect(cost.broadcastWrites == 24)
+        #expect(cost.liveActivityUpdatesSent == 24)
+        #expect(cost.liveActivityOverBudget == 18)
+        #expect(cost.liveActivityUpdatesDropped == 16, "each newer held update replaced the one held")
+        // Applied: every broadcast, and the three token updates on budget, per device.
+        #expect(result.report.rows[0].activityUpdates == 2 * (12 + 3))
+
+        // With frequent updates the larger budget takes them all.
+        var frequent = scenario
+        frequent.kinds[0].profile.apps[0].frequent_pushes = true
+        frequent.policy.liveActivityFrequentCapacity = 12
+        frequent.policy.liveActivityFrequentRefillSeconds = 86_400
+        let roomy = await Forecast.run(frequent)
+        #expect(roomy.costs[0].liveActivityOverBudget == 0)
+        #expect(roomy.report.rows[0].activityUpdates == 2 * 24)
+    }
+
+    /// What the user sees: at every screen-on each activity; one on a channel shows the newest version,
+    /// one over its budget falls behind.
+    @Test func theUserSeesHowFreshEachActivityIs() async {
+        var policy = PolicySettings()
+        policy.liveActivityCapacity = 1
+        policy.liveActivityRefillSeconds = 86_400
+        var users = UserProfile()
+        users.extra_opens_per_day = 48
+        users.habit_hours = []
+        users.low_power_hours_per_day = 0
+        users.refresh_off_share = 0
+        var channel = Self.kind("channel", announce: AppProfile.Announcement.none, users: users, devices: 20)
+        channel.profile.apps[0].live_activities = 1
+        channel.profile.apps[0].channels = 1
+        var token = Self.kind("token", announce: AppProfile.Announcement.none, users: users, devices: 20)
+        token.profile.apps[0].live_activities = 1
+        let scenario = ForecastScenario(
+            kinds: [channel, token], start: Self.midnight, hours: 6,
+            publications: PublicationSchedule(everySeconds: 900),
+            policy: policy, keepAliveSeconds: 86_400)
+        let result = await Forecast.run(scenario)
+        let rows = Dictionary(uniqueKeysWithValues: result.report.rows.map { ($0.profile, $0) })
+        #expect(rows["channel"]!.activityViews > 50)
+        #expect(rows["channel"]!.activityFreshAtView == 1)
+        #expect(rows["token"]!.activityFreshAtView ?? 1 < 0.1, "one update, then nothing new")
+        #expect(rows["token"]!.activityAgeP50Seconds ?? 0 > rows["channel"]!.activityAgeP50Seconds ?? .infinity)
+    }
+
     /// The shipped kinds over six hours, in slices of 37 devices.
     static func mixed(devices: Int) -> ForecastScenario {
         var users = UserProfile()
         users.extra_opens_per_day = 24
         var kinds = [Self.kind("news", announce: .silent, fetch: "minimum", users: users, devices: devices / 2)]
         kinds.append(Self.kind("chat", announce: .alert, users: users, devices: devices - devices / 2))
+        // Live Activities too: one on a channel, one by token with a budget it outruns.
+        kinds[1].profile.apps[0].live_activities = 2
+        kinds[1].profile.apps[0].channels = 1
         return ForecastScenario(
             kinds: kinds, start: Self.midnight.adding(seconds: 6 * 3600), hours: 6,
             publications: PublicationSchedule(everySeconds: 900), seed: 42)

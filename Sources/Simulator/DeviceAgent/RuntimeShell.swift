@@ -194,7 +194,7 @@ public final class RuntimeShell: @unchecked Sendable {
         case .conditions(let lowPowerMode, let refreshOff):
             send(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff))
         case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,
-            .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused:
+            .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused, .activityUpdated, .activityViewed:
             break
         }
     }

@@ -29,6 +29,35 @@ public struct AnnouncementRequest: Sendable {
                     .utf8))
     }
 
+    /// An update of one Live Activity to the version (pushed to the activity's token; `apns-topic`
+    /// `<bundle>.push-type.liveactivity`): `timestamp` is the publish time, so the device shows the newest.
+    public static func liveActivityUpdate(topic: String, version: Int, priority: Int, timestamp: Int64)
+        -> AnnouncementRequest
+    {
+        AnnouncementRequest(
+            silent: false,
+            headers: [
+                ("apns-topic", topic + ".push-type.liveactivity"), ("apns-push-type", "liveactivity"),
+                ("apns-priority", String(priority)),
+            ],
+            body: liveActivityBody(version: version, timestamp: timestamp))
+    }
+
+    /// A broadcast of the version on a channel (`POST /4/broadcasts/apps/<bundle>` with
+    /// `apns-channel-id`): the same update, once for every subscriber.
+    public static func broadcast(channelID: String, version: Int, timestamp: Int64) -> AnnouncementRequest {
+        AnnouncementRequest(
+            silent: false,
+            headers: [("apns-channel-id", channelID), ("apns-push-type", "liveactivity"), ("apns-priority", "10")],
+            body: liveActivityBody(version: version, timestamp: timestamp))
+    }
+
+    static func liveActivityBody(version: Int, timestamp: Int64) -> [UInt8] {
+        Array(
+            #"{"aps":{"event":"update","timestamp":\#(timestamp),"content-state":{"version":\#(version)}},"version":\#(version)}"#
+                .utf8)
+    }
+
     /// What `announce` sends for one version: the silent push first, then the alert.
     public static func requests(_ announce: AppProfile.Announcement, topic: String, version: Int)
         -> [AnnouncementRequest]

@@ -32,6 +32,9 @@ public struct AppBehaviour: Sendable, Equatable {
     public var movesDownloadToBackgroundSession = true
     /// The app monitors significant location changes: each of the user's wakes it (R8).
     public var monitorsLocation = false
+    /// Live Activities the app keeps on the Lock Screen (a game each, followed all day), each showing
+    /// the newest version of the app's content its updates brought ([LA], docs/live-activities.md).
+    public var liveActivities = 0
 
     public init() {}
 }

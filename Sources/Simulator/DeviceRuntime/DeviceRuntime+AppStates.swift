@@ -5,6 +5,7 @@ extension DeviceRuntime {
     /// R1: the user opens the app (launching it if it was not running or force-quit).
     mutating func open(_ app: AppSlot, now: UnixTime, _ actions: inout [RuntimeAction]) {
         guard let state = table.state(of: app), state != .foreground else { return }
+        if !screenOn { screenCameOn(&actions) }
         screenOn = true
         table[app].state = .foreground
         table[app].watchdogAt = nil
@@ -55,6 +56,8 @@ extension DeviceRuntime {
         cleared.state = .forceQuit
         cleared.contentVersion = was.contentVersion
         cleared.fetch = was.fetch
+        // Its Live Activities are the system's: they stay on the Lock Screen, and their updates go on.
+        cleared.activityVersions = was.activityVersions
         table[app] = cleared
         actions.append(.appState(app: app, state: .forceQuit))
     }

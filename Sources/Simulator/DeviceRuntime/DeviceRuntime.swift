@@ -63,7 +63,9 @@ public struct DeviceRuntime: Sendable {
         case .userOpened(let app): if table.contains(app) { open(app, now: now, &actions) }
         case .userLeft(let app): if table.contains(app) { leave(app, now: now, &actions) }
         case .userForceQuit(let app): if table.contains(app) { forceQuit(app, &actions) }
-        case .screen(let on): screenOn = on
+        case .screen(let on):
+            if on, !screenOn { screenCameOn(&actions) }
+            screenOn = on
         case .lowPowerMode(let on):
             if lowPowerMode != on {
                 lowPowerMode = on
@@ -83,6 +85,8 @@ public struct DeviceRuntime: Sendable {
                 awakeUntil = max(awakeUntil ?? now, now.adding(seconds: profile.interruptionAwakeSeconds))
             }
         case .locationChanged(let app): if table.contains(app) { locationWake(app, now: now, &actions) }
+        case .liveActivityUpdated(let app, let activity, let version):
+            if table.contains(app) { liveActivityUpdated(app, activity: activity, version: version, &actions) }
         case .transferFinished(let id, let result): transferFinished(id, result, now: now, &actions)
         case .tick: break
         }

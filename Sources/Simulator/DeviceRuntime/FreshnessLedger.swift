@@ -4,12 +4,14 @@ import PushModel
 /// opened their apps. Fed every runtime action with its time and the device's profile name; the report
 /// is made against the content server's publish times.
 public struct FreshnessLedger: Sendable {
-    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them.
+    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them. A Live Activity seen
+    /// when the screen came on is kept the same way (`view`), and reported apart.
     struct Open: Sendable {
         var at: Int64
         /// The version held (-1: none).
         var held: Int32
         var profile: UInt16
+        var view = false
     }
 
     /// What one profile's devices did, by kind: counted in place (a forecast records tens of millions).
@@ -26,6 +28,8 @@ public struct FreshnessLedger: Sendable {
         var backgroundBytes: Int64 = 0
         var failedTransfers = 0
         var durations = DurationHistogram()
+        /// Live Activity updates the devices applied (older ones, ignored, not counted).
+        var activityUpdates = 0
 
         mutating func add(_ other: Tally) {
             for index in wakes.indices { wakes[index] += other.wakes[index] }
@@ -39,6 +43,7 @@ public struct FreshnessLedger: Sendable {
             backgroundBytes += other.backgroundBytes
             failedTransfers += other.failedTransfers
             durations.add(other.durations)
+            activityUpdates += other.activityUpdates
         }
     }
 
@@ -68,6 +73,8 @@ public struct FreshnessLedger: Sendable {
         var hourFresh: [Int]
         /// By profile index.
         var summaries: [OpenSummary] = []
+        /// Live Activities seen, by profile index.
+        var viewSummaries: [OpenSummary] = []
     }
 
     private var opens: [Open] = []
@@ -95,6 +102,7 @@ public struct FreshnessLedger: Sendable {
         profiles.append(name)
         tallies.append(Tally())
         folded?.summaries.append(OpenSummary())
+        folded?.viewSummaries.append(OpenSummary())
         return profiles.count - 1
     }
 
@@ -112,6 +120,11 @@ public struct FreshnessLedger: Sendable {
         case .relaunched: tallies[profile].relaunched += 1
         case .wakeRefused: tallies[profile].wakeRefused += 1
         case .contentUpdated(_, _, let by): tallies[profile].content[by?.index ?? WakeKind.names.count] += 1
+        case .activityViewed(_, _, let version):
+            let view = Open(
+                at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile), view: true)
+            if folded != nil { fold(view) } else { opens.append(view) }
+        case .activityUpdated: tallies[profile].activityUpdates += 1
         case .startTransfer(let request):
             if case .background = request.session {
                 tallies[profile].backgroundTransfers += 1
@@ -148,15 +161,17 @@ public struct FreshnessLedger: Sendable {
         let newest = times.countAtOrBefore(open.at)
         let fresh = newest == 0 || Int(open.held) >= newest
         let profile = Int(open.profile)
-        folded?.summaries[profile].opens += 1
-        if fresh { folded?.summaries[profile].fresh += 1 }
-        if newest > 0 {
-            if open.held >= 1, Int(open.held) <= times.count {
-                folded?.summaries[profile].ages.append(UInt32(clamping: open.at - times[Int(open.held) - 1]))
-            } else {
-                folded?.summaries[profile].withoutContent += 1
-            }
+        let age: UInt32? =
+            open.held >= 1 && Int(open.held) <= times.count
+            ? UInt32(clamping: open.at - times[Int(open.held) - 1]) : nil
+        func count(_ summary: inout OpenSummary) {
+            summary.opens += 1
+            if fresh { summary.fresh += 1 }
+            guard newest > 0 else { return }
+            if let age { summary.ages.append(age) } else { summary.withoutContent += 1 }
         }
+        if open.view { return count(&folded!.viewSummaries[profile]) }
+        count(&folded!.summaries[profile])
         let hour = open.at >= start ? Int((open.at - start) / 3_600_000) : -1
         if hour >= 0, hour < folded?.hourOpens.count ?? 0 {
             folded?.hourOpens[hour] += 1
@@ -175,6 +190,9 @@ public struct FreshnessLedger: Sendable {
         }
         if folded != nil, let theirs = other.folded {
             for (index, summary) in theirs.summaries.enumerated() { folded?.summaries[Int(map[index])].add(summary) }
+            for (index, summary) in theirs.viewSummaries.enumerated() {
+                folded?.viewSummaries[Int(map[index])].add(summary)
+            }
             for hour in theirs.hourOpens.indices where hour < folded?.hourOpens.count ?? 0 {
                 folded?.hourOpens[hour] += theirs.hourOpens[hour]
                 folded?.hourFresh[hour] += theirs.hourFresh[hour]
@@ -183,35 +201,51 @@ public struct FreshnessLedger: Sendable {
         }
         opens.reserveCapacity(opens.count + other.opens.count)
         for open in other.opens {
-            opens.append(Open(at: open.at, held: open.held, profile: map[Int(open.profile)]))
+            opens.append(Open(at: open.at, held: open.held, profile: map[Int(open.profile)], view: open.view))
         }
     }
 
     /// Opens recorded so far (every one is in exactly one profile's row).
-    public var openCount: Int { folded.map { $0.summaries.reduce(0) { $0 + $1.opens } } ?? opens.count }
+    public var openCount: Int {
+        folded.map { $0.summaries.reduce(0) { $0 + $1.opens } } ?? opens.count { !$0.view }
+    }
 
     /// Every open counted once, against `versions` (number → publish time, ms).
     /// `apps`: app installs per profile (devices × apps), for wakes per app-hour.
     public func report(versions: [Int: Int64], hours: Double, apps: [String: Int]) -> FreshnessReport {
         var summaries: [OpenSummary]
+        var views: [OpenSummary]
         if let folded {
             summaries = folded.summaries
+            views = folded.viewSummaries
         } else {
             let published = versions.sorted { $0.key < $1.key }
             var byProfile = [[Open]](repeating: [], count: profiles.count)
-            for open in opens { byProfile[Int(open.profile)].append(open) }
+            var viewsByProfile = [[Open]](repeating: [], count: profiles.count)
+            for open in opens {
+                if open.view {
+                    viewsByProfile[Int(open.profile)].append(open)
+                } else {
+                    byProfile[Int(open.profile)].append(open)
+                }
+            }
             summaries = byProfile.map { Self.summary(of: $0, published) }
+            views = viewsByProfile.map { Self.summary(of: $0, published) }
         }
         let order = profiles.indices.sorted { profiles[$0] < profiles[$1] }
         var rows = order.map { index in
-            row(profiles[index], summaries[index], tallies[index], hours: hours, apps: apps[profiles[index]] ?? 1)
+            row(
+                profiles[index], summaries[index], views[index], tallies[index], hours: hours,
+                apps: apps[profiles[index]] ?? 1)
         }
         if profiles.count > 1 {
             var total = Tally()
             for tally in tallies { total.add(tally) }
             var all = OpenSummary()
             for summary in summaries { all.add(summary) }
-            rows.append(row("all", all, total, hours: hours, apps: apps.values.reduce(0, +)))
+            var allViews = OpenSummary()
+            for summary in views { allViews.add(summary) }
+            rows.append(row("all", all, allViews, total, hours: hours, apps: apps.values.reduce(0, +)))
         }
         return FreshnessReport(rows: rows)
     }
@@ -226,7 +260,7 @@ public struct FreshnessLedger: Sendable {
             opens = folded.hourOpens
             fresh = folded.hourFresh
         }
-        for open in self.opens {
+        for open in self.opens where !open.view {
             let hour = Int((open.at - start) / 3_600_000)
             guard open.at >= start, hour < hours else { continue }
             opens[hour] += 1
@@ -278,10 +312,11 @@ public struct FreshnessLedger: Sendable {
         return summary
     }
 
-    private func row(_ name: String, _ summary: OpenSummary, _ tally: Tally, hours: Double, apps: Int)
-        -> FreshnessReport.Row
-    {
+    private func row(
+        _ name: String, _ summary: OpenSummary, _ views: OpenSummary, _ tally: Tally, hours: Double, apps: Int
+    ) -> FreshnessReport.Row {
         let ages = summary.ages.sorted()
+        let viewAges = views.ages.sorted()
         let fresh = summary.fresh
         let withoutContent = summary.withoutContent
         let opens = summary.opens
@@ -314,7 +349,11 @@ public struct FreshnessLedger: Sendable {
             foregroundTransfers: tally.foregroundTransfers,
             foregroundBytes: tally.foregroundBytes, backgroundBytes: tally.backgroundBytes,
             failedTransfers: tally.failedTransfers, transferP50Seconds: tally.durations.percentile(0.5),
-            transferP90Seconds: tally.durations.percentile(0.9))
+            transferP90Seconds: tally.durations.percentile(0.9), activityViews: views.opens,
+            activityFreshAtView: views.opens == 0 ? nil : Double(views.fresh) / Double(views.opens),
+            activityAgeP50Seconds: percentile(viewAges, 0.5), activityAgeP90Seconds: percentile(viewAges, 0.9),
+            activityAgeP99Seconds: percentile(viewAges, 0.99), activityViewsWithoutContent: views.withoutContent,
+            activityUpdates: tally.activityUpdates)
     }
 }
 
@@ -380,6 +419,17 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
         public var transferP90Seconds: Double?
         /// What the profile's backend sends when it publishes, and its apps' fetch (the fleet fills it in).
         public var strategy: String?
+        /// Live Activities seen when the screen came on (each activity at each screen-on), the share that
+        /// showed the newest version published by then, and the age of what they showed.
+        public var activityViews = 0
+        public var activityFreshAtView: Double?
+        public var activityAgeP50Seconds: Double?
+        public var activityAgeP90Seconds: Double?
+        public var activityAgeP99Seconds: Double?
+        /// Seen showing nothing yet (though some content was published).
+        public var activityViewsWithoutContent = 0
+        /// Live Activity updates the devices applied.
+        public var activityUpdates = 0
     }
 
     /// One hour of the curve of fresh-at-open.
@@ -417,6 +467,19 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
             lines.append(
                 "| \(row.profile) | \(row.strategy ?? "–") | \(row.opens) | \(share) | \(seconds(row.ageP50Seconds)) | \(seconds(row.ageP90Seconds)) | \(seconds(row.ageP99Seconds)) | \(row.opensWithoutContent) | \(wakes.isEmpty ? "0" : wakes) | \(row.silentWakes) (\(row.silentWakesWithNewContent)) | \(terminations.isEmpty ? "0" : terminations) | \(row.relaunches) | \(megabytes) | \(tenths(row.transferP50Seconds)) / \(tenths(row.transferP90Seconds)) |"
             )
+        }
+        if rows.contains(where: { $0.activityViews > 0 || $0.activityUpdates > 0 }) {
+            lines += [
+                "",
+                "| profile | Live Activities seen | fresh when seen | age p50 | p90 | p99 | showing nothing | updates applied |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for row in rows {
+                let share = row.activityFreshAtView.map { "\(Int(($0 * 100).rounded())) %" } ?? "–"
+                lines.append(
+                    "| \(row.profile) | \(row.activityViews) | \(share) | \(seconds(row.activityAgeP50Seconds)) | \(seconds(row.activityAgeP90Seconds)) | \(seconds(row.activityAgeP99Seconds)) | \(row.activityViewsWithoutContent) | \(row.activityUpdates) |"
+                )
+            }
         }
         return lines.joined(separator: "\n")
     }

@@ -33,6 +33,7 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
             (app.announce == .silent_and_alert ? "silent + alert" : app.announce.rawValue)
                 + (app.fetch == "never" ? "" : ", fetch \(app.fetch)")
                 + (app.background_download ? "" : ", foreground download")
+                + app.liveActivityStrategy
         }.joined(separator: "; ")
     }
 
@@ -86,13 +87,24 @@ public struct AppProfile: Sendable, Equatable, Decodable {
     public var moves_download_to_background_session = true
     /// The app monitors significant location changes (the users' `location_changes_per_day` wake it).
     public var monitors_location = false
+    /// Live Activities the app keeps (a game each, followed all day); each shows the app's content, and
+    /// its backend updates each on every version it publishes.
+    public var live_activities = 0
+    /// How many of them follow a broadcast channel (one each): the backend broadcasts each version once
+    /// per channel; the others get an update pushed to their own token, per device.
+    public var channels = 0
+    /// The priority of the updates pushed to the activities' tokens: 10 (counted against the update
+    /// budget) or 5 (opportunistic).
+    public var live_activity_priority = 10
+    /// The app has `NSSupportsLiveActivitiesFrequentUpdates`: the larger update budget.
+    public var frequent_pushes = false
 
     public init(bundle_id: String) { self.bundle_id = bundle_id }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case bundle_id, announce, fetch, background_download, item_bytes, work_ms, did_enter_background_ms
         case forgets_completion, forgets_ending_task, forgets_session_handler, moves_download_to_background_session
-        case monitors_location
+        case monitors_location, live_activities, channels, live_activity_priority, frequent_pushes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -117,7 +129,24 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         try read(.forgets_session_handler, \.forgets_session_handler)
         try read(.moves_download_to_background_session, \.moves_download_to_background_session)
         try read(.monitors_location, \.monitors_location)
+        try read(.live_activities, \.live_activities)
+        try read(.channels, \.channels)
+        try read(.live_activity_priority, \.live_activity_priority)
+        try read(.frequent_pushes, \.frequent_pushes)
         self = app
+    }
+
+    /// `, 2 Live Activities (1 on a channel, 1 by token at priority 10, frequent)`; empty without any.
+    var liveActivityStrategy: String {
+        guard live_activities > 0 else { return "" }
+        var parts: [String] = []
+        if channels > 0 { parts.append("\(channels) on a channel") }
+        if !tokenActivities.isEmpty {
+            parts.append("\(tokenActivities.count) by token at priority \(live_activity_priority)")
+        }
+        if frequent_pushes { parts.append("frequent") }
+        return
+            ", \(live_activities) Live Activit\(live_activities == 1 ? "y" : "ies") (\(parts.joined(separator: ", ")))"
     }
 
     /// R6's interval for `fetch`; nil when it is none of `never`, `minimum` or a positive number of seconds.
@@ -144,8 +173,24 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         ] where !(0...1).contains(value) {
             return "\(key): must be between 0 and 1, got \(value)"
         }
+        if !(0...Self.maximumLiveActivities).contains(live_activities) {
+            return "live_activities: from 0 to \(Self.maximumLiveActivities), got \(live_activities)"
+        }
+        if !(0...live_activities).contains(channels) {
+            return "channels: from 0 to live_activities (\(live_activities)), got \(channels)"
+        }
+        if ![5, 10].contains(live_activity_priority) {
+            return "live_activity_priority: 5 or 10, got \(live_activity_priority)"
+        }
         return nil
     }
+
+    /// Live Activities one app may keep here (iOS shows a handful on the Lock Screen).
+    public static let maximumLiveActivities = 8
+
+    /// The activities updated through their own tokens (the rest follow channels): indexes
+    /// `channels..<live_activities`.
+    public var tokenActivities: Range<Int> { min(channels, live_activities)..<live_activities }
 
     /// What the runtime plays for this app.
     public var behaviour: AppBehaviour {
@@ -160,6 +205,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         behaviour.forgetsSessionHandler = forgets_session_handler
         behaviour.movesDownloadToBackgroundSession = moves_download_to_background_session
         behaviour.monitorsLocation = monitors_location
+        behaviour.liveActivities = live_activities
         return behaviour
     }
 }

@@ -87,6 +87,9 @@ public enum RuntimeEvent: Sendable, Equatable {
     case pushDelivered(app: AppSlot, apnsID: APNsID, silent: Bool)
     /// A region or significant-location change for an app that monitors it (R8).
     case locationChanged(app: AppSlot)
+    /// An update reached one of the app's Live Activities (pushed to its token, or broadcast on its
+    /// channel): its content-state carries `version`. No wake, no alert.
+    case liveActivityUpdated(app: AppSlot, activity: Int, version: Int)
     case transferFinished(id: Int, result: TransferResult)
     /// Time passed: whatever was due by now happens (`DeviceRuntime.nextDeadline` says when).
     case tick
@@ -119,4 +122,9 @@ public enum RuntimeAction: Sendable, Equatable {
     case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
     /// A silent push the app could not be woken for (force-quit, Low Power Mode, Background App Refresh off).
     case wakeRefused(app: AppSlot, apnsID: APNsID)
+    /// A Live Activity shows a newer version (an older update is ignored: no action).
+    case activityUpdated(app: AppSlot, activity: Int, version: Int)
+    /// The screen came on: the user sees each Live Activity with the version it shows (nil: none yet) —
+    /// the Live Activity's freshness sample.
+    case activityViewed(app: AppSlot, activity: Int, contentVersion: Int?)
 }

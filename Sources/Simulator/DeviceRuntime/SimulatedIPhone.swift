@@ -146,7 +146,8 @@ public struct SimulatedIPhone: Sendable {
             paused.removeValue(forKey: from)
             // A download resumes from its resume data (R11).
             link.start(to, from: had, at: now)
-        case .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused:
+        case .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused,
+            .activityUpdated, .activityViewed:
             break
         }
     }

@@ -27,6 +27,14 @@ public struct ForecastResult: Sendable, Codable {
         public var awakeSecondsPerDeviceDay: Double
         public var megabytesPerDeviceDay: Double
         public var terminations: Int
+        /// Live Activity updates pushed to activities' tokens; of them, held over the update budget, and
+        /// let go without reaching the device (a newer one replaced it while held, or it expired).
+        public var liveActivityUpdatesSent = 0
+        public var liveActivityOverBudget = 0
+        public var liveActivityUpdatesDropped = 0
+        /// Broadcast POSTs (one per channel per version) and the writes they fanned out to.
+        public var broadcastsSent = 0
+        public var broadcastWrites = 0
     }
 
     public var seed: UInt64
@@ -74,12 +82,22 @@ public struct ForecastResult: Sendable, Codable {
             versions: versions, start: scenario.start.milliseconds, hours: Int(scenario.hours.rounded(.up)))
         var rows: [Cost] = []
         var total = ForecastShard.KindCosts()
+        // A broadcast is one POST per channel per version, however many devices (of any kind) follow it.
+        func broadcasts(_ apps: [AppProfile]) -> Int {
+            var channels: [String: Int] = [:]
+            for app in apps { channels[app.bundle_id] = max(channels[app.bundle_id] ?? 0, app.channels) }
+            return times.count * channels.values.reduce(0, +)
+        }
         for (index, kind) in scenario.kinds.enumerated() {
             total.add(costs[index])
-            rows.append(Self.cost(kind.name, devices: kind.devices, costs[index], report, hours: scenario.hours))
+            var cost = Self.cost(kind.name, devices: kind.devices, costs[index], report, hours: scenario.hours)
+            cost.broadcastsSent = kind.devices > 0 ? broadcasts(kind.profile.apps) : 0
+            rows.append(cost)
         }
         if scenario.kinds.count > 1 {
-            rows.append(Self.cost("all", devices: scenario.devices, total, report, hours: scenario.hours))
+            var cost = Self.cost("all", devices: scenario.devices, total, report, hours: scenario.hours)
+            cost.broadcastsSent = broadcasts(scenario.kinds.filter { $0.devices > 0 }.flatMap(\.profile.apps))
+            rows.append(cost)
         }
         self.costs = rows
         self.events = events
@@ -99,7 +117,7 @@ public struct ForecastResult: Sendable, Codable {
         }
         let wakes = row.map { $0.wakes.values.reduce(0, +) } ?? 0
         let bytes = row.map { $0.foregroundBytes + $0.backgroundBytes } ?? 0
-        return Cost(
+        var cost = Cost(
             profile: name, devices: devices, pushesSent: costs.pushesSent, silentSent: costs.silentSent,
             alertsSent: costs.alertsSent,
             piggybacked: rules { $0 == .piggybackAlert || $0 == .piggybackKeepAlive },
@@ -109,6 +127,11 @@ public struct ForecastResult: Sendable, Codable {
             awakeSecondsPerDeviceDay: Double(costs.awakeMilliseconds) / 1000 / deviceDays,
             megabytesPerDeviceDay: Double(bytes) / 1e6 / deviceDays,
             terminations: row.map { $0.terminations.values.reduce(0, +) } ?? 0)
+        cost.liveActivityUpdatesSent = costs.liveActivityUpdatesSent
+        cost.liveActivityOverBudget = rules { $0 == .liveActivityOverBudget }
+        cost.liveActivityUpdatesDropped = costs.liveActivityUpdatesDropped
+        cost.broadcastWrites = costs.broadcastWrites
+        return cost
     }
 
     static func describe(_ scenario: ForecastScenario) -> [String] {
@@ -120,6 +143,7 @@ public struct ForecastResult: Sendable, Codable {
             "publish every: \(scenario.publications.everySeconds) s"
                 + (scenario.publications.hours.map { ", between \($0.start) h and \($0.end) h UTC" } ?? ""),
             "policy: budget \(policy.budgetCapacity), refill \(policy.refillIntervalSeconds) s, completion \(policy.completionDeadlineSeconds) s, held \(policy.heldStorage), piggyback \(policy.alertPiggybackScope.rawValue)",
+            "Live Activity budget: \(policy.liveActivityCapacity), refill \(policy.liveActivityRefillSeconds) s; with frequent updates \(policy.liveActivityFrequentCapacity), refill \(policy.liveActivityFrequentRefillSeconds) s",
             "keep-alive: \(scenario.keepAliveSeconds) s ± \(Int(scenario.keepAliveJitter * 100)) %",
             "link: \(scenario.link.bytesPerSecond) B/s per device (0: unpaced), latency \(scenario.link.latencyMilliseconds) ms; item \(scenario.itemBytes) bytes unless the app says",
         ]
@@ -139,6 +163,18 @@ public struct ForecastResult: Sendable, Codable {
             lines.append(
                 "| \(cost.profile) | \(cost.devices) | \(Self.decimal(cost.pushesPerDeviceDay)) | \(cost.silentSent) / \(cost.alertsSent) | \(cost.held) | \(cost.piggybacked) | \(cost.coalesced) | \(Self.decimal(cost.wakesPerDeviceDay)) | \(Self.decimal(cost.awakeSecondsPerDeviceDay)) | \(Self.decimal(cost.megabytesPerDeviceDay)) | \(cost.terminations) | \(cost.deadlineMisses) |"
             )
+        }
+        if costs.contains(where: { $0.liveActivityUpdatesSent > 0 || $0.broadcastsSent > 0 }) {
+            lines += [
+                "",
+                "| profile | Live Activity updates by token | held over budget | dropped (replaced while held, expired) | broadcasts (writes) |",
+                "|---|---|---|---|---|",
+            ]
+            for cost in costs {
+                lines.append(
+                    "| \(cost.profile) | \(cost.liveActivityUpdatesSent) | \(cost.liveActivityOverBudget) | \(cost.liveActivityUpdatesDropped) | \(cost.broadcastsSent) (\(cost.broadcastWrites)) |"
+                )
+            }
         }
         return lines.joined(separator: "\n")
     }

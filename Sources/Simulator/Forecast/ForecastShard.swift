@@ -36,6 +36,11 @@ final class ForecastShard {
     private var transfers: [[Running]] = []
     /// Per kind: the apps, their item sizes and strategies.
     private let apps: [[(bundleID: String, behaviour: AppBehaviour, announce: AppProfile.Announcement)]]
+    /// Per kind, by app slot: how its backend updates its Live Activities.
+    private let live: [[LiveActivities]]
+    /// Live Activity updates of the current version, per kind by app slot (nil: the app has no activity
+    /// updated by token).
+    private var liveTemplates: [[PushNotification?]] = []
     private var now: Int64
     private var pushCounter: UInt64 = 0
     /// Announcement pushes of the current version, per kind by app slot (parsed once per app, copied
@@ -55,6 +60,39 @@ final class ForecastShard {
     private(set) var hourlyPushes: [Int]
     private(set) var hourlyWakes: [Int]
 
+    /// An app's Live Activities as its backend updates them: `channels` follow a broadcast channel each
+    /// (activities `0..<channels`), the rest get an update pushed to their token at `priority`.
+    struct LiveActivities {
+        var count: Int
+        var channels: Int
+        var priority: Int
+        var frequent: Bool
+
+        init(_ app: AppProfile) {
+            count = app.live_activities
+            channels = app.channels
+            priority = app.live_activity_priority
+            frequent = app.frequent_pushes
+        }
+    }
+
+    /// A Live Activity update's push id: the device in the high half (as every push's), and in the low
+    /// half a mark, the version, the app and the activity — so a delivery says what it updates, and a
+    /// discard that an update was lost.
+    static func liveActivityID(device: Int, version: Int, app: Int, activity: Int) -> APNsID {
+        APNsID(
+            high: UInt64(device),
+            low: liveActivityMark | UInt64(version) << 16 | UInt64(app) << 8 | UInt64(activity))
+    }
+    static let liveActivityMark: UInt64 = 1 << 63
+
+    /// The placeholder token of one activity of an app on a device (the policy budgets per token within
+    /// the device's app).
+    static let activityTokens: [DeviceToken] = (0..<AppProfile.maximumLiveActivities).map {
+        let hex = String($0 + 1, radix: 16)
+        return DeviceToken(String(repeating: "0", count: 64 - hex.count) + hex)!
+    }
+
     struct Running {
         var request: TransferRequest
         var from: Int64
@@ -72,8 +110,17 @@ final class ForecastShard {
         var rules = [Int](repeating: 0, count: Rule.allCases.count)
         var deadlineMisses = 0
         var awakeMilliseconds: Int64 = 0
+        /// Live Activity updates pushed to activities' tokens (part of `pushesSent`), those the gateway
+        /// let go without delivering (replaced while held over budget, expired), and broadcast writes
+        /// (one per subscriber of a channel per version).
+        var liveActivityUpdatesSent = 0
+        var liveActivityUpdatesDropped = 0
+        var broadcastWrites = 0
 
         mutating func add(_ other: KindCosts) {
+            liveActivityUpdatesSent += other.liveActivityUpdatesSent
+            liveActivityUpdatesDropped += other.liveActivityUpdatesDropped
+            broadcastWrites += other.broadcastWrites
             pushesSent += other.pushesSent
             silentSent += other.silentSent
             alertsSent += other.alertsSent
@@ -109,6 +156,7 @@ final class ForecastShard {
                 )
             }
         }
+        live = scenario.kinds.map { kind in kind.profile.apps.map(LiveActivities.init) }
         var engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
         policyApps = apps.map { kind in kind.map { engine.app($0.bundleID) } }
         self.engine = engine
@@ -226,6 +274,12 @@ final class ForecastShard {
         engine.connected(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
         apply(actions)
         policyBuffers.give(&actions)
+        // Apps with frequent Live Activity updates say so on every connection.
+        for (slot, app) in live[Int(kindOf[device])].enumerated() where app.frequent {
+            engine.frequentPushesChanged(
+                device: DeviceSlot(device), bundleID: apps[Int(kindOf[device])][slot].bundleID, enabled: true,
+                now: UnixTime(milliseconds: now))
+        }
         var link = ShardLink(shard: self, device: device)
         var started = runtimeBuffers.take()
         iphones[device].start(at: UnixTime(milliseconds: now), link: &link, into: &started)
@@ -240,6 +294,7 @@ final class ForecastShard {
     /// publishes and announces it once every device has its tokens (`pushgate simulate`, the demo), and a
     /// forecast's devices have theirs from the start.
     private func publish(_ index: Int) {
+        broadcast(version: index + 1)
         let spread = Int64(scenario.announcementSeconds * 1000)
         guard spread > 0 else {
             for device in iphones.indices { announce(index, to: device) }
@@ -249,6 +304,20 @@ final class ForecastShard {
         for device in iphones.indices {
             let at = now + spread * Int64(firstDevice + device + 1) / devices
             queue.schedule(at: at, .announce, target: UInt32(device), argument: Int32(index))
+        }
+    }
+
+    /// Version `version` is broadcast on every channel: one POST each, written at once to every
+    /// subscriber connected (a forecast's devices always are), outside the update budget.
+    private func broadcast(version: Int) {
+        for device in iphones.indices {
+            let kind = Int(kindOf[device])
+            for (slot, app) in live[kind].enumerated() {
+                for activity in 0..<app.channels {
+                    costs[kind].broadcastWrites += 1
+                    deviceEvent(device, .liveActivityUpdated(app: AppSlot(slot), activity: activity, version: version))
+                }
+            }
         }
     }
 
@@ -267,7 +336,17 @@ final class ForecastShard {
                     return pushes
                 }
             }
+            let publishedAt = publishTimes[index] / 1000
+            liveTemplates = zip(apps, live).map { kindApps, kindLive in
+                zip(kindApps, kindLive).map { app, live in
+                    guard live.count > live.channels else { return nil }
+                    let request = AnnouncementRequest.liveActivityUpdate(
+                        topic: app.bundleID, version: version, priority: live.priority, timestamp: publishedAt)
+                    return Self.notification(request, bundleID: app.bundleID, at: now)
+                }
+            }
         }
+        announceLiveActivities(version: version, to: device)
         let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
         let kind = Int(kindOf[device])
         for slot in templates[kind].indices {
@@ -287,6 +366,38 @@ final class ForecastShard {
                     record(
                         device,
                         #""event":"push","app":"\#(apps[kind][slot].bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
+                    )
+                }
+                var actions = policyBuffers.take()
+                engine.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
+                apply(actions)
+                policyBuffers.give(&actions)
+            }
+        }
+    }
+
+    /// Each Live Activity of the device's apps that its backend updates by token gets the version's
+    /// update, through the policy (its budget).
+    private func announceLiveActivities(version: Int, to device: Int) {
+        let kind = Int(kindOf[device])
+        let hour = min(hourlyPushes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))
+        for (slot, app) in live[kind].enumerated() {
+            guard let template = liveTemplates[kind][slot] else { continue }
+            for activity in app.channels..<app.count {
+                costs[kind].pushesSent += 1
+                costs[kind].liveActivityUpdatesSent += 1
+                hourlyPushes[hour] += 1
+                let push = PushNotification(
+                    id: Self.liveActivityID(
+                        device: firstDevice + device, version: version, app: slot, activity: activity),
+                    deviceToken: Self.activityTokens[activity], topic: template.topic, bundleID: template.bundleID,
+                    pushType: template.pushType, priority: template.priority, expiration: template.expiration,
+                    collapseID: nil, notificationClass: template.notificationClass, mismatch: template.mismatch,
+                    payload: template.payload, teamID: nil, receivedAt: UnixTime(milliseconds: now))
+                if isTraced(device) {
+                    record(
+                        device,
+                        #""event":"push","app":"\#(apps[kind][slot].bundleID)","push_type":"liveactivity","activity":\#(activity),"version":\#(version),"apns_id":"\#(push.id)""#
                     )
                 }
                 var actions = policyBuffers.take()
@@ -335,7 +446,15 @@ final class ForecastShard {
                 engine.acknowledged(
                     push.id, device: DeviceSlot(device), app: policyApps[Int(kindOf[device])][Int(app.index)],
                     wake: wake, now: time)
-                deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
+                if push.id.low & Self.liveActivityMark != 0 {
+                    let low = push.id.low
+                    deviceEvent(
+                        device,
+                        .liveActivityUpdated(
+                            app: app, activity: Int(low & 0xFF), version: Int((low & ~Self.liveActivityMark) >> 16)))
+                } else {
+                    deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
+                }
             case .hold(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
@@ -344,6 +463,7 @@ final class ForecastShard {
             case .discard(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
+                if id.low & Self.liveActivityMark != 0 { costs[Int(kindOf[device])].liveActivityUpdatesDropped += 1 }
                 if isTraced(device) {
                     record(device, #""event":"discard","apns_id":"\#(id)","rule":"\#(rule.rawValue)""#)
                 }
@@ -558,6 +678,11 @@ final class ForecastShard {
                 device,
                 #""event":"push_delivered","app":"\#(name(app, device))","apns_id":"\#(id)","silent":\#(silent)"#)
         case .locationChanged(let app): record(device, #""event":"location_changed","app":"\#(name(app, device))""#)
+        case .liveActivityUpdated(let app, let activity, let version):
+            record(
+                device,
+                #""event":"live_activity_update","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version)"#
+            )
         case .transferFinished(let id, let result):
             let what: String
             switch result {
@@ -623,6 +748,18 @@ final class ForecastShard {
                 #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
         case .wakeRefused(let app, let id):
             record(device, #""event":"wake_refused","app":"\#(name(app, device))","apns_id":"\#(id)""#)
+        case .activityUpdated(let app, let activity, let version):
+            record(
+                device,
+                #""event":"activity_updated","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version)"#
+            )
+        case .activityViewed(let app, let activity, let shown):
+            let newest = newestVersion(at: now)
+            let fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
+            record(
+                device,
+                #""event":"activity_viewed","app":"\#(name(app, device))","activity":\#(activity),"version_shown":\#(shown.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+            )
         }
     }
 }

@@ -1,0 +1,57 @@
+import DeviceRuntime
+import PushModel
+import Testing
+
+/// A simulated iPhone's Live Activities, with plain instants: each shows the newest version its updates
+/// brought (an older one is ignored, as iOS ignores an update older than the last `timestamp`), and the
+/// user sees every one each time the screen comes on — by the user model's screen event or an open.
+@Suite struct LiveActivityScreenTests {
+    let app = AppSlot(0)
+
+    func rig(activities: Int = 2) -> Rig {
+        Rig(.ios17, .with { $0.liveActivities = activities }, apps: ["com.example.scores"])
+    }
+
+    func viewed(_ actions: [RuntimeAction]) -> [Int?] {
+        actions.compactMap { if case .activityViewed(_, _, let version) = $0 { version } else { nil } }
+    }
+
+    @Test func updatesApplyInVersionOrder() {
+        var rig = rig()
+        #expect(
+            rig.send(.liveActivityUpdated(app: app, activity: 0, version: 2)) == [
+                .activityUpdated(app: app, activity: 0, version: 2)
+            ])
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1)).isEmpty, "older: ignored")
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 2)).isEmpty, "the same: ignored")
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 5, version: 3)).isEmpty, "no such activity")
+        #expect(rig.runtime.app(app)?.activityVersions == [2, nil])
+    }
+
+    @Test func everyActivityIsSeenWhenTheScreenComesOn() {
+        var rig = rig()
+        rig.send(.liveActivityUpdated(app: app, activity: 1, version: 4))
+        #expect(viewed(rig.send(.screen(on: true))) == [nil, 4])
+        #expect(viewed(rig.send(.screen(on: true))).isEmpty, "already on: no new look")
+        #expect(viewed(rig.send(.userOpened(app: app))).isEmpty, "an open with the screen on")
+        rig.send(.userLeft(app: app))
+        rig.send(.screen(on: false))
+        // An open that turns the screen on (no screen event first) is a look too.
+        #expect(viewed(rig.send(.userOpened(app: app))) == [nil, 4])
+    }
+
+    @Test func aForceQuitLeavesTheActivitiesAsTheyAre() {
+        var rig = rig()
+        rig.send(.liveActivityUpdated(app: app, activity: 0, version: 3))
+        rig.send(.userOpened(app: app))
+        rig.send(.userForceQuit(app: app))
+        #expect(rig.runtime.app(app)?.activityVersions == [3, nil], "the system's, not the app's")
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 4)).count == 1)
+    }
+
+    @Test func anAppWithoutActivitiesShowsNone() {
+        var rig = rig(activities: 0)
+        #expect(viewed(rig.send(.screen(on: true))).isEmpty)
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1)).isEmpty)
+    }
+}
