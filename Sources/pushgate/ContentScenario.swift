@@ -94,20 +94,27 @@ final class ContentScenario: Sendable {
     /// All of it in task groups of this call: when `body` ends, the schedule stops and an announcement
     /// under way is finished before it returns.
     func running<Result>(
-        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement], provider: Provider?,
-        publishEvery: Double, sampleEvery: Double = 5, _ body: () async throws -> Result
+        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement],
+        liveActivities: [String: ContentAnnouncer.LiveActivities] = [:], provider: Provider?, publishEvery: Double,
+        sampleEvery: Double = 5, _ body: () async throws -> Result
     ) async throws -> Result {
         let send: @Sendable (Int) async -> Void = { [self] version in
             guard let provider else { return }
             let targets = fleet.tokenLines.map { line in
                 let fields = line.split(separator: " ")
-                return PushTarget(token: String(fields[0]), topic: String(fields[1]))
+                return PushTarget(
+                    token: String(fields[0]), topic: String(fields[1]),
+                    activity: fields.count > 2 ? String(fields[2]) : nil)
             }
-            let plan = ContentAnnouncer.pushes(
-                version: version, targets: targets,
-                strategies: strategies.mapValues {
-                    ContentAnnouncer.Strategy(silent: $0.sendsSilent, alert: $0.sendsAlert)
-                })
+            let timestamp = (versions[version] ?? UnixTime.now().milliseconds) / 1000
+            let plan =
+                ContentAnnouncer.pushes(
+                    version: version, targets: targets.filter { $0.activity == nil },
+                    strategies: strategies.mapValues {
+                        ContentAnnouncer.Strategy(silent: $0.sendsSilent, alert: $0.sendsAlert)
+                    })
+                + ContentAnnouncer.liveActivityPushes(
+                    version: version, timestamp: timestamp, targets: targets, apps: liveActivities)
             let outcome = await ContentAnnouncer.send(
                 plan, version: version, host: provider.host, port: provider.port, security: provider.security,
                 signer: provider.signer, now: UnixTime.now(), group: group)

@@ -119,16 +119,26 @@ struct DemoCommand: AsyncParsableCommand {
         let enrolment = gateway.services.hub.settings.enrolmentSecret
         let fleet: SimulatedFleet
         var content: ContentScenario?
+        var liveActivities: [String: ContentAnnouncer.LiveActivities] = [:]
         if let plain {
             fleet = SimulatedFleet(
                 host: "127.0.0.1", port: devicePort, devices: devices, apps: [plainBundle], profile: plain,
                 enrolment: enrolment, seed: iphone.seed, group: fleetGroup)
         } else {
+            let channelPort = gateway.channelPorts.last
             let started = try await iphone.start(
                 devices: devices, endpoints: [.init(host: "127.0.0.1", port: devicePort)], enrolment: enrolment,
-                opensPerHour: iphone.opensPerHour ?? 60, group: fleetGroup)
+                opensPerHour: iphone.opensPerHour ?? 60,
+                channels: channelPort.map { port in
+                    { mix in
+                        try await FleetChannels.create(
+                            for: mix, url: "http://127.0.0.1:\(port)", flag: "channels.h2c.port",
+                            signer: gateway.signer, group: fleetGroup)
+                    }
+                }, group: fleetGroup)
             content = started.0
             fleet = started.1
+            liveActivities = FleetChannels.announcements(of: started.2, channels: started.3)
             print("content: \(started.0.originURL)/manifest (\(mix.kinds.map(\.name).joined(separator: ", ")))")
             attach(fleet, started.0, to: gateway)
         }
@@ -150,7 +160,7 @@ struct DemoCommand: AsyncParsableCommand {
             if let content {
                 // The first version now that every app can be told of it; then one every --publish-every.
                 try await content.running(
-                    fleet: fleet, strategies: mix.strategies,
+                    fleet: fleet, strategies: mix.strategies, liveActivities: liveActivities,
                     provider: .init(
                         host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
                     publishEvery: iphone.publishEvery ?? 5

@@ -63,19 +63,22 @@ struct IPhoneOptions: ParsableArguments {
     }
 
     /// The content scenario and the fleet of iPhones that fetch from it (not started).
+    /// `channels`: makes the broadcast channels the mix's Live Activities follow (nil: none are made,
+    /// and activities on channels are not started).
     func start(
         devices: Int, endpoints: [DeviceAgent.Endpoint], enrolment: String?, opensPerHour: Double,
-        group: any EventLoopGroup
-    ) async throws -> (ContentScenario, SimulatedFleet, IPhoneMix) {
+        channels: ((IPhoneMix) async throws -> [String: [String]])? = nil, group: any EventLoopGroup
+    ) async throws -> (ContentScenario, SimulatedFleet, IPhoneMix, [String: [String]]) {
         let (mix, counts) = try mix(devices: devices, opensPerHour: opensPerHour)
+        let made = try await channels?(mix) ?? [:]
         var settings = OriginServer.Settings()
         settings.itemBytes = itemBytes
         settings.linkBytesPerSecond = linkBytesPerSecond
         let scenario = try await ContentScenario(url: origin, settings: settings, group: group)
         let fleet = SimulatedFleet(
             endpoints: endpoints, mix: counts, origin: scenario.originURL, enrolment: enrolment, seed: seed,
-            group: group, clock: UnixTime.now)
-        return (scenario, fleet, mix)
+            channels: made, group: group, clock: UnixTime.now)
+        return (scenario, fleet, mix, made)
     }
 }
 

@@ -53,6 +53,12 @@ struct SimulateCommand: AsyncParsableCommand {
     @Option(help: "The .p8 key that signs provider tokens for --provider.")
     var key: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "iPhones whose Live Activities follow broadcast channels (a kind's `channels`): the channel-management API that makes them (http://host:port or https://…); absent: http://<--provider's host>:2196.",
+            valueName: "url"))
+    var channelAPI: String?
+
     @Option(help: "Team id (the token's iss).")
     var teamId: String?
 
@@ -230,9 +236,21 @@ struct SimulateCommand: AsyncParsableCommand {
     private func runIPhones(enrolment: String, group: MultiThreadedEventLoopGroup) async throws {
         let target = try provider.map { try parseURL($0, flag: "--provider") }
         let signer = try loadSigner(key: key, teamID: teamId, keyID: keyId)
-        let (scenario, fleet, mix) = try await iphone.start(
+        // Channels are made only where versions are announced (a broadcast needs the provider).
+        let channelAPI = self.channelAPI ?? target.map { "http://\($0.host):2196" }
+        let (scenario, fleet, mix, channels) = try await iphone.start(
             devices: devices, endpoints: try deviceEndpoints(), enrolment: enrolment,
-            opensPerHour: iphone.opensPerHour ?? 0, group: group)
+            opensPerHour: iphone.opensPerHour ?? 0,
+            channels: channelAPI.map { url in
+                { mix in
+                    try await FleetChannels.create(
+                        for: mix, url: url, flag: self.channelAPI == nil ? "--provider" : "--channel-api",
+                        signer: signer, group: group)
+                }
+            }, group: group)
+        for (bundleID, ids) in channels.sorted(by: { $0.key < $1.key }) {
+            print("\(bundleID): Live Activities on channel\(ids.count == 1 ? "" : "s") \(ids.joined(separator: ", "))")
+        }
         print("content: \(scenario.originURL)/manifest")
         if target == nil { print("no --provider: versions are published but not announced with pushes") }
         let metrics = FleetMetrics()
@@ -269,6 +287,7 @@ struct SimulateCommand: AsyncParsableCommand {
         var failure: (any Error)?
         try await scenario.running(
             fleet: fleet, strategies: mix.strategies,
+            liveActivities: FleetChannels.announcements(of: mix, channels: channels),
             provider: target.map {
                 ContentScenario.Provider(
                     host: $0.host, port: $0.port,

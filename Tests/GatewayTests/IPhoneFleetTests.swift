@@ -217,4 +217,79 @@ import Yams
         }
         try await group.shutdownGracefully()
     }
+
+    /// Sports iPhones on a real gateway: their two Live Activities start (one on a channel made through
+    /// the channel API, one with its own update token; the app says it has frequent pushes), each
+    /// version is broadcast once on the channel and pushed to every token activity, the token updates
+    /// spend the (frequent) budget of two and the rest are held, and the ledger counts what the users saw.
+    @Test func sportsIPhonesFollowTheirLiveActivities() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let mix = try IPhoneMix(flag: "sports=1")
+        var kinds = mix.counts(devices: 10)
+        kinds[0].profile.users.extra_opens_per_day = 86_400
+        kinds[0].profile.users.session_seconds = 2
+        let bundle = "com.example.scores"
+        try await LocalGateway.run(
+            topics: [bundle],
+            settings: [
+                "log.level=error", "policy.live_activity.frequent_budget.capacity=2",
+                "policy.live_activity.frequent_budget.refill_seconds=86400",
+            ], group: group, logger: Logger(label: "test")
+        ) { gateway in
+            let channels = try await FleetChannels.create(
+                for: mix, url: "http://127.0.0.1:\(try #require(gateway.channelPorts.last))", flag: "test",
+                signer: gateway.signer, group: group)
+            #expect(channels[bundle]?.count == 1)
+            var settings = OriginServer.Settings()
+            settings.itemBytes = 4 * 1024
+            let content = try await ContentScenario(url: nil, settings: settings, group: group)
+            let fleet = SimulatedFleet(
+                endpoints: [.init(host: "127.0.0.1", port: gateway.devicePort)], mix: kinds,
+                origin: content.originURL, enrolment: gateway.services.hub.settings.enrolmentSecret, seed: 7,
+                channels: channels, group: group, clock: UnixTime.now)
+            fleet.start()
+            try await eventually("every iPhone subscribed and has its activity's update token") { fleet.allInstalled }
+            #expect(fleet.tokenLines.filter { $0.hasSuffix("update:\(bundle)/live-1") }.count == 10)
+            func shown() async throws -> [[Int?]] {
+                var all: [[Int?]] = []
+                for agent in fleet.agents {
+                    all.append(try await agent.runtime?.state(of: bundle).get()?.activityVersions ?? [])
+                }
+                return all
+            }
+            try await content.running(
+                fleet: fleet, strategies: mix.strategies,
+                liveActivities: FleetChannels.announcements(of: mix, channels: channels),
+                provider: .init(
+                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                publishEvery: 1, sampleEvery: 1
+            ) {
+                await content.publish()
+                try await eventually("three versions announced, every channel activity showing the third") {
+                    guard (content.figures(fleet)?.announcements.count ?? 0) >= 3 else { return false }
+                    return try await shown().allSatisfy { ($0.first ?? nil) ?? 0 >= 3 }
+                }
+            }
+            await fleet.stop()
+            await content.stop()
+            let figures = try #require(content.figures(fleet))
+            for outcome in figures.announcements {
+                #expect(outcome.broadcasts == 1 && outcome.liveActivityUpdates == 10, "\(outcome)")
+                #expect(outcome.accepted == 11 && outcome.refused.isEmpty, "\(outcome)")
+            }
+            // The token activities: two updates each on budget, every later one held.
+            let (_, body) = try await AdminClient.get(
+                host: "127.0.0.1", port: gateway.adminPort, path: "/v1/counters", token: nil)
+            let policy =
+                (try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["policy"] as? [String: Any]
+            let sent = figures.announcements.map(\.liveActivityUpdates).reduce(0, +)
+            #expect(policy?["liveActivityOnBudget"] as? Int == 20)
+            #expect(policy?["liveActivityOverBudget"] as? Int == sent - 20)
+            let row = try #require(figures.report.rows.first)
+            #expect(row.activityViews > 0)
+            #expect(row.activityUpdates >= 10 * 3 + 20)
+            #expect(figures.summary.contains("Live Activity updates"))
+        }
+        try await group.shutdownGracefully()
+    }
 }

@@ -33,16 +33,33 @@ public struct AgentBehaviour: Sendable {
     /// device says so on every connection (`frequent_pushes`), and the gateway gives their activities
     /// the larger update budget.
     public var frequentPushes: Set<String>
+    /// The Live Activities each app keeps from the start (a kind of iPhone's `live_activities`), by
+    /// index: started once the app is installed (`<bundle>/live-<index>`), each updated through its own
+    /// token or a broadcast channel; an iPhone's runtime is told of every update to them.
+    public var keptActivities: [String: [KeptActivity]]
+
+    public enum KeptActivity: Sendable, Equatable {
+        /// Updated through the activity's own token (asked for once started).
+        case token
+        /// Started on the channel (`pushType: .channel(id)`) and subscribed.
+        case channel(String)
+        /// Not started (a channel activity without a channel: nothing announces to it).
+        case none
+    }
 
     public init(
         keepAliveJitter: Double = 0.1, liveActivityTypes: [String: [String]] = [:], frequentPushes: Set<String> = [],
-        wake: @escaping @Sendable (Delivery) -> WakeResponse
+        keptActivities: [String: [KeptActivity]] = [:], wake: @escaping @Sendable (Delivery) -> WakeResponse
     ) {
         self.wake = wake
         self.keepAliveJitter = keepAliveJitter
         self.liveActivityTypes = liveActivityTypes
         self.frequentPushes = frequentPushes
+        self.keptActivities = keptActivities
     }
+
+    /// The id of app `bundleID`'s kept activity `index`.
+    public static func keptActivityID(_ bundleID: String, _ index: Int) -> String { "\(bundleID)/live-\(index)" }
 
     public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
 }
@@ -188,12 +205,26 @@ public final class DeviceAgent: Sendable {
     public var tokens: [String: String] { state.withLock { $0.installed } }
     /// Live Activity tokens, by app and `ActivityTokenPurpose.key` (`start:<type>`, `update:<activity id>`).
     public var activityTokens: [String: [String: String]] { state.withLock { $0.activityTokens } }
-    /// Whether every installed app has the push-to-start token of each of its Live Activity types.
+    /// Whether every installed app has the push-to-start token of each of its Live Activity types, and
+    /// each of its kept activities its update token or its channel subscription.
     public var hasPushToStartTokens: Bool {
         state.withLock { state in
             behaviour.liveActivityTypes.allSatisfy { app in
                 app.value.allSatisfy { state.activityTokens[app.key]?["start:" + $0] != nil }
             }
+                && behaviour.keptActivities.allSatisfy { app in
+                    app.value.enumerated().allSatisfy { index, activity in
+                        switch activity {
+                        case .token:
+                            let key = ActivityTokenPurpose.update(
+                                activityID: AgentBehaviour.keptActivityID(app.key, index)
+                            ).key
+                            return state.activityTokens[app.key]?[key] != nil
+                        case .channel(let channel): return state.subscribedChannels[channel] != nil
+                        case .none: return true
+                        }
+                    }
+                }
         }
     }
     /// Broadcast channels subscribed to (the gateway stored it), with their apps.
@@ -476,11 +507,23 @@ public final class DeviceAgent: Sendable {
         }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
         if delivery.pushType == PushType.liveactivity.rawValue {
+            let updated: [String]
             if let channel = delivery.channel {
-                applyBroadcast(delivery, channel: channel)
+                updated = applyBroadcast(delivery, channel: channel)
             } else if let token = delivery.token {
-                applyLiveActivity(delivery, token: token)
+                updated = applyLiveActivity(delivery, token: token)
+            } else {
+                updated = []
             }
+            // An iPhone's kept activities show the version the update carries (no wake, no alert).
+            guard let runtime else { return }
+            if let version = LiveActivityPayload.version(delivery.payload) {
+                for id in updated {
+                    guard let index = Self.keptIndex(id, of: delivery.bundleID) else { continue }
+                    runtime.liveActivityUpdated(bundleID: delivery.bundleID, activity: index, version: version)
+                }
+            }
+            return
         }
         if let runtime {
             return runtime.delivered(
@@ -512,36 +555,87 @@ public final class DeviceAgent: Sendable {
     /// activities still without one (a request lost with a connection): asking again gets the same token.
     private func askForActivityTokens(of bundleID: String) {
         if behaviour.frequentPushes.contains(bundleID) { send(.frequentPushes(bundleID: bundleID, enabled: true)) }
+        startKeptActivities(of: bundleID)
         for type in behaviour.liveActivityTypes[bundleID] ?? [] {
             send(.activityToken(bundleID: bundleID, purpose: .pushToStart(attributesType: type)))
         }
         let waiting = state.withLock { state in
             state.activities.activities.values
-                .filter { $0.bundleID == bundleID && $0.updateToken == nil && $0.endedAt == nil }.map(\.id).sorted()
+                .filter { $0.bundleID == bundleID && $0.channel == nil && $0.updateToken == nil && $0.endedAt == nil }
+                .map(\.id).sorted()
         }
         for id in waiting { send(.activityToken(bundleID: bundleID, purpose: .update(activityID: id))) }
     }
 
+    /// The app's kept activities not started yet are started (each once), and a channel subscription
+    /// not yet confirmed is asked for again (a request lost with a connection).
+    private func startKeptActivities(of bundleID: String) {
+        let kept = behaviour.keptActivities[bundleID] ?? []
+        guard !kept.isEmpty else { return }
+        let subscribe = state.withLock { state -> [String] in
+            var subscribe: [String] = []
+            for (index, activity) in kept.enumerated() {
+                let id = AgentBehaviour.keptActivityID(bundleID, index)
+                let started = state.activities.activities[id] != nil
+                switch activity {
+                case .token where !started:
+                    state.activities.startLocally(
+                        id: id, bundleID: bundleID, attributesType: "KeptAttributes", contentState: nil, now: 0)
+                case .channel(let channel):
+                    if !started {
+                        state.activities.startOnChannel(
+                            id: id, bundleID: bundleID, attributesType: "KeptAttributes", channel: channel,
+                            contentState: nil)
+                    }
+                    if state.subscribedChannels[channel] == nil { subscribe.append(channel) }
+                case .token, .none: break
+                }
+            }
+            return subscribe
+        }
+        for channel in Set(subscribe).sorted() { send(.subscribeChannel(bundleID: bundleID, channelID: channel)) }
+    }
+
+    /// The index of kept activity `id` of the app (nil: another activity).
+    static func keptIndex(_ id: String, of bundleID: String) -> Int? {
+        let prefix = AgentBehaviour.keptActivityID(bundleID, 0).dropLast()
+        guard id.hasPrefix(prefix) else { return nil }
+        return Int(id.dropFirst(prefix.count))
+    }
+
     /// An ActivityKit push: applied to the device's activities in timestamp order; an activity a push
-    /// started gets its update token from the gateway, as iOS hands one to the app.
-    private func applyLiveActivity(_ delivery: Delivery, token: String) {
+    /// started gets its update token from the gateway, as iOS hands one to the app. Returns the activity
+    /// it reached, if any (the runtime applies the version it carries in its own order).
+    private func applyLiveActivity(_ delivery: Delivery, token: String) -> [String] {
         let push = LiveActivityPayload.parse(delivery.payload)
         let now = Int64(Date().timeIntervalSince1970)
         let outcome = state.withLock {
             $0.activities.received(push, token: token, now: now, newID: { UUID().uuidString.lowercased() })
         }
         onEvent(.liveActivity(outcome))
-        if case .started(let id, let bundleID) = outcome {
+        switch outcome {
+        case .started(let id, let bundleID):
             send(.activityToken(bundleID: bundleID, purpose: .update(activityID: id)))
+            return []
+        // An older one too: the runtime orders by version, the content's own order (two versions
+        // published in the same second share a timestamp).
+        case .updated(let id), .ignoredOlder(let id): return [id]
+        default: return []
         }
     }
 
-    /// A channel's broadcast: applied to the activities started on the channel.
-    private func applyBroadcast(_ delivery: Delivery, channel: String) {
+    /// A channel's broadcast: applied to the activities started on the channel; the ones it reached.
+    private func applyBroadcast(_ delivery: Delivery, channel: String) -> [String] {
         let push = LiveActivityPayload.parse(delivery.payload)
         let now = Int64(Date().timeIntervalSince1970)
         let outcomes = state.withLock { $0.activities.receivedBroadcast(push, channel: channel, now: now) }
         for outcome in outcomes { onEvent(.liveActivity(outcome)) }
+        return outcomes.compactMap {
+            switch $0 {
+            case .updated(let id), .ignoredOlder(let id): id
+            default: nil
+            }
+        }
     }
 
     /// Keep-alives at the interval the gateway gave, as `KeepAliveSchedule` says (a random phase, then

@@ -23,6 +23,15 @@ enum LiveActivityPayload {
             attributesType: aps["attributes-type"] as? String)
     }
 
+    /// The content version an announcement's update carries (`content-state.version`, as
+    /// `AnnouncementRequest.liveActivityUpdate` writes it); nil for any other payload.
+    static func version(_ payload: String) -> Int? {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+            let aps = root["aps"] as? [String: Any], let state = aps["content-state"] as? [String: Any]
+        else { return nil }
+        return state["version"] as? Int
+    }
+
     /// A JSON number of seconds (an integer, or a whole part of a fraction).
     private static func seconds(_ value: Any?) -> Int64? {
         switch value {

@@ -138,6 +138,12 @@ public final class RuntimeShell: @unchecked Sendable {
         handle(.pushDelivered(app: AppSlot(app), apnsID: id, silent: silent))
     }
 
+    /// An update reached the app's kept Live Activity `activity` (from any thread), carrying `version`.
+    public func liveActivityUpdated(bundleID: String, activity: Int, version: Int) {
+        guard let app = bundleIDs.firstIndex(of: bundleID) else { return }
+        handle(.liveActivityUpdated(app: AppSlot(app), activity: activity, version: version))
+    }
+
     /// The app's state now, read on the device's loop.
     public func state(of bundleID: String) -> EventLoopFuture<AppRuntime?> {
         loop.submit { self.iphone.runtime.apps[bundleID] }

@@ -65,11 +65,12 @@ public final class SimulatedFleet: Sendable {
             usersUntil: usersUntil, group: group, clock: clock)
     }
 
-    /// iPhones spread over `endpoints`, as the plain agents are.
+    /// iPhones spread over `endpoints`, as the plain agents are. `channels`: each app's broadcast channels,
+    /// one for each of its Live Activities that follows a channel (`AppProfile.channels`), in order.
     public init(
         endpoints: [DeviceAgent.Endpoint], mix: [(name: String, profile: IPhoneProfile, devices: Int)],
         origin: String, enrolment: String? = nil, seed: UInt64 = 1, usersUntil: UnixTime? = nil,
-        group: any EventLoopGroup, clock: @escaping @Sendable () -> UnixTime
+        channels: [String: [String]] = [:], group: any EventLoopGroup, clock: @escaping @Sendable () -> UnixTime
     ) {
         plain = nil
         var configuration = HTTPClient.Configuration()
@@ -87,6 +88,7 @@ public final class SimulatedFleet: Sendable {
         for kind in mix {
             let apps = kind.profile.apps.map { (bundleID: $0.bundle_id, behaviour: $0.behaviour) }
             let name = kind.name
+            let behaviour = Self.behaviour(of: kind.profile, channels: channels)
             for _ in 0..<kind.devices {
                 let shell = RuntimeShell(
                     settings: .init(
@@ -101,7 +103,7 @@ public final class SimulatedFleet: Sendable {
                 agents.append(
                     DeviceAgent(
                         endpoints: endpoints, first: Int(index), apps: apps.map(\.bundleID), enrolment: enrolment,
-                        runtime: shell,
+                        behaviour: behaviour, runtime: shell,
                         seed: seed &+ index, loopbackSource: DeviceAgent.loopbackSource(of: seed &+ index),
                         group: group,
                         onEvent: { counters.record($0) }))
@@ -109,6 +111,23 @@ public final class SimulatedFleet: Sendable {
             }
         }
         self.agents = agents
+    }
+
+    /// What an iPhone's agent does beside its runtime: say which apps have frequent Live Activity
+    /// pushes, and start each app's kept Live Activities — those on channels on `channels`' ids in order
+    /// (without one, not started), the others updated by their own tokens. (The runtime answers wakes.)
+    static func behaviour(of profile: IPhoneProfile, channels: [String: [String]]) -> AgentBehaviour {
+        var kept: [String: [AgentBehaviour.KeptActivity]] = [:]
+        for app in profile.apps where app.live_activities > 0 {
+            let ids = channels[app.bundle_id] ?? []
+            kept[app.bundle_id] = (0..<app.live_activities).map { index in
+                guard index < app.channels else { return .token }
+                return index < ids.count ? .channel(ids[index]) : .none
+            }
+        }
+        return AgentBehaviour(
+            frequentPushes: Set(profile.apps.filter(\.frequent_pushes).map(\.bundle_id)), keptActivities: kept
+        ) { _ in .never }
     }
 
     /// Devices that may be connecting at once while the fleet starts. A storm of 10,000 WebSocket

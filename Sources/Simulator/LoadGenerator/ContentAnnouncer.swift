@@ -24,9 +24,26 @@ public enum ContentAnnouncer {
         public var headers: [(String, String)]
         public var body: [UInt8]
 
+        /// Where it is POSTed: a broadcast to its app's broadcasts, anything else to its token.
+        public var path: String {
+            target.activity == PushTarget.channelMark
+                ? "/4/broadcasts/apps/\(target.topic)" : "/3/device/\(target.token)"
+        }
+
         public static func == (a: Push, b: Push) -> Bool {
             a.target == b.target && a.silent == b.silent && a.body == b.body
                 && a.headers.elementsEqual(b.headers, by: { $0 == $1 })
+        }
+    }
+
+    /// How an app's backend updates its kept Live Activities (`AppProfile.live_activities`): an update
+    /// at `priority` to each activity's own token, and a broadcast on each of `channels`.
+    public struct LiveActivities: Sendable, Equatable {
+        public var priority: Int
+        public var channels: [String]
+        public init(priority: Int, channels: [String]) {
+            self.priority = priority
+            self.channels = channels
         }
     }
 
@@ -35,6 +52,9 @@ public enum ContentAnnouncer {
         public var version: Int
         public var silent = 0
         public var alerts = 0
+        /// Live Activity updates to activities' tokens, and broadcasts.
+        public var liveActivityUpdates = 0
+        public var broadcasts = 0
         public var accepted = 0
         /// Answers other than 200 (`status reason`) and failures, with their counts.
         public var refused: [String: Int] = [:]
@@ -60,6 +80,33 @@ public enum ContentAnnouncer {
         return pushes
     }
 
+    /// The Live Activity updates announcing `version` (published at `timestamp`, seconds): one to each
+    /// kept activity's update token (`update:<bundle>/live-<n>` targets) of an app in `apps`, and one
+    /// broadcast on each of the apps' channels.
+    public static func liveActivityPushes(
+        version: Int, timestamp: Int64, targets: [PushTarget], apps: [String: LiveActivities]
+    ) -> [Push] {
+        var pushes: [Push] = []
+        for target in targets {
+            guard let app = apps[target.topic], let activity = target.activity,
+                activity.hasPrefix("update:" + target.topic + "/live-")
+            else { continue }
+            let request = AnnouncementRequest.liveActivityUpdate(
+                topic: target.topic, version: version, priority: app.priority, timestamp: timestamp)
+            pushes.append(Push(target: target, silent: false, headers: request.headers, body: request.body))
+        }
+        for (bundleID, app) in apps.sorted(by: { $0.key < $1.key }) {
+            for channel in app.channels {
+                let request = AnnouncementRequest.broadcast(channelID: channel, version: version, timestamp: timestamp)
+                pushes.append(
+                    Push(
+                        target: .channel(channel, bundleID: bundleID), silent: false, headers: request.headers,
+                        body: request.body))
+            }
+        }
+        return pushes
+    }
+
     /// POSTs the pushes over one HTTP/2 connection, `concurrency` streams at a time, with a provider
     /// token from `signer` when given.
     public static func send(
@@ -74,7 +121,9 @@ public enum ContentAnnouncer {
             return duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         }
         outcome.silent = pushes.filter(\.silent).count
-        outcome.alerts = pushes.count - outcome.silent
+        outcome.broadcasts = pushes.count { $0.target.activity == PushTarget.channelMark }
+        outcome.liveActivityUpdates = pushes.count { $0.target.activity?.hasPrefix("update:") == true }
+        outcome.alerts = pushes.count - outcome.silent - outcome.broadcasts - outcome.liveActivityUpdates
         guard !pushes.isEmpty else { return outcome }
         let client: ProviderClient
         do {
@@ -95,8 +144,7 @@ public enum ContentAnnouncer {
                         var headers = push.headers
                         if let authorization { headers.append(("authorization", authorization)) }
                         do {
-                            let response = try await client.post(
-                                path: "/3/device/\(push.target.token)", headers: headers, body: push.body)
+                            let response = try await client.post(path: push.path, headers: headers, body: push.body)
                             answers[
                                 response.status == 200 ? "200" : "\(response.status) \(response.bodyText)", default: 0] +=
                                 1

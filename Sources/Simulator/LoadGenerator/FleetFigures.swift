@@ -61,8 +61,11 @@ public struct FleetFigures: Codable, Sendable, Equatable {
         let accepted = announcements.map(\.accepted).reduce(0, +)
         var refused: [String: Int] = [:]
         for outcome in announcements { refused.merge(outcome.refused, uniquingKeysWith: +) }
+        let updates = announcements.map(\.liveActivityUpdates).reduce(0, +)
+        let broadcasts = announcements.map(\.broadcasts).reduce(0, +)
+        let live = updates + broadcasts > 0 ? ", \(updates) Live Activity updates, \(broadcasts) broadcasts" : ""
         var line =
-            "\(published.count) versions published; announcements: \(silent) silent, \(alerts) alerts, \(accepted) accepted"
+            "\(published.count) versions published; announcements: \(silent) silent, \(alerts) alerts\(live), \(accepted) accepted"
         if !refused.isEmpty {
             line +=
                 ", refused: "
