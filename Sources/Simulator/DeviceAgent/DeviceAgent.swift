@@ -515,13 +515,17 @@ public final class DeviceAgent: Sendable {
             } else {
                 updated = []
             }
-            // An iPhone's kept activities show the version the update carries (no wake, no alert).
+            // An iPhone's kept activities show the version the update carries (no wake); one with an alert
+            // lights the device as an alert does ([LA]).
             guard let runtime else { return }
             if let version = LiveActivityPayload.version(delivery.payload) {
                 for id in updated {
                     guard let index = Self.keptIndex(id, of: delivery.bundleID) else { continue }
                     runtime.liveActivityUpdated(bundleID: delivery.bundleID, activity: index, version: version)
                 }
+            }
+            if LiveActivityPayload.alerts(delivery.payload) {
+                runtime.delivered(bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: false)
             }
             return
         }

@@ -23,6 +23,15 @@ enum LiveActivityPayload {
             attributesType: aps["attributes-type"] as? String)
     }
 
+    /// Whether the push has an `aps.alert`: it lights the device (the expanded presentation or a banner,
+    /// [LA]) as an alert does.
+    static func alerts(_ payload: String) -> Bool {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+            let aps = root["aps"] as? [String: Any]
+        else { return false }
+        return aps["alert"] != nil
+    }
+
     /// The content version an announcement's update carries (`content-state.version`, as
     /// `AnnouncementRequest.liveActivityUpdate` writes it); nil for any other payload.
     static func version(_ payload: String) -> Int? {
