@@ -58,6 +58,10 @@ import Testing
         let encoded = DeviceMessage.ack(apnsID: id).encoded()
         #expect(String(decoding: encoded, as: UTF8.self) == #"{"apns_id":"\#(id)","type":"ack"}"#)
         #expect(try DeviceMessage.decode(encoded) == .ack(apnsID: id))
+        // An id the fast path does not write goes through the encoder, and reads back the same.
+        for odd in ["x y", #"q"uote"#, String(repeating: "a", count: 65), "é"] {
+            #expect(try DeviceMessage.decode(DeviceMessage.ack(apnsID: odd).encoded()) == .ack(apnsID: odd))
+        }
         for text in [
             #"{"type":"ack","apns_id":"\#(id)"}"#, #"{ "apns_id" : "\#(id)", "type" : "ack" }"#,
             #"{"apns_id":"a-b","type":"ack"}"#, #"{"apns_id":"x y","type":"ack"}"#,

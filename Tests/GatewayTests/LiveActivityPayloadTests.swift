@@ -1,3 +1,4 @@
+import DeviceRuntime
 import Testing
 
 @testable import DeviceAgent
@@ -6,13 +7,19 @@ import Testing
 /// (an `aps.alert` lights the device, [LA]), and the content version an announcement carries.
 @Suite struct LiveActivityPayloadTests {
     @Test func anAlertAndAVersionAreRead() {
-        let update = #"{"aps":{"event":"update","timestamp":1,"content-state":{"version":7}},"version":7}"#
-        #expect(LiveActivityPayload.version(update) == 7)
-        #expect(!LiveActivityPayload.alerts(update))
-        let alerting =
-            #"{"aps":{"event":"update","timestamp":1,"content-state":{"home":1},"alert":{"title":"Goal"}}}"#
-        #expect(LiveActivityPayload.alerts(alerting))
-        #expect(LiveActivityPayload.version(alerting) == nil, "no version in its content")
-        #expect(LiveActivityPayload.version("not json") == nil && !LiveActivityPayload.alerts("[]"))
+        let update = LiveActivityPayload(
+            #"{"aps":{"event":"update","timestamp":1800000000,"content-state":{"version":7}},"version":7}"#)
+        #expect(update.version == 7 && !update.alerts)
+        #expect(
+            update.push == LiveActivityPush(event: .update, timestamp: 1_800_000_000, contentState: #"{"version":7}"#))
+        let alerting = LiveActivityPayload(
+            #"{"aps":{"event":"update","timestamp":1800000000,"content-state":{"home":1},"alert":{"title":"Goal"}}}"#)
+        #expect(alerting.alerts)
+        #expect(alerting.version == nil, "no version in its content")
+        for text in ["not json", "[]", #"{"aps":{"alert":"x"}}"#] {
+            let payload = LiveActivityPayload(text)
+            #expect(payload.push == nil && payload.version == nil)
+        }
+        #expect(LiveActivityPayload(#"{"aps":{"alert":"x"}}"#).alerts, "an alert without an event still alerts")
     }
 }

@@ -157,6 +157,7 @@ extension DeviceMessage {
     }
 
     public func encoded() -> [UInt8] {
+        if case .ack(let apnsID) = self, let bytes = AckFastPath.encode(apnsID) { return bytes }
         var envelope: Envelope
         switch self {
         case .register(let enrolment):

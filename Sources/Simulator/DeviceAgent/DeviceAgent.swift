@@ -507,24 +507,25 @@ public final class DeviceAgent: Sendable {
         }
         onEvent(.delivered(delivery, viaKeepAlive: viaKeepAlive))
         if delivery.pushType == PushType.liveactivity.rawValue {
+            let payload = LiveActivityPayload(delivery.payload)
             let updated: [String]
             if let channel = delivery.channel {
-                updated = applyBroadcast(delivery, channel: channel)
+                updated = applyBroadcast(payload.push, channel: channel)
             } else if let token = delivery.token {
-                updated = applyLiveActivity(delivery, token: token)
+                updated = applyLiveActivity(payload.push, token: token)
             } else {
                 updated = []
             }
             // An iPhone's kept activities show the version the update carries (no wake); one with an alert
             // lights the device as an alert does ([LA]).
             guard let runtime else { return }
-            if let version = LiveActivityPayload.version(delivery.payload) {
+            if let version = payload.version {
                 for id in updated {
                     guard let index = Self.keptIndex(id, of: delivery.bundleID) else { continue }
                     runtime.liveActivityUpdated(bundleID: delivery.bundleID, activity: index, version: version)
                 }
             }
-            if LiveActivityPayload.alerts(delivery.payload) {
+            if payload.alerts {
                 runtime.delivered(bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: false)
             }
             return
@@ -610,8 +611,7 @@ public final class DeviceAgent: Sendable {
     /// An ActivityKit push: applied to the device's activities in timestamp order; an activity a push
     /// started gets its update token from the gateway, as iOS hands one to the app. Returns the activity
     /// it reached, if any (the runtime applies the version it carries in its own order).
-    private func applyLiveActivity(_ delivery: Delivery, token: String) -> [String] {
-        let push = LiveActivityPayload.parse(delivery.payload)
+    private func applyLiveActivity(_ push: LiveActivityPush?, token: String) -> [String] {
         let now = Int64(Date().timeIntervalSince1970)
         let outcome = state.withLock {
             $0.activities.received(push, token: token, now: now, newID: { UUID().uuidString.lowercased() })
@@ -629,8 +629,7 @@ public final class DeviceAgent: Sendable {
     }
 
     /// A channel's broadcast: applied to the activities started on the channel; the ones it reached.
-    private func applyBroadcast(_ delivery: Delivery, channel: String) -> [String] {
-        let push = LiveActivityPayload.parse(delivery.payload)
+    private func applyBroadcast(_ push: LiveActivityPush?, channel: String) -> [String] {
         let now = Int64(Date().timeIntervalSince1970)
         let outcomes = state.withLock { $0.activities.receivedBroadcast(push, channel: channel, now: now) }
         for outcome in outcomes { onEvent(.liveActivity(outcome)) }
