@@ -61,6 +61,13 @@ public struct AgentBehaviour: Sendable {
     /// The id of app `bundleID`'s kept activity `index`.
     public static func keptActivityID(_ bundleID: String, _ index: Int) -> String { "\(bundleID)/live-\(index)" }
 
+    /// The index of the app's kept activity `id` (nil: another activity).
+    static func keptIndex(_ id: String, of bundleID: String) -> Int? {
+        let prefix = keptActivityID(bundleID, 0).dropLast()
+        guard id.hasPrefix(prefix) else { return nil }
+        return Int(id.dropFirst(prefix.count))
+    }
+
     public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
 }
 
@@ -521,7 +528,7 @@ public final class DeviceAgent: Sendable {
             guard let runtime else { return }
             if let version = payload.version {
                 for id in updated {
-                    guard let index = Self.keptIndex(id, of: delivery.bundleID) else { continue }
+                    guard let index = AgentBehaviour.keptIndex(id, of: delivery.bundleID) else { continue }
                     runtime.liveActivityUpdated(bundleID: delivery.bundleID, activity: index, version: version)
                 }
             }
@@ -556,7 +563,8 @@ public final class DeviceAgent: Sendable {
         }
     }
 
-    /// The app's frequent pushes if it has them; push-to-start tokens for the app's Live Activity types, and the update token of any of its
+    /// Once the app is installed (and after each welcome): its frequent pushes if it has them, its kept
+    /// activities, push-to-start tokens for its Live Activity types, and the update token of any of its
     /// activities still without one (a request lost with a connection): asking again gets the same token.
     private func askForActivityTokens(of bundleID: String) {
         if behaviour.frequentPushes.contains(bundleID) { send(.frequentPushes(bundleID: bundleID, enabled: true)) }
@@ -599,13 +607,6 @@ public final class DeviceAgent: Sendable {
             return subscribe
         }
         for channel in Set(subscribe).sorted() { send(.subscribeChannel(bundleID: bundleID, channelID: channel)) }
-    }
-
-    /// The index of kept activity `id` of the app (nil: another activity).
-    static func keptIndex(_ id: String, of bundleID: String) -> Int? {
-        let prefix = AgentBehaviour.keptActivityID(bundleID, 0).dropLast()
-        guard id.hasPrefix(prefix) else { return nil }
-        return Int(id.dropFirst(prefix.count))
     }
 
     /// An ActivityKit push: applied to the device's activities in timestamp order; an activity a push
