@@ -244,7 +244,9 @@ struct SimulateCommand: AsyncParsableCommand {
             channels: channelAPI.map { url in
                 { mix in
                     try await FleetChannels.create(
-                        for: mix, url: url, flag: self.channelAPI == nil ? "--provider" : "--channel-api",
+                        for: mix, url: url,
+                        flag: self.channelAPI == nil
+                            ? "--channel-api (absent: --provider's host on 2196)" : "--channel-api",
                         signer: signer, group: group)
                 }
             }, group: group)
