@@ -69,6 +69,11 @@ import Yams
         #expect(sports.apps[0].behaviour.liveActivities == 2)
         #expect(sports.apps[0].tokenActivities == 1..<2)
         #expect(sports.strategy.hasSuffix("2 Live Activities (1 on a channel, 1 by token at priority 10, frequent)"))
+        // A kept activity's id, and back.
+        let id = AppProfile.keptActivityID("com.example.scores", 3)
+        #expect(AppProfile.keptActivityIndex(id, of: "com.example.scores") == 3)
+        #expect(AppProfile.keptActivityIndex(id, of: "com.example.other") == nil)
+        #expect(AppProfile.keptActivityIndex("com.example.scores/live-x", of: "com.example.scores") == nil)
         #expect(
             try problem("apps:\n  - bundle_id: a\nusers:\n  session_seconds: 0")?.hasPrefix("users.session_seconds")
                 == true)

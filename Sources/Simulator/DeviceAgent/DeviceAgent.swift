@@ -58,16 +58,6 @@ public struct AgentBehaviour: Sendable {
         self.keptActivities = keptActivities
     }
 
-    /// The id of app `bundleID`'s kept activity `index`.
-    public static func keptActivityID(_ bundleID: String, _ index: Int) -> String { "\(bundleID)/live-\(index)" }
-
-    /// The index of the app's kept activity `id` (nil: another activity).
-    static func keptIndex(_ id: String, of bundleID: String) -> Int? {
-        let prefix = keptActivityID(bundleID, 0).dropLast()
-        guard id.hasPrefix(prefix) else { return nil }
-        return Int(id.dropFirst(prefix.count))
-    }
-
     public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
 }
 
@@ -224,7 +214,7 @@ public final class DeviceAgent: Sendable {
                         switch activity {
                         case .token:
                             let key = ActivityTokenPurpose.update(
-                                activityID: AgentBehaviour.keptActivityID(app.key, index)
+                                activityID: AppProfile.keptActivityID(app.key, index)
                             ).key
                             return state.activityTokens[app.key]?[key] != nil
                         case .channel(let channel): return state.subscribedChannels[channel] != nil
@@ -528,7 +518,7 @@ public final class DeviceAgent: Sendable {
             guard let runtime else { return }
             if let version = payload.version {
                 for id in updated {
-                    guard let index = AgentBehaviour.keptIndex(id, of: delivery.bundleID) else { continue }
+                    guard let index = AppProfile.keptActivityIndex(id, of: delivery.bundleID) else { continue }
                     runtime.liveActivityUpdated(bundleID: delivery.bundleID, activity: index, version: version)
                 }
             }
@@ -588,7 +578,7 @@ public final class DeviceAgent: Sendable {
         let subscribe = state.withLock { state -> [String] in
             var subscribe: [String] = []
             for (index, activity) in kept.enumerated() {
-                let id = AgentBehaviour.keptActivityID(bundleID, index)
+                let id = AppProfile.keptActivityID(bundleID, index)
                 let started = state.activities.activities[id] != nil
                 switch activity {
                 case .token where !started:

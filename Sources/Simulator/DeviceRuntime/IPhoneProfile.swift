@@ -188,6 +188,17 @@ public struct AppProfile: Sendable, Equatable, Decodable {
     /// Live Activities one app may keep here (iOS shows a handful on the Lock Screen).
     public static let maximumLiveActivities = 8
 
+    /// The id a simulated device gives the app's kept Live Activity `index`; the tokens file names its
+    /// update token `update:<id>`.
+    public static func keptActivityID(_ bundleID: String, _ index: Int) -> String { "\(bundleID)/live-\(index)" }
+
+    /// The index of the app's kept Live Activity `id` (nil: another activity).
+    public static func keptActivityIndex(_ id: some StringProtocol, of bundleID: String) -> Int? {
+        let prefix = keptActivityID(bundleID, 0).dropLast()
+        guard id.hasPrefix(prefix) else { return nil }
+        return Int(id.dropFirst(prefix.count))
+    }
+
     /// The activities updated through their own tokens (the rest follow channels): indexes
     /// `channels..<live_activities`.
     public var tokenActivities: Range<Int> { min(channels, live_activities)..<live_activities }

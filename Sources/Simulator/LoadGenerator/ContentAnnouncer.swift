@@ -81,15 +81,15 @@ public enum ContentAnnouncer {
     }
 
     /// The Live Activity updates announcing `version` (published at `timestamp`, seconds): one to each
-    /// kept activity's update token (`update:<bundle>/live-<n>` targets) of an app in `apps`, and one
+    /// kept activity's update token (`update:` + `AppProfile.keptActivityID` targets) of an app in `apps`, and one
     /// broadcast on each of the apps' channels.
     public static func liveActivityPushes(
         version: Int, timestamp: Int64, targets: [PushTarget], apps: [String: LiveActivities]
     ) -> [Push] {
         var pushes: [Push] = []
         for target in targets {
-            guard let app = apps[target.topic], let activity = target.activity,
-                activity.hasPrefix("update:" + target.topic + "/live-")
+            guard let app = apps[target.topic], let activity = target.activity, activity.hasPrefix("update:"),
+                AppProfile.keptActivityIndex(activity.dropFirst("update:".count), of: target.topic) != nil
             else { continue }
             let request = AnnouncementRequest.liveActivityUpdate(
                 topic: target.topic, version: version, priority: app.priority, timestamp: timestamp)
