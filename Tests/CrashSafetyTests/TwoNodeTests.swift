@@ -33,19 +33,14 @@ import WallClock
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
         .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func aDeviceIsReachedAndKeepsItsStateOnEitherNode() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-nodes-\(UUID().uuidString.prefix(8))").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_nodes")
-
-        let key = P256.Signing.PrivateKey()
-        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        let cluster = try await Cluster.prepare("nodes")
+        defer { cluster.removeFiles() }
         var nodes: [Node] = []
         for (index, name) in ["node-a", "node-b"].enumerated() {
             // Keep-alives release held pushes: at once on A, never during the test on B.
             nodes.append(
                 try await startNode(
-                    name, directory: directory, url: url, key: key, signer: signer,
+                    name, on: cluster,
                     settings: [
                         "policy.budget.capacity=2", "devices.keep_alive_seconds=\(index == 0 ? 1 : 3600)",
                         "store.postgres.sweep_seconds=1",
@@ -79,7 +74,7 @@ import WallClock
         let token = try #require(onB.tokens[Self.topic])
         let identity = try #require(onB.identity)
 
-        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let authorization = "bearer " + (try cluster.signer.token(issuedAt: UnixTime.now()))
         func post(to node: Node, id: String, silent: Bool) async throws -> Int {
             let client = try await ProviderClient.connect(
                 host: "127.0.0.1", port: node.provider, security: .cleartext, group: group)
@@ -151,7 +146,7 @@ import WallClock
         // Both nodes lose the connection they listen on. An alert sent through B meanwhile is routed to A
         // with a notice nobody hears; A reads it back from the database once it listens again.
         let cut = try await TestPostgres.integer(
-            url,
+            cluster.url,
             """
             SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
             WHERE datname = current_database() AND query LIKE 'LISTEN%'
@@ -168,7 +163,7 @@ import WallClock
             let status = await node.process.exitStatus(within: 30)
             #expect(status == 0, "\(node.name) exit status \(String(describing: status)); log: \(node.log)")
         }
-        await TestPostgres.dropDatabase(url)
+        await TestPostgres.dropDatabase(cluster.url)
     }
 
     /// Broadcasts with two nodes: a channel created on one node is known to the other; devices on either
@@ -177,27 +172,23 @@ import WallClock
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
         .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func aBroadcastPostedToEitherNodeReachesSubscribersOnBoth() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-broadcast-\(UUID().uuidString.prefix(8))").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_broadcast")
-        let key = P256.Signing.PrivateKey()
-        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        let cluster = try await Cluster.prepare("broadcast")
+        defer { cluster.removeFiles() }
         // Node A serves the channel-management API too.
         let a = try await startNode(
-            "node-a", directory: directory, url: url, key: key, signer: signer,
+            "node-a", on: cluster,
             settings: [
                 "channels.h2c.enabled=true", "channels.h2c.port=0",
                 "log.modules=provider=info,devices=info,admin=info,channels=info",
             ])
-        let b = try await startNode("node-b", directory: directory, url: url, key: key, signer: signer, settings: [])
+        let b = try await startNode("node-b", on: cluster, settings: [])
         defer {
             a.process.kill(SIGKILL)
             b.process.kill(SIGKILL)
         }
         for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
         let group = MultiThreadedEventLoopGroup.singleton
-        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let authorization = "bearer " + (try cluster.signer.token(issuedAt: UnixTime.now()))
         let channel = try await createChannel(on: a, policy: 1, authorization: authorization)
 
         let received = Shared<[Int: [String]]>([:])
@@ -238,7 +229,7 @@ import WallClock
         #expect(received.value.withLock { $0[0]?.count == 2 && $0[1]?.count == 2 }, "each once")
         for node in [a, b] { node.process.kill(SIGTERM) }
         for node in [a, b] { _ = await node.process.exitStatus(within: 30) }
-        await TestPostgres.dropDatabase(url)
+        await TestPostgres.dropDatabase(cluster.url)
     }
 
     /// A node killed just after it answered a broadcast 200, its fan-out under way: its subscribers come
@@ -249,17 +240,13 @@ import WallClock
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
         .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func aBroadcastOutlivesTheNodeThatWasFanningItOut() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-fanout-kill-\(UUID().uuidString.prefix(8))").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_fanout_kill")
-        let key = P256.Signing.PrivateKey()
-        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        let cluster = try await Cluster.prepare("fanout-kill")
+        defer { cluster.removeFiles() }
         let settings = ["store.postgres.lease_seconds=2", "devices.keep_alive_seconds=3600"]
         let a = try await startNode(
-            "node-a", directory: directory, url: url, key: key, signer: signer, settings: settings)
+            "node-a", on: cluster, settings: settings)
         let b = try await startNode(
-            "node-b", directory: directory, url: url, key: key, signer: signer,
+            "node-b", on: cluster,
             settings: settings + [
                 "channels.h2c.enabled=true", "channels.h2c.port=0",
                 "log.modules=provider=info,devices=info,admin=info,channels=info",
@@ -270,7 +257,7 @@ import WallClock
         }
         for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
         let group = MultiThreadedEventLoopGroup.singleton
-        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let authorization = "bearer " + (try cluster.signer.token(issuedAt: UnixTime.now()))
         let channel = try await createChannel(on: b, policy: 0, authorization: authorization)
 
         // 500 subscribers on node A (a fan-out that may outlast the 200's way to the client); each knows
@@ -313,7 +300,7 @@ import WallClock
         for agent in agents { agent.stop() }
         b.process.kill(SIGTERM)
         _ = await b.process.exitStatus(within: 30)
-        await TestPostgres.dropDatabase(url)
+        await TestPostgres.dropDatabase(cluster.url)
     }
 
     /// Node A is killed with SIGKILL while pushes for its devices flow into node B: B takes A's devices
@@ -323,22 +310,18 @@ import WallClock
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
         .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
     func aKilledNodesDevicesAreTakenOverWithoutLoss() async throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushgate-kill-\(UUID().uuidString.prefix(8))").path
+        let cluster = try await Cluster.prepare("kill")
         // Kept when a push is lost: the nodes' logs are the evidence.
         var keepLogs = false
-        defer { if !keepLogs { try? FileManager.default.removeItem(atPath: directory) } }
-        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_kill")
-        let key = P256.Signing.PrivateKey()
-        let signer = ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key)
+        defer { if !keepLogs { cluster.removeFiles() } }
         let settings = [
             "store.postgres.lease_seconds=2", "store.postgres.sweep_seconds=2",
             "provider.rate.device_token.per_second=0", "devices.keep_alive_seconds=3600",
         ]
         let a = try await startNode(
-            "node-a", directory: directory, url: url, key: key, signer: signer, settings: settings)
+            "node-a", on: cluster, settings: settings)
         let b = try await startNode(
-            "node-b", directory: directory, url: url, key: key, signer: signer, settings: settings)
+            "node-b", on: cluster, settings: settings)
         defer {
             a.process.kill(SIGKILL)
             b.process.kill(SIGKILL)
@@ -373,7 +356,7 @@ import WallClock
         // Alerts for A's devices POSTed to B from four senders; A is killed once 100 were answered 200.
         let accepted = Shared<[String]>([])
         let sentToLast = Shared<Set<String>>([])
-        let authorization = "bearer " + (try signer.token(issuedAt: UnixTime.now()))
+        let authorization = "bearer " + (try cluster.signer.token(issuedAt: UnixTime.now()))
         let client = try await ProviderClient.connect(
             host: "127.0.0.1", port: b.provider, security: .cleartext, group: group)
         await withTaskGroup(of: Void.self) { senders in
@@ -479,16 +462,35 @@ import WallClock
         #expect(left.isEmpty, "left without a decision: \(left.prefix(2))")
         b.process.kill(SIGTERM)
         #expect(await b.process.exitStatus(within: 30) == 0)
-        await TestPostgres.dropDatabase(url)
+        await TestPostgres.dropDatabase(cluster.url)
     }
 
-    /// A `pushgate serve` node on the database at `url`, with the team's key, on ports the kernel picks
+    /// What each test here starts from: a directory for its nodes' files, a database of its own, and the
+    /// team's key.
+    struct Cluster {
+        let directory: String
+        let url: String
+        let key: P256.Signing.PrivateKey
+        let signer: ProviderTokenSigner
+
+        static func prepare(_ name: String) async throws -> Cluster {
+            let key = P256.Signing.PrivateKey()
+            return Cluster(
+                directory: FileManager.default.temporaryDirectory
+                    .appendingPathComponent("pushgate-\(name)-\(UUID().uuidString.prefix(8))").path,
+                url: try await TestPostgres.makeDatabase(
+                    prefix: "pushgate_" + name.replacingOccurrences(of: "-", with: "_")),
+                key: key, signer: ProviderTokenSigner(teamID: "NODESTEAM1", keyID: "NODESKEY01", privateKey: key))
+        }
+
+        func removeFiles() { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// A `pushgate serve` node on the cluster's database, with the team's key, on ports the kernel picks
     /// (read back from its log: no race with other tests for them).
-    func startNode(
-        _ name: String, directory: String, url: String, key: P256.Signing.PrivateKey, signer: ProviderTokenSigner,
-        settings: [String]
-    ) async throws -> Node {
-        let data = directory + "/" + name
+    func startNode(_ name: String, on cluster: Cluster, settings: [String]) async throws -> Node {
+        let (key, signer, url) = (cluster.key, cluster.signer, cluster.url)
+        let data = cluster.directory + "/" + name
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         try RegistryFiles.addKey(
             .init(
