@@ -373,7 +373,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "DeviceProtocol",
                 "PushMetrics",
-                "ConnectionLimits", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "WallClock",
+                "ConnectionLimits", "PushStore", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "WallClock",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOCore", package: "swift-nio"),

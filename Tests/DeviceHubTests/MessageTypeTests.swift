@@ -74,6 +74,28 @@ import Testing
         }
     }
 
+    /// A notification reads the same through its short envelope (the encoder's key order) and the full
+    /// one (any other spelling); a message that only starts like one is read, or refused, by its type.
+    @Test func aNotificationReadsTheSameEitherWay() throws {
+        let delivery = Delivery(
+            apnsID: "01a3185c-5000-7abc-8def-0123456789ab", topic: "com.example.scores.push-type.liveactivity",
+            bundleID: "com.example.scores", pushType: "liveactivity", priority: 10, collapseID: nil, kind: "other",
+            deadlineSeconds: nil, rule: "broadcast", payload: #"{"aps":{"event":"update","timestamp":1795000000}}"#,
+            channel: "Y2hhbm5lbC1vbmU=")
+        let encoded = GatewayMessage.notification(delivery).encoded()
+        #expect(String(decoding: encoded.prefix(17), as: UTF8.self) == #"{"notification":{"#)
+        #expect(try GatewayMessage.decode(encoded) == .notification(delivery))
+        let inner = String(decoding: encoded.dropFirst(16).dropLast(23), as: UTF8.self)
+        let reordered = Array(#"{"type":"notification","notification":\#(inner)}"#.utf8)
+        #expect(try GatewayMessage.decode(reordered) == .notification(delivery))
+        #expect(throws: ProtocolError.self) {
+            try GatewayMessage.decode(Array(#"{"notification":\#(inner),"type":"welcome"}"#.utf8))
+        }
+        #expect(throws: ProtocolError.self) {
+            try GatewayMessage.decode(Array(#"{"notification":{"apns_id":"x"},"type":"notification"}"#.utf8))
+        }
+    }
+
     /// A Live Activity token names exactly one of an attributes type (push-to-start) or an activity.
     @Test func anActivityTokenNamesOneThing() throws {
         for purpose in [ActivityTokenPurpose.pushToStart(attributesType: "T"), .update(activityID: "a1")] {

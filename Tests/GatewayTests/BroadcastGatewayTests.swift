@@ -11,6 +11,7 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
+import PushStore
 import Synchronization
 import TestSupport
 import Testing
@@ -272,5 +273,43 @@ import WallClock
             #expect(received.of(2).first?.payload.contains(#""home":2"#) == true)
             #expect(received.of(1).count == 1, "nothing more for the device that came back")
         }
+    }
+
+    @Test func acknowledgedBroadcastsAreStoredWhenConnectionsEndNotOneRowAnAck() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cursors-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var subscribers: [String] = []
+        var channel = ""
+        // Cursors kept for an hour: only a device's disconnection (one before the end, the other at
+        // shutdown) stores them.
+        try await withHarness(settings: ["data_dir=\(directory)", "broadcast.cursor_store_seconds=3600"]) {
+            harness in
+            channel = try await harness.createChannel(policy: 1)
+            let received = Received()
+            let agents = (0..<2).map { harness.agent($0, received) }
+            for agent in agents { agent.start() }
+            defer { for agent in agents { agent.stop() } }
+            try await eventually("installed") { agents.allSatisfy { !$0.tokens.isEmpty } }
+            for agent in agents { agent.subscribe(bundleID: Self.bundle, channelID: channel) }
+            try await eventually("subscribed") { agents.allSatisfy { $0.subscribedChannels[channel] != nil } }
+            for home in 1...2 {
+                #expect(
+                    try await harness.broadcast(channel, Self.update(1_800_000_000 + home, home: home)).status == 200)
+            }
+            try await eventually("acknowledged") {
+                harness.gateway.services.hub.broadcastFigures.recent.suffix(2).allSatisfy { $0.acknowledged == 2 }
+            }
+            subscribers = try agents.map { try #require($0.identity?.deviceID) }
+            agents[0].stop()
+            try await eventually("gone") { harness.gateway.services.hub.connectedCount == 1 }
+        }
+        let stored = try await SQLiteStore(path: directory + "/pushgate.sqlite").open(now: UnixTime.now())
+        let cursors = Dictionary(
+            uniqueKeysWithValues: stored.subscriptions.filter { $0.channelID == channel }.map {
+                ($0.deviceID, $0.acknowledged)
+            })
+        let newest = try #require(stored.broadcasts.first { $0.channelID == channel }?.sequence)
+        #expect(cursors == Dictionary(uniqueKeysWithValues: subscribers.map { ($0, newest) }))
     }
 }

@@ -49,6 +49,33 @@ import Testing
         #expect(r12.isEmpty, "written once")
     }
 
+    @Test func movedCursorsAreTakenOnceEachForTheStore() {
+        var book = ChannelSubscriptions()
+        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
+        _ = book.subscribe(1, to: other, bundleID: "com.example.app", now: t0)
+        _ = book.subscribe(2, to: channel, bundleID: "com.example.app", now: t0)
+        #expect(book.takeCursors().isEmpty, "nothing acknowledged")
+        for sequence: Int64 in [10, 11] {
+            let sent = message(sequence)
+            _ = book.published(sent)
+            for device: DeviceSlot in [1, 2] { _ = book.acknowledged(sent.stamp, by: device) }
+        }
+        _ = book.acknowledged(message(5, on: other).stamp, by: 1)
+        #expect(book.unstoredCount == 2)
+        let cursors1 = book.takeCursors(of: 2)
+        #expect(cursors1 == [.init(device: 2, channel: channel, acknowledged: 11)], "a session's end: the newest only")
+        let cursors2 = Set(book.takeCursors().map { "\($0.device) \($0.channel.value) \($0.acknowledged)" })
+        #expect(cursors2 == ["1 \(channel.value) 11", "1 \(other.value) 5"])
+        #expect(book.takeCursors().isEmpty, "taken once")
+        _ = book.acknowledged(message(12).stamp, by: 1)
+        _ = book.unsubscribe(1, from: channel)
+        #expect(book.takeCursors().isEmpty, "an ended subscription's cursor is not stored")
+        _ = book.acknowledged(message(6, on: other).stamp, by: 1)
+        book.forget(1)
+        let cursors3 = book.takeCursors()
+        #expect(cursors3 == [.init(device: 1, channel: other, acknowledged: 6)], "stored even once forgotten here")
+    }
+
     @Test func onlyTheNewestMessageIsGivenToADeviceThatComesBack() {
         var book = ChannelSubscriptions()
         _ = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)

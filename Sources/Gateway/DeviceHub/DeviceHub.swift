@@ -67,6 +67,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// another thread's change, until that thread collects its own.
     private let draining = Mutex<[UInt64: EventLoopFuture<Void>]>([:])
     private let lastStallCheck = Mutex(UnixTime(milliseconds: 0))
+    let lastCursorStore = Mutex(UnixTime(milliseconds: 0))
     private let lastPruneCheck = Mutex(UnixTime(milliseconds: 0))
     /// `register`s by source address.
     let enrolmentLimiter: RequestRateLimiter<String>
@@ -210,8 +211,11 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// had not acknowledged stays in its queue for its next connection.
     func disconnected(_ device: DeviceSlot, session: any DeviceSession) {
         let now = clock()
-        let wasCurrent = core.withLock { $0.disconnected(device, session: session, now: now) }
+        let (wasCurrent, cursors) = core.withLock { core in
+            (core.disconnected(device, session: session, now: now), core.broadcasts.takeCursors(of: device))
+        }
         if wasCurrent { hubCounters.withLock { $0.disconnections += 1 } }
+        store(cursors)
     }
 
     /// A keep-alive: the answer carries the held pushes released to the device (as far as its window
@@ -323,6 +327,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         decideAndWrite(now: now, device: nil) { $0.policy.advance(to: now) }
         closeStalled(now: now)
+        storeCursors(now: now)
         if settings.pruneAfterSeconds > 0, Self.due(lastPruneCheck, every: 60_000, now: now) { pruneStaleDevices() }
     }
 
@@ -640,6 +645,9 @@ public struct HubSettings: Sendable, Equatable {
     /// A broadcast on a No-Message-Stored channel (or with `apns-expiration: 0`) is still given to a
     /// subscriber that connects within this long of it: one whose connection or node was lost mid-fan-out.
     public var broadcastGraceSeconds: Int64 = 60
+    /// How often the broadcast cursors subscribers moved are stored (and when a device's session ends);
+    /// 0: on every acknowledgement.
+    public var broadcastCursorStoreSeconds: Int64 = 5
 
     public init() {}
 }

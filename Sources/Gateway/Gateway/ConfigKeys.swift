@@ -267,6 +267,10 @@ public enum ConfigKeys {
             "A broadcast on a No-Message-Stored channel (or with apns-expiration 0) is still given to a subscriber that connects within this long of it: one whose connection or node was lost mid-fan-out (Apple gives no number).",
             to: \.hub.broadcastGraceSeconds),
         .int(
+            "broadcast.cursor_store_seconds", "5", in: 0...3600,
+            "How often the broadcasts subscribers acknowledged are stored (and when a device's connection ends), instead of a row update per acknowledgement; after a node's death a device may be given the newest message again, which its activity ignores. 0: on every acknowledgement.",
+            to: \.hub.broadcastCursorStoreSeconds),
+        .int(
             "policy.budget.capacity", "3", in: 1...1000,
             "Silent wakes an app may get in a burst (token bucket per device and app; Apple: two or three per hour).",
             to: \.policy.budgetCapacity),

@@ -44,8 +44,9 @@ public struct BroadcastMessage: Sendable, Equatable {
 
 /// The channel subscriptions of the devices this node runs, and each channel's newest message, as a pure
 /// state machine under the hub's lock (time passed in, no I/O). A subscription's cursor is the highest
-/// sequence its device acknowledged (stored, so a restart or another node knows it) and the highest
-/// written to it (in memory): a connected subscriber is given every broadcast once; one that connects
+/// sequence its device acknowledged (stored, so a restart or another node knows it — not on every
+/// acknowledgement but when the shell takes the moved cursors: `takeCursors`) and the highest written to
+/// it (in memory): a connected subscriber is given every broadcast once; one that connects
 /// (again, or to a node that took it over) is given its channel's newest message if that is past both
 /// and still deliverable — a Live Activity shows the newest state, not the history.
 public struct ChannelSubscriptions: Sendable {
@@ -66,8 +67,44 @@ public struct ChannelSubscriptions: Sendable {
     private var byDevice: [DeviceSlot: [ChannelID: Subscription]] = [:]
     private var byChannel: [ChannelID: Set<DeviceSlot>] = [:]
     private var latest: [ChannelID: BroadcastMessage] = [:]
+    /// Cursors acknowledged past what was last taken to be stored, by device.
+    private var unstored: [DeviceSlot: [ChannelID: Int64]] = [:]
 
     public init() {}
+
+    /// A device's cursor to store.
+    public struct Cursor: Sendable, Equatable {
+        public var device: DeviceSlot
+        public var channel: ChannelID
+        public var acknowledged: Int64
+
+        public init(device: DeviceSlot, channel: ChannelID, acknowledged: Int64) {
+            self.device = device
+            self.channel = channel
+            self.acknowledged = acknowledged
+        }
+    }
+
+    /// Cursors moved since they were last taken (every device's, or one device's — when its session
+    /// ends), now counted as stored. Storing them late costs at most a repeat of the newest message to a
+    /// device that comes back after a node's death, which its activity ignores (an older or equal
+    /// timestamp); stored cursors only move forward, so an old one stored late does no harm.
+    public mutating func takeCursors(of device: DeviceSlot? = nil) -> [Cursor] {
+        let taken: [DeviceSlot: [ChannelID: Int64]]
+        if let device {
+            guard let cursors = unstored.removeValue(forKey: device) else { return [] }
+            taken = [device: cursors]
+        } else {
+            taken = unstored
+            unstored = [:]
+        }
+        return taken.flatMap { device, cursors in
+            cursors.map { Cursor(device: device, channel: $0.key, acknowledged: $0.value) }
+        }
+    }
+
+    /// Devices with a cursor not yet taken.
+    public var unstoredCount: Int { unstored.count }
 
     /// The device's subscriptions (tests, the admin API).
     public func subscriptions(of device: DeviceSlot) -> [ChannelID: Subscription] { byDevice[device] ?? [:] }
@@ -103,6 +140,8 @@ public struct ChannelSubscriptions: Sendable {
     public mutating func unsubscribe(_ device: DeviceSlot, from channel: ChannelID) -> Bool {
         guard byDevice[device]?.removeValue(forKey: channel) != nil else { return false }
         if byDevice[device]?.isEmpty == true { byDevice.removeValue(forKey: device) }
+        unstored[device]?.removeValue(forKey: channel)
+        if unstored[device]?.isEmpty == true { unstored.removeValue(forKey: device) }
         byChannel[channel]?.remove(device)
         if byChannel[channel]?.isEmpty == true { byChannel.removeValue(forKey: channel) }
         return true
@@ -163,13 +202,14 @@ public struct ChannelSubscriptions: Sendable {
         return messages.sorted { $0.sequence < $1.sequence }
     }
 
-    /// The device acknowledged a broadcast: true when its cursor moved (to be stored).
+    /// The device acknowledged a broadcast: true when its cursor moved (kept to be stored: `takeCursors`).
     public mutating func acknowledged(_ stamp: BroadcastStamp, by device: DeviceSlot) -> Bool {
         guard var subscription = byDevice[device]?[stamp.channel], stamp.sequence > subscription.acknowledged else {
             return false
         }
         subscription.acknowledged = stamp.sequence
         byDevice[device]![stamp.channel] = subscription
+        unstored[device, default: [:]][stamp.channel] = stamp.sequence
         return true
     }
 }
