@@ -64,6 +64,7 @@ smoke)
   section "Broadcast fan-out" bash Benchmarks/broadcast.sh 50 3
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 1 50
   [ -n "${POSTGRES_URL:-}" ] && section "A node fleet" bash Benchmarks/fleet.sh 60 2 1
+  [ -n "${POSTGRES_URL:-}" ] && section "A node's memory for the fleet's devices" bash Benchmarks/fleet-memory.sh 1000
   ;;
 quick)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 3
@@ -75,6 +76,7 @@ quick)
   section "Broadcast fan-out" bash Benchmarks/broadcast.sh 2000 10
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 3 200
   [ -n "${POSTGRES_URL:-}" ] && section "A node fleet" bash Benchmarks/fleet.sh 6000 3 10
+  [ -n "${POSTGRES_URL:-}" ] && section "A node's memory for the fleet's devices" bash Benchmarks/fleet-memory.sh 10000
   ;;
 full)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 8
@@ -90,6 +92,7 @@ full)
   section "Broadcast fan-out" bash Benchmarks/broadcast.sh 10000 60
   [ -n "${POSTGRES_URL:-}" ] && section "Two nodes on PostgreSQL" bash Benchmarks/nodes.sh 8 1000
   [ -n "${POSTGRES_URL:-}" ] && section "A node fleet: 100,000 devices on 7 nodes" bash Benchmarks/fleet.sh
+  [ -n "${POSTGRES_URL:-}" ] && section "A node's memory for the fleet's devices" bash Benchmarks/fleet-memory.sh
   ;;
 esac
 rm -f "$ERRORS"

@@ -11,11 +11,14 @@ import WallClock
 /// store, every change is also written to it (the caller waits for the commit before answering the
 /// device) and `restore` brings it back at start.
 public final class DeviceRegistry: DeviceDirectory {
+    /// A device as every node keeps it — each node keeps the whole fleet, to answer a POST for any token,
+    /// so this record is kept small (docs/store.md, "Memory"): the devices sit in an array by slot, the
+    /// secret's hash inline, the apps in a small array, bundle ids and node names shared.
     struct Device {
         var id: String
-        var slot: DeviceSlot
-        var secretHash: [UInt8]
-        var apps: [String: DeviceToken]
+        /// SHA-256 of the secret; nil when the stored hash is not 32 bytes (it can never match).
+        var secretHash: SecretHash?
+        var apps: [AppToken] = []
         /// Live Activity tokens, by app and which one (`StoredToken.activity`).
         var activities: [ActivityKey: DeviceToken] = [:]
         /// The node that runs its policy, when several share the database, and the number of the claim
@@ -26,6 +29,45 @@ public final class DeviceRegistry: DeviceDirectory {
         var lastSeen: UnixTime
         /// Removed devices keep their slot and id; they cannot connect again.
         var removed = false
+
+        func token(of bundleID: String) -> DeviceToken? { apps.first { $0.bundleID == bundleID }?.token }
+
+        mutating func setToken(_ token: DeviceToken, of bundleID: String) {
+            if let index = apps.firstIndex(where: { $0.bundleID == bundleID }) {
+                apps[index].token = token
+            } else {
+                apps.append(AppToken(bundleID: bundleID, token: token))
+            }
+        }
+
+        mutating func removeToken(of bundleID: String) -> DeviceToken? {
+            guard let index = apps.firstIndex(where: { $0.bundleID == bundleID }) else { return nil }
+            return apps.remove(at: index).token
+        }
+    }
+
+    struct AppToken {
+        var bundleID: String
+        var token: DeviceToken
+    }
+
+    /// A SHA-256 hash held inline (an array would be a heap allocation a device), compared in constant time.
+    struct SecretHash: Equatable {
+        private var words: (UInt64, UInt64, UInt64, UInt64)
+
+        init?(_ bytes: [UInt8]) {
+            guard bytes.count == 32 else { return nil }
+            func word(_ at: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(bytes[at + $1]) } }
+            words = (word(0), word(8), word(16), word(24))
+        }
+
+        /// Every word compared, whatever differs first.
+        func matches(_ other: SecretHash) -> Bool {
+            ((words.0 ^ other.words.0) | (words.1 ^ other.words.1) | (words.2 ^ other.words.2)
+                | (words.3 ^ other.words.3)) == 0
+        }
+
+        static func == (lhs: SecretHash, rhs: SecretHash) -> Bool { lhs.matches(rhs) }
     }
 
     struct ActivityKey: Hashable {
@@ -33,18 +75,62 @@ public final class DeviceRegistry: DeviceDirectory {
         var activity: String
     }
 
+    /// A token's device and status in 16 bytes (a `TokenStatus` with its bundle id would take 40): the
+    /// bundle id by its number in `State.bundles`.
     struct TokenRecord {
-        var slot: DeviceSlot
-        var status: TokenStatus
+        private var slotNumber: UInt32
+        fileprivate var bundle: UInt32
+        /// Milliseconds; `Int64.min` while the token is active.
+        fileprivate var unregisteredAt: Int64
+
+        fileprivate init(slot: DeviceSlot, bundle: UInt32, unregisteredAt: UnixTime?) {
+            slotNumber = UInt32(slot)
+            self.bundle = bundle
+            self.unregisteredAt = unregisteredAt?.milliseconds ?? .min
+        }
+
+        var slot: DeviceSlot { DeviceSlot(slotNumber) }
     }
 
     private struct State {
-        var devices: [String: Device] = [:]
-        var bySlot: [String] = []
+        /// By slot, in registration order.
+        var devices: [Device] = []
+        var slots: [String: DeviceSlot] = [:]
         var tokens: [DeviceToken: TokenRecord] = [:]
+        /// Node names, one copy each (every device's would otherwise be its own).
+        var names: Set<String> = []
+        /// Bundle ids, one copy each, numbered for `TokenRecord`.
+        var bundles: [String] = []
+        var bundleNumbers: [String: UInt32] = [:]
         /// Store changes decided under the lock, in decision order, for `handOver` (docs/store.md: the
         /// order rule).
         var posted: [@Sendable (inout StoreBatch) -> Void] = []
+
+        mutating func shared(_ name: String) -> String { names.insert(name).memberAfterInsert }
+
+        /// The bundle id's number, and its one copy.
+        mutating func bundle(_ id: String) -> (number: UInt32, id: String) {
+            if let number = bundleNumbers[id] { return (number, bundles[Int(number)]) }
+            let number = UInt32(bundles.count)
+            bundles.append(id)
+            bundleNumbers[id] = number
+            return (number, id)
+        }
+
+        /// The token's record: active, or unregistered since `since`.
+        mutating func setToken(_ token: DeviceToken, slot: DeviceSlot, bundleID: String, unregisteredAt: UnixTime?) {
+            tokens[token] = TokenRecord(slot: slot, bundle: bundle(bundleID).number, unregisteredAt: unregisteredAt)
+        }
+
+        func status(_ record: TokenRecord) -> TokenStatus {
+            let bundleID = bundles[Int(record.bundle)]
+            guard record.unregisteredAt != .min else { return .active(bundleID: bundleID) }
+            return .unregistered(bundleID: bundleID, since: UnixTime(milliseconds: record.unregisteredAt))
+        }
+
+        func device(_ slot: DeviceSlot) -> Device? { Int(slot) < devices.count ? devices[Int(slot)] : nil }
+        func device(_ id: String) -> Device? { slots[id].map { devices[Int($0)] } }
+        func slot(_ id: String) -> DeviceSlot? { slots[id] }
     }
 
     private let state = Mutex(State())
@@ -67,6 +153,9 @@ public final class DeviceRegistry: DeviceDirectory {
     /// Brings back the devices (slots in registration order) and their tokens from the store.
     public func restore(devices: [StoredDevice], tokens: [StoredToken]) {
         state.withLock { state in
+            state.devices.reserveCapacity(state.devices.count + devices.count)
+            state.slots.reserveCapacity(state.slots.count + devices.count)
+            state.tokens.reserveCapacity(state.tokens.count + tokens.count)
             for stored in devices { Self.apply(stored, to: &state) }
             for stored in tokens { Self.apply(stored, to: &state) }
         }
@@ -79,76 +168,76 @@ public final class DeviceRegistry: DeviceDirectory {
     public func apply(_ token: StoredToken) { state.withLock { Self.apply(token, to: &$0) } }
 
     private static func apply(_ stored: StoredDevice, to state: inout State) {
-        guard state.devices[stored.id] == nil else { return }
-        let slot = DeviceSlot(state.bySlot.count)
-        state.bySlot.append(stored.id)
-        state.devices[stored.id] = Device(
-            id: stored.id, slot: slot, secretHash: stored.secretHash, apps: [:], owner: stored.owner,
-            lastSeen: stored.lastSeenAt ?? stored.createdAt, removed: stored.removedAt != nil)
+        guard state.slots[stored.id] == nil else { return }
+        let slot = DeviceSlot(state.devices.count)
+        state.slots[stored.id] = slot
+        state.devices.append(
+            Device(
+                id: stored.id, secretHash: SecretHash(stored.secretHash), owner: stored.owner.map { state.shared($0) },
+                lastSeen: stored.lastSeenAt ?? stored.createdAt, removed: stored.removedAt != nil))
     }
 
     private static func apply(_ stored: StoredToken, to state: inout State) {
-        guard var device = state.devices[stored.deviceID], let token = DeviceToken(stored.token, lengths: 2...4096)
+        guard let slot = state.slot(stored.deviceID), let token = DeviceToken(stored.token, lengths: 2...4096)
         else { return }
-        let activity = stored.activity.map { ActivityKey(bundleID: stored.bundleID, activity: $0) }
+        let bundleID = state.bundle(stored.bundleID).id
+        let activity = stored.activity.map { ActivityKey(bundleID: bundleID, activity: $0) }
+        let index = Int(slot)
         if let since = stored.unregisteredAt {
             if let activity {
-                if device.activities[activity] == token { device.activities.removeValue(forKey: activity) }
-            } else if device.apps[stored.bundleID] == token {
-                device.apps.removeValue(forKey: stored.bundleID)
+                if state.devices[index].activities[activity] == token {
+                    state.devices[index].activities.removeValue(forKey: activity)
+                }
+            } else if state.devices[index].token(of: bundleID) == token {
+                _ = state.devices[index].removeToken(of: bundleID)
             }
-            state.tokens[token] = TokenRecord(
-                slot: device.slot, status: .unregistered(bundleID: stored.bundleID, since: since))
+            state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: since)
         } else {
             if let activity {
-                device.activities[activity] = token
+                state.devices[index].activities[activity] = token
             } else {
-                device.apps[stored.bundleID] = token
+                state.devices[index].setToken(token, of: bundleID)
             }
-            state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: stored.bundleID))
+            state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: nil)
         }
-        state.devices[device.id] = device
     }
 
     /// The slot of a device id.
-    public func slot(ofDevice id: String) -> DeviceSlot? { state.withLock { $0.devices[id]?.slot } }
+    public func slot(ofDevice id: String) -> DeviceSlot? { state.withLock { $0.slot(id) } }
 
     /// The node that runs the device's policy (nil on a single node, or before any node claimed it).
     public func owner(of slot: DeviceSlot) -> String? {
-        state.withLock { Int(slot) < $0.bySlot.count ? $0.devices[$0.bySlot[Int(slot)]]?.owner : nil }
+        state.withLock { $0.device(slot)?.owner }
     }
 
     /// Records the device's new owner, unless a later claim is already known (notices of claims can
     /// arrive after this node's own later claim). Returns the owner before, when it changed.
     func setOwner(_ slot: DeviceSlot, _ node: String, claim: Int64) -> (changed: Bool, before: String?) {
         state.withLock { state in
-            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
-                claim > device.claim
-            else { return (false, nil) }
+            guard let device = state.device(slot), claim > device.claim else { return (false, nil) }
             let before = device.owner
-            device.owner = node
-            device.claim = claim
-            state.devices[device.id] = device
+            state.devices[Int(slot)].owner = state.shared(node)
+            state.devices[Int(slot)].claim = claim
             return (true, before)
         }
     }
 
     /// The device id of a slot, for the store.
     public func deviceID(of slot: DeviceSlot) -> String? {
-        state.withLock { Int(slot) < $0.bySlot.count ? $0.bySlot[Int(slot)] : nil }
+        state.withLock { $0.device(slot)?.id }
     }
 
     // MARK: Provider lookups
 
     public func status(of token: DeviceToken) -> TokenStatus? {
-        state.withLock { $0.tokens[token]?.status }
+        state.withLock { state in state.tokens[token].map { state.status($0) } }
     }
 
     /// The device (its id and slot) a token belongs to, and the token's status, for lookups.
     public func lookup(_ token: DeviceToken) -> (deviceID: String, slot: DeviceSlot, status: TokenStatus)? {
         state.withLock { state in
-            guard let record = state.tokens[token], Int(record.slot) < state.bySlot.count else { return nil }
-            return (state.bySlot[Int(record.slot)], record.slot, record.status)
+            guard let record = state.tokens[token], let device = state.device(record.slot) else { return nil }
+            return (device.id, record.slot, state.status(record))
         }
     }
 
@@ -167,9 +256,10 @@ public final class DeviceRegistry: DeviceDirectory {
         let now = clock()
         let stored = StoredDevice(id: id, secretHash: hash, createdAt: now, owner: nodeID)
         let slot = state.withLock { state -> DeviceSlot in
-            let slot = DeviceSlot(state.bySlot.count)
-            state.bySlot.append(id)
-            state.devices[id] = Device(id: id, slot: slot, secretHash: hash, apps: [:], owner: nodeID, lastSeen: now)
+            let slot = DeviceSlot(state.devices.count)
+            state.slots[id] = slot
+            state.devices.append(
+                Device(id: id, secretHash: SecretHash(hash), owner: nodeID.map { state.shared($0) }, lastSeen: now))
             post(in: &state) { [nodeID] in
                 $0.devices.append(stored)
                 if nodeID != nil { $0.notices.append(.device(stored)) }
@@ -182,19 +272,18 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// The device's slot when the secret is right; nil otherwise (no hint which part was wrong).
     public func authenticate(id: String, secret: String) -> DeviceSlot? {
-        let presented = Self.hash(secret)
+        let presented = SecretHash(Self.hash(secret))
         return state.withLock { state in
-            guard let device = state.devices[id], !device.removed,
-                ConstantTime.equal(presented, device.secretHash)
+            guard let slot = state.slot(id), let device = state.device(slot), !device.removed,
+                let presented, let expected = device.secretHash, expected.matches(presented)
             else { return nil }
-            return device.slot
+            return slot
         }
     }
 
     public func apps(of slot: DeviceSlot) -> [(bundleID: String, token: DeviceToken)] {
         state.withLock { state in
-            guard Int(slot) < state.bySlot.count, let device = state.devices[state.bySlot[Int(slot)]] else { return [] }
-            return device.apps.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
+            (state.device(slot)?.apps ?? []).map { ($0.bundleID, $0.token) }.sorted { $0.0 < $1.0 }
         }
     }
 
@@ -202,11 +291,9 @@ public final class DeviceRegistry: DeviceDirectory {
     public func install(_ bundleID: String, on slot: DeviceSlot) -> DeviceToken? {
         defer { handOver() }
         return state.withLock { state in
-            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else {
-                return nil
-            }
-            if let token = device.apps[bundleID] { return token }
-            return issueToken(bundleID: bundleID, activity: nil, device: &device, state: &state)
+            guard let device = state.device(slot) else { return nil }
+            if let token = device.token(of: bundleID) { return token }
+            return issueToken(bundleID: bundleID, activity: nil, slot: slot, state: &state)
         }
     }
 
@@ -215,30 +302,29 @@ public final class DeviceRegistry: DeviceDirectory {
     public func activityToken(_ bundleID: String, activity: String, on slot: DeviceSlot) -> DeviceToken? {
         defer { handOver() }
         return state.withLock { state in
-            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
-                device.apps[bundleID] != nil
-            else { return nil }
+            guard let device = state.device(slot), device.token(of: bundleID) != nil else { return nil }
             if let token = device.activities[ActivityKey(bundleID: bundleID, activity: activity)] { return token }
-            return issueToken(bundleID: bundleID, activity: activity, device: &device, state: &state)
+            return issueToken(bundleID: bundleID, activity: activity, slot: slot, state: &state)
         }
     }
 
     /// A new token for the app — its own (`activity` nil) or one of its Live Activities' — recorded and
     /// posted to the store under the lock.
-    private func issueToken(bundleID: String, activity: String?, device: inout Device, state: inout State)
+    private func issueToken(bundleID: String, activity: String?, slot: DeviceSlot, state: inout State)
         -> DeviceToken
     {
         let token = DeviceToken(Self.randomHex(bytes: 32))!
+        let bundleID = state.bundle(bundleID).id
         if let activity {
-            device.activities[ActivityKey(bundleID: bundleID, activity: activity)] = token
+            state.devices[Int(slot)].activities[ActivityKey(bundleID: bundleID, activity: activity)] = token
         } else {
-            device.apps[bundleID] = token
+            state.devices[Int(slot)].setToken(token, of: bundleID)
         }
-        state.devices[device.id] = device
-        state.tokens[token] = TokenRecord(slot: device.slot, status: .active(bundleID: bundleID))
+        state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: nil)
         record(
             StoredToken(
-                token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: nil, activity: activity),
+                token: token.hex, deviceID: state.devices[Int(slot)].id, bundleID: bundleID, unregisteredAt: nil,
+                activity: activity),
             in: &state)
         return token
     }
@@ -248,16 +334,15 @@ public final class DeviceRegistry: DeviceDirectory {
     public func uninstall(_ bundleID: String, on slot: DeviceSlot, at now: UnixTime) -> Bool {
         defer { handOver() }
         return state.withLock { state in
-            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]],
-                let token = device.apps.removeValue(forKey: bundleID)
-            else { return false }
-            let activities = device.activities.filter { $0.key.bundleID == bundleID }
-            for key in activities.keys { device.activities.removeValue(forKey: key) }
-            state.devices[device.id] = device
-            unregister(token, of: device, bundleID: bundleID, activity: nil, at: now, writing: true, in: &state)
+            guard state.device(slot) != nil, let token = state.devices[Int(slot)].removeToken(of: bundleID) else {
+                return false
+            }
+            let activities = state.devices[Int(slot)].activities.filter { $0.key.bundleID == bundleID }
+            for key in activities.keys { state.devices[Int(slot)].activities.removeValue(forKey: key) }
+            unregister(token, of: slot, bundleID: bundleID, activity: nil, at: now, writing: true, in: &state)
             for (key, token) in activities.sorted(by: { $0.key.activity < $1.key.activity }) {
                 unregister(
-                    token, of: device, bundleID: bundleID, activity: key.activity, at: now, writing: true, in: &state)
+                    token, of: slot, bundleID: bundleID, activity: key.activity, at: now, writing: true, in: &state)
             }
             return true
         }
@@ -266,14 +351,15 @@ public final class DeviceRegistry: DeviceDirectory {
     /// A token (the app's own, or a Live Activity's) answers 410 Unregistered from `now`; with `writing`,
     /// the change goes to the store (and the other nodes) too.
     private func unregister(
-        _ token: DeviceToken, of device: Device, bundleID: String, activity: String?, at now: UnixTime,
+        _ token: DeviceToken, of slot: DeviceSlot, bundleID: String, activity: String?, at now: UnixTime,
         writing: Bool, in state: inout State
     ) {
-        state.tokens[token] = TokenRecord(slot: device.slot, status: .unregistered(bundleID: bundleID, since: now))
+        state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: now)
         guard writing else { return }
         record(
             StoredToken(
-                token: token.hex, deviceID: device.id, bundleID: bundleID, unregisteredAt: now, activity: activity),
+                token: token.hex, deviceID: state.devices[Int(slot)].id, bundleID: bundleID, unregisteredAt: now,
+                activity: activity),
             in: &state)
     }
 
@@ -312,11 +398,8 @@ public final class DeviceRegistry: DeviceDirectory {
     /// The device said hello now: pruning counts from here (written to the store, not waited for).
     func seen(_ slot: DeviceSlot, at now: UnixTime) {
         state.withLock { state in
-            guard Int(slot) < state.bySlot.count, var device = state.devices[state.bySlot[Int(slot)]] else {
-                return
-            }
-            device.lastSeen = now
-            state.devices[device.id] = device
+            guard let device = state.device(slot) else { return }
+            state.devices[Int(slot)].lastSeen = now
             let id = device.id
             post(in: &state) { $0.seen[id] = now }
         }
@@ -341,31 +424,31 @@ public final class DeviceRegistry: DeviceDirectory {
     {
         defer { handOver() }
         return state.withLock { state in
-            guard var device = state.devices[id], !device.removed else { return nil }
-            let bundleIDs = device.apps.keys.sorted()
+            guard let slot = state.slot(id), !state.devices[Int(slot)].removed else { return nil }
+            let device = state.devices[Int(slot)]
+            let bundleIDs = device.apps.map(\.bundleID).sorted()
             for bundleID in bundleIDs {
                 unregister(
-                    device.apps[bundleID]!, of: device, bundleID: bundleID, activity: nil, at: now, writing: writing,
-                    in: &state)
+                    device.token(of: bundleID)!, of: slot, bundleID: bundleID, activity: nil, at: now,
+                    writing: writing, in: &state)
             }
             for (key, token) in device.activities.sorted(by: {
                 ($0.key.bundleID, $0.key.activity) < ($1.key.bundleID, $1.key.activity)
             }) {
                 unregister(
-                    token, of: device, bundleID: key.bundleID, activity: key.activity, at: now, writing: writing,
+                    token, of: slot, bundleID: key.bundleID, activity: key.activity, at: now, writing: writing,
                     in: &state)
             }
-            device.apps = [:]
-            device.activities = [:]
-            device.removed = true
-            state.devices[id] = device
+            state.devices[Int(slot)].apps = []
+            state.devices[Int(slot)].activities = [:]
+            state.devices[Int(slot)].removed = true
             if writing {
                 post(in: &state) { [nodeID] in
                     $0.removed[id] = now
                     if nodeID != nil { $0.notices.append(.removed(deviceID: id, at: now)) }
                 }
             }
-            return (device.slot, bundleIDs)
+            return (slot, bundleIDs)
         }
     }
 
@@ -373,7 +456,7 @@ public final class DeviceRegistry: DeviceDirectory {
     /// share the database (another node's devices say hello there, and only there is it known).
     public func notSeen(since cutoff: UnixTime) -> [String] {
         state.withLock { state in
-            state.devices.values.filter { device in
+            state.devices.filter { device in
                 !device.removed && device.lastSeen.milliseconds < cutoff.milliseconds
                     && (nodeID == nil || device.owner == nodeID)
             }.map(\.id).sorted()
@@ -381,7 +464,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// Whether the device exists and has not been removed.
-    public func isActive(_ id: String) -> Bool { state.withLock { $0.devices[id].map { !$0.removed } ?? false } }
+    public func isActive(_ id: String) -> Bool { state.withLock { $0.device(id).map { !$0.removed } ?? false } }
 
     static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
