@@ -19,9 +19,9 @@ done
 source Benchmarks/release.sh
 
 DB="pushgate_fleet_memory_$$"
-psql -q -v ON_ERROR_STOP=1 "$POSTGRES_URL" -c "CREATE DATABASE $DB" || fail "cannot create a database with POSTGRES_URL"
+create_database "$DB"
 URL="${POSTGRES_URL%/*}/$DB"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; drop_database "$DB"; rm -rf "$WORK"' EXIT
 ADMIN=26301
 SETTINGS=(--set "data_dir=$WORK/data" --set store.backend=postgres --set "store.postgres.url=$URL"
   --set store.postgres.node_id=measured --set provider.tls.enabled=false --set provider.h2c.port=26298

@@ -44,7 +44,7 @@ DB_ARGS=()
 if [ -n "${POSTGRES_URL:-}" ]; then
   command -v psql >/dev/null || fail "POSTGRES_URL needs psql (apt-get install postgresql-client)"
   DB="pushgate_fleet_bench_$$"
-  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $DB" || fail "cannot create a database at $POSTGRES_URL"
+  create_database "$DB"
   DB_ARGS=(--postgres-url "${POSTGRES_URL%/*}/$DB")
 fi
 cleanup() {
@@ -52,15 +52,7 @@ cleanup() {
   # FLEET_LOGS=dir: the nodes' and simulators' logs are kept there.
   if [ -n "${FLEET_LOGS:-}" ]; then mkdir -p "$FLEET_LOGS"; cp "$DATA"/fleet/*.log "$WORK"/*.log "$FLEET_LOGS"/ 2>/dev/null || true; fi
   kill $(jobs -p) 2>/dev/null || true
-  # Dropped once no backend of another role (an autovacuum worker, which FORCE may not end) is on it.
-  if [ -n "${DB:-}" ]; then
-    local dropped=no
-    for _ in 1 2 3 4 5; do
-      sleep 1
-      psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" 2>/dev/null && { dropped=yes; break; }
-    done
-    [ $dropped = yes ] || echo "fleet.sh: the database $DB is left behind (drop it by hand)" >&2
-  fi
+  if [ -n "${DB:-}" ]; then drop_database "$DB"; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT

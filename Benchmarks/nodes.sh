@@ -21,8 +21,8 @@ done
 # shellcheck source=Benchmarks/release.sh
 source Benchmarks/release.sh
 DB="pushgate_nodes_bench_$$"
-psql -q "$POSTGRES_URL" -c "CREATE DATABASE $DB" || fail "cannot create a database at $POSTGRES_URL"
-trap 'kill $(jobs -p) 2>/dev/null || true; sleep 1; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || true; rm -rf "$WORK"' EXIT
+create_database "$DB"
+trap 'kill $(jobs -p) 2>/dev/null || true; drop_database "$DB"; rm -rf "$WORK"' EXIT
 URL="${POSTGRES_URL%/*}/$DB"
 # One fleet, one enrolment secret on every node.
 SECRET="nodes-bench-$$"

@@ -59,3 +59,19 @@ announcing_gateway() {
   ANNOUNCE=(--port $((base - 1)) --data-dir "$WORK/data" --provider "http://127.0.0.1:$((base - 2))"
     --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
 }
+
+# create_database NAME: a database for the run on POSTGRES_URL's server (whose role may create them).
+create_database() {
+  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $1" || fail "cannot create a database at $POSTGRES_URL"
+}
+
+# drop_database NAME: the run's database dropped, retried for a few seconds — a backend of another role
+# (an autovacuum worker, which FORCE may not end) can hold it for a moment; says so if it stays.
+drop_database() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    sleep 1
+    psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" 2>/dev/null && return 0
+  done
+  echo "$(basename "$0"): the database $1 is left behind after $attempt tries (drop it by hand)" >&2
+}

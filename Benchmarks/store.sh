@@ -75,8 +75,8 @@ measure sqlite-full --set store.backend=sqlite --set store.sqlite.synchronous=fu
 measure sqlite-normal --set store.backend=sqlite --set store.sqlite.synchronous=normal "${EXTRA[@]}"
 if [ -n "${POSTGRES_URL:-}" ]; then
   bench_db="pushgate_bench_$$"
-  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $bench_db" || fail "cannot create a database at $POSTGRES_URL"
-  trap 'kill $(jobs -p) 2>/dev/null || true; psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $bench_db WITH (FORCE)" || true; rm -rf "$WORK"' EXIT
+  create_database "$bench_db"
+  trap 'kill $(jobs -p) 2>/dev/null || true; drop_database "$bench_db"; rm -rf "$WORK"' EXIT
   measure postgres --set store.backend=postgres --set "store.postgres.url=${POSTGRES_URL%/*}/$bench_db" "${EXTRA[@]}"
 fi
 python3 - "$WORK" <<'PY'

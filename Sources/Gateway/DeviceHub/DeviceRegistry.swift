@@ -52,7 +52,7 @@ public final class DeviceRegistry: DeviceDirectory {
     }
 
     /// A SHA-256 hash held inline (an array would be a heap allocation a device), compared in constant time.
-    struct SecretHash: Equatable {
+    struct SecretHash {
         private var words: (UInt64, UInt64, UInt64, UInt64)
 
         init?(_ bytes: [UInt8]) {
@@ -66,8 +66,6 @@ public final class DeviceRegistry: DeviceDirectory {
             ((words.0 ^ other.words.0) | (words.1 ^ other.words.1) | (words.2 ^ other.words.2)
                 | (words.3 ^ other.words.3)) == 0
         }
-
-        static func == (lhs: SecretHash, rhs: SecretHash) -> Bool { lhs.matches(rhs) }
     }
 
     struct ActivityKey: Hashable {

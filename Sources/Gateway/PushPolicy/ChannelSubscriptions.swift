@@ -77,12 +77,6 @@ public struct ChannelSubscriptions: Sendable {
         public var device: DeviceSlot
         public var channel: ChannelID
         public var acknowledged: Int64
-
-        public init(device: DeviceSlot, channel: ChannelID, acknowledged: Int64) {
-            self.device = device
-            self.channel = channel
-            self.acknowledged = acknowledged
-        }
     }
 
     /// Cursors moved since they were last taken (every device's, or one device's — when its session
