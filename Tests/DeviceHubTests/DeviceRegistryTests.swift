@@ -97,4 +97,28 @@ import Testing
         #expect(registry.authenticate(id: id, secret: secret) == nil, "removed devices cannot connect")
         #expect(!registry.isActive(id))
     }
+
+    /// Tokens and ids are kept as bits when they are what this gateway issues, as text otherwise: either
+    /// way they read back as they came, and ids that differ only in case stay two devices.
+    @Test func keysGiveBackWhatTheyKeep() {
+        for hex in [
+            Self.token(10), "00ff" + String(repeating: "9a", count: 30), "abcd", String(repeating: "e", count: 200),
+        ] {
+            let token = DeviceToken(hex, lengths: 2...4096)!
+            #expect(TokenKey(token).token == token)
+        }
+        guard case .bytes32 = TokenKey(DeviceToken(Self.token(7))!) else { Issue.record("64 digits: inline"); return }
+        let lower = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+        guard case .uuid = DeviceKey(lower) else { Issue.record("a lower-case UUID: inline"); return }
+        for id in [lower, lower.uppercased(), "device-1", "", lower + " "] { #expect(DeviceKey(id).id == id) }
+        #expect(DeviceKey(lower) != DeviceKey(lower.uppercased()))
+
+        let registry = DeviceRegistry()
+        registry.restore(
+            devices: [lower, lower.uppercased()].map {
+                StoredDevice(id: $0, secretHash: DeviceRegistry.hash("s"), createdAt: Self.t0)
+            }, tokens: [])
+        #expect(registry.slot(ofDevice: lower) == 0 && registry.slot(ofDevice: lower.uppercased()) == 1)
+        #expect(registry.deviceID(of: 1) == lower.uppercased())
+    }
 }

@@ -13,42 +13,63 @@ import WallClock
 public final class DeviceRegistry: DeviceDirectory {
     /// A device as every node keeps it — each node keeps the whole fleet, to answer a POST for any token,
     /// so this record is kept small (docs/store.md, "Memory"): the devices sit in an array by slot, the
-    /// secret's hash inline, the apps in a small array, bundle ids and node names shared.
+    /// id and the secret's hash inline, the apps in a small array of inline tokens, bundle ids and node
+    /// names by number.
     struct Device {
-        var id: String
+        var id: DeviceKey
         /// SHA-256 of the secret; nil when the stored hash is not 32 bytes (it can never match).
         var secretHash: SecretHash?
         var apps: [AppToken] = []
         /// Live Activity tokens, by app and which one (`StoredToken.activity`).
         var activities: [ActivityKey: DeviceToken] = [:]
-        /// The node that runs its policy, when several share the database, and the number of the claim
-        /// that made it the owner (0: registration, or as read at start).
-        var owner: String?
+        /// The node that runs its policy (its number in `State.nodes`), when several share the database,
+        /// and the number of the claim that made it the owner (0: registration, or as read at start).
+        var owner: UInt32?
         var claim: Int64 = 0
         /// When it last said hello (its registration, before that): pruning removes devices not seen for long.
         var lastSeen: UnixTime
         /// Removed devices keep their slot and id; they cannot connect again.
         var removed = false
 
-        func token(of bundleID: String) -> DeviceToken? { apps.first { $0.bundleID == bundleID }?.token }
+        func token(of bundle: UInt32?) -> DeviceToken? { apps.first { $0.bundle == bundle }?.token.token }
 
-        mutating func setToken(_ token: DeviceToken, of bundleID: String) {
-            if let index = apps.firstIndex(where: { $0.bundleID == bundleID }) {
-                apps[index].token = token
+        mutating func setToken(_ token: DeviceToken, of bundle: UInt32) {
+            if let index = apps.firstIndex(where: { $0.bundle == bundle }) {
+                apps[index].token = TokenKey(token)
             } else {
-                apps.append(AppToken(bundleID: bundleID, token: token))
+                apps.append(AppToken(token: TokenKey(token), bundle: bundle))
             }
         }
 
-        mutating func removeToken(of bundleID: String) -> DeviceToken? {
-            guard let index = apps.firstIndex(where: { $0.bundleID == bundleID }) else { return nil }
-            return apps.remove(at: index).token
+        mutating func removeToken(of bundle: UInt32?) -> DeviceToken? {
+            guard let index = apps.firstIndex(where: { $0.bundle == bundle }) else { return nil }
+            return apps.remove(at: index).token.token
         }
     }
 
+    /// An installed app: its token, and its bundle id by number (`State.bundles`).
     struct AppToken {
-        var bundleID: String
-        var token: DeviceToken
+        var token: TokenKey
+        var bundle: UInt32
+    }
+
+    /// Strings many devices share (bundle ids, node names), one copy each, numbered.
+    struct Interned {
+        private(set) var strings: [String] = []
+        private var numbers: [String: UInt32] = [:]
+
+        subscript(number: UInt32) -> String { strings[Int(number)] }
+
+        func number(of string: String) -> UInt32? { numbers[string] }
+
+        /// The string's number, given one when new.
+        mutating func number(_ string: String) -> UInt32 {
+            if let number = numbers[string] { return number }
+            let number = UInt32(strings.count)
+            strings.append(string)
+            numbers[string] = number
+            return number
+        }
     }
 
     /// A SHA-256 hash held inline (an array would be a heap allocation a device), compared in constant time.
@@ -93,42 +114,29 @@ public final class DeviceRegistry: DeviceDirectory {
     private struct State {
         /// By slot, in registration order.
         var devices: [Device] = []
-        var slots: [String: DeviceSlot] = [:]
-        var tokens: [DeviceToken: TokenRecord] = [:]
-        /// Node names, one copy each (every device's would otherwise be its own).
-        var names: Set<String> = []
-        /// Bundle ids, one copy each, numbered for `TokenRecord`.
-        var bundles: [String] = []
-        var bundleNumbers: [String: UInt32] = [:]
+        var slots: [DeviceKey: DeviceSlot] = [:]
+        var tokens: [TokenKey: TokenRecord] = [:]
+        var nodes = Interned()
+        var bundles = Interned()
         /// Store changes decided under the lock, in decision order, for `handOver` (docs/store.md: the
         /// order rule).
         var posted: [@Sendable (inout StoreBatch) -> Void] = []
 
-        mutating func shared(_ name: String) -> String { names.insert(name).memberAfterInsert }
-
-        /// The bundle id's number, and its one copy.
-        mutating func bundle(_ id: String) -> (number: UInt32, id: String) {
-            if let number = bundleNumbers[id] { return (number, bundles[Int(number)]) }
-            let number = UInt32(bundles.count)
-            bundles.append(id)
-            bundleNumbers[id] = number
-            return (number, id)
-        }
-
         /// The token's record: active, or unregistered since `since`.
-        mutating func setToken(_ token: DeviceToken, slot: DeviceSlot, bundleID: String, unregisteredAt: UnixTime?) {
-            tokens[token] = TokenRecord(slot: slot, bundle: bundle(bundleID).number, unregisteredAt: unregisteredAt)
+        mutating func setToken(_ token: DeviceToken, slot: DeviceSlot, bundle: UInt32, unregisteredAt: UnixTime?) {
+            tokens[TokenKey(token)] = TokenRecord(slot: slot, bundle: bundle, unregisteredAt: unregisteredAt)
         }
 
         func status(_ record: TokenRecord) -> TokenStatus {
-            let bundleID = bundles[Int(record.bundle)]
+            let bundleID = bundles[record.bundle]
             guard record.unregisteredAt != .min else { return .active(bundleID: bundleID) }
             return .unregistered(bundleID: bundleID, since: UnixTime(milliseconds: record.unregisteredAt))
         }
 
         func device(_ slot: DeviceSlot) -> Device? { Int(slot) < devices.count ? devices[Int(slot)] : nil }
-        func device(_ id: String) -> Device? { slots[id].map { devices[Int($0)] } }
-        func slot(_ id: String) -> DeviceSlot? { slots[id] }
+        func device(_ id: String) -> Device? { slot(id).map { devices[Int($0)] } }
+        func slot(_ id: String) -> DeviceSlot? { slots[DeviceKey(id)] }
+        func owner(_ device: Device) -> String? { device.owner.map { nodes[$0] } }
     }
 
     private let state = Mutex(State())
@@ -166,37 +174,38 @@ public final class DeviceRegistry: DeviceDirectory {
     public func apply(_ token: StoredToken) { state.withLock { Self.apply(token, to: &$0) } }
 
     private static func apply(_ stored: StoredDevice, to state: inout State) {
-        guard state.slots[stored.id] == nil else { return }
+        let key = DeviceKey(stored.id)
+        guard state.slots[key] == nil else { return }
         let slot = DeviceSlot(state.devices.count)
-        state.slots[stored.id] = slot
+        state.slots[key] = slot
         state.devices.append(
             Device(
-                id: stored.id, secretHash: SecretHash(stored.secretHash), owner: stored.owner.map { state.shared($0) },
+                id: key, secretHash: SecretHash(stored.secretHash), owner: stored.owner.map { state.nodes.number($0) },
                 lastSeen: stored.lastSeenAt ?? stored.createdAt, removed: stored.removedAt != nil))
     }
 
     private static func apply(_ stored: StoredToken, to state: inout State) {
         guard let slot = state.slot(stored.deviceID), let token = DeviceToken(stored.token, lengths: 2...4096)
         else { return }
-        let bundleID = state.bundle(stored.bundleID).id
-        let activity = stored.activity.map { ActivityKey(bundleID: bundleID, activity: $0) }
+        let bundle = state.bundles.number(stored.bundleID)
+        let activity = stored.activity.map { ActivityKey(bundleID: state.bundles[bundle], activity: $0) }
         let index = Int(slot)
         if let since = stored.unregisteredAt {
             if let activity {
                 if state.devices[index].activities[activity] == token {
                     state.devices[index].activities.removeValue(forKey: activity)
                 }
-            } else if state.devices[index].token(of: bundleID) == token {
-                _ = state.devices[index].removeToken(of: bundleID)
+            } else if state.devices[index].token(of: bundle) == token {
+                _ = state.devices[index].removeToken(of: bundle)
             }
-            state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: since)
+            state.setToken(token, slot: slot, bundle: bundle, unregisteredAt: since)
         } else {
             if let activity {
                 state.devices[index].activities[activity] = token
             } else {
-                state.devices[index].setToken(token, of: bundleID)
+                state.devices[index].setToken(token, of: bundle)
             }
-            state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: nil)
+            state.setToken(token, slot: slot, bundle: bundle, unregisteredAt: nil)
         }
     }
 
@@ -205,7 +214,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// The node that runs the device's policy (nil on a single node, or before any node claimed it).
     public func owner(of slot: DeviceSlot) -> String? {
-        state.withLock { $0.device(slot)?.owner }
+        state.withLock { state in state.device(slot).flatMap { state.owner($0) } }
     }
 
     /// Records the device's new owner, unless a later claim is already known (notices of claims can
@@ -213,8 +222,8 @@ public final class DeviceRegistry: DeviceDirectory {
     func setOwner(_ slot: DeviceSlot, _ node: String, claim: Int64) -> (changed: Bool, before: String?) {
         state.withLock { state in
             guard let device = state.device(slot), claim > device.claim else { return (false, nil) }
-            let before = device.owner
-            state.devices[Int(slot)].owner = state.shared(node)
+            let before = state.owner(device)
+            state.devices[Int(slot)].owner = state.nodes.number(node)
             state.devices[Int(slot)].claim = claim
             return (true, before)
         }
@@ -222,26 +231,29 @@ public final class DeviceRegistry: DeviceDirectory {
 
     /// The device id of a slot, for the store.
     public func deviceID(of slot: DeviceSlot) -> String? {
-        state.withLock { $0.device(slot)?.id }
+        state.withLock { $0.device(slot)?.id }?.id
     }
 
     // MARK: Provider lookups
 
     public func status(of token: DeviceToken) -> TokenStatus? {
-        state.withLock { state in state.tokens[token].map { state.status($0) } }
+        let key = TokenKey(token)
+        return state.withLock { state in state.tokens[key].map { state.status($0) } }
     }
 
     /// The device (its id and slot) a token belongs to, and the token's status, for lookups.
     public func lookup(_ token: DeviceToken) -> (deviceID: String, slot: DeviceSlot, status: TokenStatus)? {
-        state.withLock { state in
-            guard let record = state.tokens[token], let device = state.device(record.slot) else { return nil }
-            return (device.id, record.slot, state.status(record))
+        let key = TokenKey(token)
+        return state.withLock { state in
+            guard let record = state.tokens[key], let device = state.device(record.slot) else { return nil }
+            return (device.id.id, record.slot, state.status(record))
         }
     }
 
     /// The device a token belongs to, for delivery.
     public func slot(of token: DeviceToken) -> DeviceSlot? {
-        state.withLock { $0.tokens[token]?.slot }
+        let key = TokenKey(token)
+        return state.withLock { $0.tokens[key]?.slot }
     }
 
     // MARK: Devices
@@ -255,9 +267,11 @@ public final class DeviceRegistry: DeviceDirectory {
         let stored = StoredDevice(id: id, secretHash: hash, createdAt: now, owner: nodeID)
         let slot = state.withLock { state -> DeviceSlot in
             let slot = DeviceSlot(state.devices.count)
-            state.slots[id] = slot
+            let key = DeviceKey(id)
+            state.slots[key] = slot
             state.devices.append(
-                Device(id: id, secretHash: SecretHash(hash), owner: nodeID.map { state.shared($0) }, lastSeen: now))
+                Device(
+                    id: key, secretHash: SecretHash(hash), owner: nodeID.map { state.nodes.number($0) }, lastSeen: now))
             post(in: &state) { [nodeID] in
                 $0.devices.append(stored)
                 if nodeID != nil { $0.notices.append(.device(stored)) }
@@ -281,7 +295,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
     public func apps(of slot: DeviceSlot) -> [(bundleID: String, token: DeviceToken)] {
         state.withLock { state in
-            (state.device(slot)?.apps ?? []).map { ($0.bundleID, $0.token) }.sorted { $0.0 < $1.0 }
+            (state.device(slot)?.apps ?? []).map { (state.bundles[$0.bundle], $0.token.token) }.sorted { $0.0 < $1.0 }
         }
     }
 
@@ -290,7 +304,7 @@ public final class DeviceRegistry: DeviceDirectory {
         defer { handOver() }
         return state.withLock { state in
             guard let device = state.device(slot) else { return nil }
-            if let token = device.token(of: bundleID) { return token }
+            if let token = device.token(of: state.bundles.number(of: bundleID)) { return token }
             return issueToken(bundleID: bundleID, activity: nil, slot: slot, state: &state)
         }
     }
@@ -300,7 +314,9 @@ public final class DeviceRegistry: DeviceDirectory {
     public func activityToken(_ bundleID: String, activity: String, on slot: DeviceSlot) -> DeviceToken? {
         defer { handOver() }
         return state.withLock { state in
-            guard let device = state.device(slot), device.token(of: bundleID) != nil else { return nil }
+            guard let device = state.device(slot), device.token(of: state.bundles.number(of: bundleID)) != nil else {
+                return nil
+            }
             if let token = device.activities[ActivityKey(bundleID: bundleID, activity: activity)] { return token }
             return issueToken(bundleID: bundleID, activity: activity, slot: slot, state: &state)
         }
@@ -312,16 +328,17 @@ public final class DeviceRegistry: DeviceDirectory {
         -> DeviceToken
     {
         let token = DeviceToken(Self.randomHex(bytes: 32))!
-        let bundleID = state.bundle(bundleID).id
+        let bundle = state.bundles.number(bundleID)
+        let bundleID = state.bundles[bundle]
         if let activity {
             state.devices[Int(slot)].activities[ActivityKey(bundleID: bundleID, activity: activity)] = token
         } else {
-            state.devices[Int(slot)].setToken(token, of: bundleID)
+            state.devices[Int(slot)].setToken(token, of: bundle)
         }
-        state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: nil)
+        state.setToken(token, slot: slot, bundle: bundle, unregisteredAt: nil)
         record(
             StoredToken(
-                token: token.hex, deviceID: state.devices[Int(slot)].id, bundleID: bundleID, unregisteredAt: nil,
+                token: token.hex, deviceID: state.devices[Int(slot)].id.id, bundleID: bundleID, unregisteredAt: nil,
                 activity: activity),
             in: &state)
         return token
@@ -332,7 +349,9 @@ public final class DeviceRegistry: DeviceDirectory {
     public func uninstall(_ bundleID: String, on slot: DeviceSlot, at now: UnixTime) -> Bool {
         defer { handOver() }
         return state.withLock { state in
-            guard state.device(slot) != nil, let token = state.devices[Int(slot)].removeToken(of: bundleID) else {
+            guard state.device(slot) != nil,
+                let token = state.devices[Int(slot)].removeToken(of: state.bundles.number(of: bundleID))
+            else {
                 return false
             }
             let activities = state.devices[Int(slot)].activities.filter { $0.key.bundleID == bundleID }
@@ -352,11 +371,11 @@ public final class DeviceRegistry: DeviceDirectory {
         _ token: DeviceToken, of slot: DeviceSlot, bundleID: String, activity: String?, at now: UnixTime,
         writing: Bool, in state: inout State
     ) {
-        state.setToken(token, slot: slot, bundleID: bundleID, unregisteredAt: now)
+        state.setToken(token, slot: slot, bundle: state.bundles.number(bundleID), unregisteredAt: now)
         guard writing else { return }
         record(
             StoredToken(
-                token: token.hex, deviceID: state.devices[Int(slot)].id, bundleID: bundleID, unregisteredAt: now,
+                token: token.hex, deviceID: state.devices[Int(slot)].id.id, bundleID: bundleID, unregisteredAt: now,
                 activity: activity),
             in: &state)
     }
@@ -398,7 +417,7 @@ public final class DeviceRegistry: DeviceDirectory {
         state.withLock { state in
             guard let device = state.device(slot) else { return }
             state.devices[Int(slot)].lastSeen = now
-            let id = device.id
+            let id = device.id.id
             post(in: &state) { $0.seen[id] = now }
         }
         handOver()
@@ -424,10 +443,11 @@ public final class DeviceRegistry: DeviceDirectory {
         return state.withLock { state in
             guard let slot = state.slot(id), !state.devices[Int(slot)].removed else { return nil }
             let device = state.devices[Int(slot)]
-            let bundleIDs = device.apps.map(\.bundleID).sorted()
+            let bundleIDs = device.apps.map { state.bundles[$0.bundle] }.sorted()
             for bundleID in bundleIDs {
                 unregister(
-                    device.token(of: bundleID)!, of: slot, bundleID: bundleID, activity: nil, at: now,
+                    device.token(of: state.bundles.number(of: bundleID))!, of: slot, bundleID: bundleID, activity: nil,
+                    at: now,
                     writing: writing, in: &state)
             }
             for (key, token) in device.activities.sorted(by: {
@@ -456,8 +476,8 @@ public final class DeviceRegistry: DeviceDirectory {
         state.withLock { state in
             state.devices.filter { device in
                 !device.removed && device.lastSeen.milliseconds < cutoff.milliseconds
-                    && (nodeID == nil || device.owner == nodeID)
-            }.map(\.id).sorted()
+                    && (nodeID == nil || state.owner(device) == nodeID)
+            }.map(\.id.id).sorted()
         }
     }
 
