@@ -199,7 +199,7 @@ fan_out() {
     target=$((before + ok))
     after=$before
     while [ "$after" -lt "$target" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-      sleep 0.1
+      sleep 0.25
       after=$(sum_field 2 "${nodes[@]}")
     done
     [ "$after" -ge "$target" ] || fail "$kind to every device: $((after - before)) of $ok acknowledged in 300 s"
@@ -211,7 +211,7 @@ fan_out() {
       after=$(sum_field 2 "${nodes[@]}")
       [ $((woken + held)) -ge "$ok" ] && [ $((after - before)) -ge "$woken" ] && break
       [ "$(date +%s)" -lt "$deadline" ] || fail "silent to every device: $((woken + held)) of $ok decided, $((after - before)) of $woken woken acknowledged in 300 s"
-      sleep 0.1
+      sleep 0.25
     done
   fi
   echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"

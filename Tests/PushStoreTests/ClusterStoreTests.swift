@@ -316,6 +316,18 @@ final class Heard: Sendable {
         #expect(lines[0].line == "2\tnode-a\tnew\tx")
     }
 
+    /// A node hears its own notices too: they are left out before they are read; a line of another
+    /// version is never taken for one of them.
+    @Test func aNodesOwnLinesAreLeftOut() {
+        let mine = ClusterMessage(from: "node-a", notice: .owner(deviceID: "d", node: "node-a", claim: 2))
+        let theirs = ClusterMessage(from: "node-ab", notice: .removed(deviceID: "d", at: UnixTime(milliseconds: 5)))
+        let lines = ClusterMessage.lines(
+            of: [mine.text, theirs.text, "2\tnode-a\tnew", mine.text].joined(separator: "\n"), skipping: "node-a")
+        #expect(lines.map(\.message) == [theirs, nil])
+        #expect(lines.map(\.line) == [theirs.text[...], "2\tnode-a\tnew"])
+        #expect(ClusterMessage.lines(of: "").isEmpty && ClusterMessage.lines(of: "\n\n").isEmpty)
+    }
+
     /// A route notice from a node of the version before the device id was sent reads as one without it.
     @Test func anOlderNodesRouteNoticeReadsWithoutItsDevice() {
         #expect(

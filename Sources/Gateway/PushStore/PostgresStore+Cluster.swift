@@ -233,7 +233,7 @@ extension PostgresStore {
                 ready()
                 for try await notification in notifications {
                     var messages: [ClusterMessage] = []
-                    for (line, message) in ClusterMessage.lines(of: notification.payload) {
+                    for (line, message) in ClusterMessage.lines(of: notification.payload, skipping: node) {
                         guard let message else {
                             self.logger.warning(
                                 "skipped a notice this pushgate cannot read", metadata: ["notice": "\(line)"])
