@@ -139,11 +139,15 @@ let package = Package(
             ],
             swiftSettings: hotPath
         ),
+        // libnghttp2 (C: the HTTP/2 library of nghttpd and curl), the provider API's other codec: the few
+        // functions it uses declared from its public API, linked against the runtime library Debian's curl
+        // depends on (libnghttp2.so.14), so no -dev package is needed (docs/provider-api.md, "The codec").
+        .target(name: "CNGHTTP2", linkerSettings: [.linkedLibrary(":libnghttp2.so.14")]),
         // The HTTP/2 front door: listeners, the frame-level request handler, limits.
         .target(
             name: "ProviderAPI",
             dependencies: [
-                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics", "ConnectionLimits", "WallClock",
+                "PushModel", "PushIntake", "ProviderAuth", "PushMetrics", "ConnectionLimits", "WallClock", "CNGHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -393,8 +397,8 @@ let package = Package(
 let sides: [String: [String]] = [
     "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess"],
     "Gateway": [
-        "PushPolicy", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "ProviderAPI", "DeviceHub",
-        "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",
+        "PushPolicy", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "CNGHTTP2", "ProviderAPI",
+        "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",
     ],
     "Simulator": ["DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient"],
 ]

@@ -74,7 +74,7 @@ import re, sys
 from collections import Counter
 
 LAYERS = [  # (layer, pattern over "symbol dso"), first match wins
-    ("HTTP/2 framing and HPACK", r"\$s\d+NIOHTTP2|\$s\d+NIOHPACK|NIOHTTP2|NIOHPACK"),
+    ("HTTP/2 framing and HPACK", r"libnghttp2|\$s\d+NIOHTTP2|\$s\d+NIOHPACK|NIOHTTP2|NIOHPACK"),
     ("TLS", r"\$s\d+NIOSSL|BoringSSL|libssl|libcrypto|\bSSL_|CNIOBoringSSL"),
     # SQLite is compiled into the binary: its C functions are the ones there without a Swift or NIO prefix.
     ("store (SQLite and its writer)", r"sqlite3|\$s\d+PushStore|\$s\d+EmbeddedSQLite|^(?!\$s|CNIO|c_nio|swift|_swift)[A-Za-z_]\w* \(\S*pushgate\)"),

@@ -119,6 +119,7 @@ final class TestGateway: Sendable {
         try certificates.ensure()
         var settings = ProviderSettings()
         settings.perDeviceTokenRate = .unlimited
+        settings.http2.codec = testedCodec
         configure(&settings)
         let clock = ManualClock()
         let intake = RecordingIntake(failing: [Fixture.failingToken], overloaded: [Fixture.overloadedToken])
@@ -230,3 +231,13 @@ extension ProviderClient.Response {
         return (object["timestamp"] as? NSNumber)?.int64Value
     }
 }
+
+/// The HTTP/2 codec these suites run on: `PUSHGATE_TEST_HTTP2_CODEC=nghttp2 swift test --filter
+/// ProviderAPITests` runs them on libnghttp2's (`.ci/run` does both while both codecs ship).
+let testedCodec: HTTP2Codec = {
+    guard let name = ProcessInfo.processInfo.environment["PUSHGATE_TEST_HTTP2_CODEC"] else { return .nio }
+    guard let codec = HTTP2Codec(rawValue: name) else {
+        fatalError("PUSHGATE_TEST_HTTP2_CODEC: nio or nghttp2, not \(name)")
+    }
+    return codec
+}()

@@ -52,9 +52,14 @@ final class AdvertisedSettings: ChannelOutboundHandler, RemovableChannelHandler 
 
     /// The configured limits, told to the peer in place of NIO's ceilings.
     init(_ limits: StreamLimits) {
-        self.values = [
-            Self.maxConcurrentStreams: UInt32(clamping: limits.concurrentStreams),
-            Self.maxHeaderListSize: UInt32(clamping: limits.headerListSize),
+        self.values = Self.values(limits)
+    }
+
+    /// The parameters told to the peer, by identifier.
+    static func values(_ limits: StreamLimits) -> [UInt16: UInt32] {
+        [
+            maxConcurrentStreams: UInt32(clamping: limits.concurrentStreams),
+            maxHeaderListSize: UInt32(clamping: limits.headerListSize),
         ]
     }
 

@@ -135,9 +135,14 @@ public final class ProviderServer: Service, Sendable {
                     if case .tls(let sslContext) = security {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
-                    // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
-                    try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
-                    try sync.addHandler(Self.http2Handler(context.settings.http2))
+                    switch context.settings.http2.codec {
+                    case .nio:
+                        // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
+                        try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
+                        try sync.addHandler(Self.http2Handler(context.settings.http2))
+                    case .nghttp2:
+                        try sync.addHandler(NGHTTP2Codec(limits: context.settings.http2))
+                    }
                     try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger))
                     self?.track(channel)
                     return channel.eventLoop.makeSucceededVoidFuture()

@@ -1,0 +1,365 @@
+import CNGHTTP2
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// The provider API's HTTP/2 codec on libnghttp2 (`provider.http2.codec: nghttp2`), in place of
+/// `NIOHTTP2Handler`: bytes in and out on the transport's side, `HTTP2Frame`s on the request handler's, so
+/// `ProviderConnectionHandler` — every rule, limit and answer — is the same above either codec.
+///
+/// libnghttp2 does the framing, HPACK, flow control and RFC 9113's protocol checks in C. Its callbacks only
+/// collect what a read produced (`Inbound`); the frames are handed up after `nghttp2_session_mem_recv`
+/// returns, so no Swift code runs inside the C library's call stack but this collecting, and everything
+/// stays on the channel's event loop. What the handler writes is submitted to the session; its bytes are
+/// taken (`nghttp2_session_mem_send`) and written when the handler flushes or a read is done.
+final class NGHTTP2Codec: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = HTTP2Frame
+    typealias OutboundIn = HTTP2Frame
+    typealias OutboundOut = ByteBuffer
+
+    /// What one read produced, in order, for the handler.
+    private enum Inbound {
+        case frame(HTTP2Frame)
+        case closed(HTTP2StreamID, HTTP2ErrorCode?)
+    }
+
+    private var session: OpaquePointer?
+    private let limits: HTTP2Limits
+    private var inbound: [Inbound] = []
+    /// A request's header block being read, by stream.
+    private var headerBlocks: [Int32: HPACKHeaders] = [:]
+    /// Streams whose request headers were handed up (their close is told to the handler too).
+    private var announced: Set<Int32> = []
+    /// A response's head waiting for its body (an error: HEADERS, then one DATA frame that ends it).
+    private var heads: [Int32: HPACKHeaders] = [:]
+    /// Response bodies being sent, read by the session's data callback.
+    private var bodies: [Int32: ByteBuffer] = [:]
+    /// Promises of writes whose bytes go out with the next output taken from the session.
+    private var promises: [EventLoopPromise<Void>] = []
+    private var firstSettingsSeen = false
+    private var advertised = false
+    private var closing = false
+
+    init(limits: HTTP2Limits) {
+        self.limits = limits
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    // MARK: Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
+            NGHTTP2Codec.codec(user).beginHeaders(NGHTTP2Codec.header(of: frame))
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, user in
+            NGHTTP2Codec.codec(user).header(
+                NGHTTP2Codec.header(of: frame), name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength))
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
+            NGHTTP2Codec.codec(user).frameReceived(NGHTTP2Codec.header(of: frame))
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, length, user in
+            NGHTTP2Codec.codec(user).dataChunk(stream, UnsafeRawBufferPointer(start: data, count: length))
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
+            NGHTTP2Codec.codec(user).streamClosed(stream, code: code)
+        }
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        defer { nghttp2_option_del(option) }
+        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failPromises(ChannelError.ioOnClosedChannel)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failPromises(ChannelError.ioOnClosedChannel)
+        context.fireChannelInactive()
+    }
+
+    /// The server's SETTINGS: NIO's ceilings are what the session enforces; the peer is told the configured
+    /// limits (the first output is rewritten as `AdvertisedSettings` rewrites NIO's).
+    private func start(context: ChannelHandlerContext) {
+        guard !advertised else { return }
+        advertised = true
+        let streamLimits = limits.streamLimits
+        let settings = [
+            nghttp2_settings_entry(settings_id: 0x3, value: UInt32(clamping: streamLimits.concurrentStreamsCeiling)),
+            nghttp2_settings_entry(settings_id: 0x6, value: UInt32(clamping: streamLimits.headerListCeiling)),
+            nghttp2_settings_entry(settings_id: 0x5, value: UInt32(clamping: limits.maxFrameSize)),
+        ]
+        nghttp2_submit_settings(session, 0, settings, settings.count)
+        sendOutput(context: context, rewritingSettings: true)
+        context.flush()
+    }
+
+    // MARK: Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        guard !closing else { return }
+        let result = buffer.withUnsafeReadableBytes { bytes in
+            nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        deliverInbound(context: context)
+        if result < 0 {
+            // Fatal for the connection (a bad preface, a flood): what the session queued goes, then the close.
+            closing = true
+            sendOutput(context: context)
+            context.flush()
+            context.close(promise: nil)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.fireChannelReadComplete()
+        sendOutput(context: context)
+        context.flush()
+        closeIfFinished(context: context)
+    }
+
+    private func deliverInbound(context: ChannelHandlerContext) {
+        while !inbound.isEmpty {
+            let batch = inbound
+            inbound.removeAll(keepingCapacity: true)
+            for item in batch {
+                switch item {
+                case .frame(let frame): context.fireChannelRead(wrapInboundOut(frame))
+                case .closed(let stream, let reason):
+                    context.fireUserInboundEventTriggered(StreamClosedEvent(streamID: stream, reason: reason))
+                }
+            }
+        }
+    }
+
+    /// After a GOAWAY or a connection error, the session wants neither to read nor to write once it is done.
+    private func closeIfFinished(context: ChannelHandlerContext) {
+        guard !closing, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0 else {
+            return
+        }
+        closing = true
+        context.close(promise: nil)
+    }
+
+    // MARK: The session's callbacks (collecting only)
+
+    private static func codec(_ user: UnsafeMutableRawPointer?) -> NGHTTP2Codec {
+        Unmanaged<NGHTTP2Codec>.fromOpaque(user!).takeUnretainedValue()
+    }
+
+    private static func header(of frame: OpaquePointer?) -> nghttp2_frame_hd {
+        UnsafeRawPointer(frame!).load(as: nghttp2_frame_hd.self)
+    }
+
+    private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(8)
+        headerBlocks[frame.stream_id] = headers
+        return 0
+    }
+
+    private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+        -> Int32
+    {
+        headerBlocks[frame.stream_id]?.add(
+            name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        return 0
+    }
+
+    private func frameReceived(_ frame: nghttp2_frame_hd) -> Int32 {
+        let stream = HTTP2StreamID(Int(frame.stream_id))
+        let endStream = frame.flags & 0x1 != 0
+        switch frame.type {
+        case 0x0 where endStream:  // DATA: its bytes came as chunks; the end of the stream is a frame of its own.
+            inbound.append(
+                .frame(
+                    HTTP2Frame(
+                        streamID: stream, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))))
+        case 0x1:  // HEADERS: a request's head, or its trailers.
+            let headers = headerBlocks.removeValue(forKey: frame.stream_id) ?? HPACKHeaders()
+            announced.insert(frame.stream_id)
+            inbound.append(
+                .frame(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers, endStream: endStream)))))
+        case 0x3:  // RST_STREAM
+            inbound.append(.frame(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))))
+        case 0x4 where frame.flags & 0x1 == 0 && !firstSettingsSeen:  // the client's first SETTINGS
+            firstSettingsSeen = true
+            inbound.append(.frame(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([])))))
+        default:
+            break
+        }
+        return 0
+    }
+
+    private func dataChunk(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard announced.contains(stream) else { return 0 }
+        let frame = HTTP2Frame(
+            streamID: HTTP2StreamID(Int(stream)),
+            payload: .data(.init(data: .byteBuffer(ByteBuffer(bytes: bytes)), endStream: false)))
+        inbound.append(.frame(frame))
+        return 0
+    }
+
+    private func streamClosed(_ stream: Int32, code: UInt32) -> Int32 {
+        headerBlocks.removeValue(forKey: stream)
+        heads.removeValue(forKey: stream)
+        bodies.removeValue(forKey: stream)
+        if announced.remove(stream) != nil {
+            inbound.append(
+                .closed(HTTP2StreamID(Int(stream)), code == 0 ? nil : HTTP2ErrorCode(networkCode: Int(code))))
+        }
+        return 0
+    }
+
+    // MARK: Writing
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let frame = unwrapOutboundIn(data)
+        let stream = Int32(Int(frame.streamID))
+        switch frame.payload {
+        case .headers(let headers):
+            if headers.endStream {
+                submitResponse(stream, headers.headers, body: nil)
+            } else {
+                heads[stream] = headers.headers
+            }
+        case .data(let data):
+            guard let head = heads.removeValue(forKey: stream), case .byteBuffer(let body) = data.data else { break }
+            submitResponse(stream, head, body: body)
+        case .rstStream(let code):
+            // A reset drops what the session still holds for the stream: an answer written before it (a 431,
+            // then RST_STREAM NO_ERROR for a client still sending) is taken out first.
+            sendOutput(context: context)
+            nghttp2_submit_rst_stream(session, 0, stream, UInt32(code.networkCode))
+        case .goAway(let lastStreamID, let code, let opaque):
+            let last = Int32(Int(lastStreamID))
+            if let opaque {
+                opaque.withUnsafeReadableBytes { bytes in
+                    _ = nghttp2_submit_goaway(
+                        session, 0, last, UInt32(code.networkCode),
+                        bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+                }
+            } else {
+                nghttp2_submit_goaway(session, 0, last, UInt32(code.networkCode), nil, 0)
+            }
+        case .windowUpdate(let increment):
+            nghttp2_submit_window_update(session, 0, stream, Int32(clamping: increment))
+        default:
+            break
+        }
+        if let promise { promises.append(promise) }
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        sendOutput(context: context)
+        context.flush()
+        closeIfFinished(context: context)
+    }
+
+    private func submitResponse(_ stream: Int32, _ headers: HPACKHeaders, body: ByteBuffer?) {
+        // The session copies names and values: one buffer holds them for the call.
+        var text: [UInt8] = []
+        text.reserveCapacity(128)
+        var spans: [(name: Range<Int>, value: Range<Int>, flags: UInt8)] = []
+        spans.reserveCapacity(headers.count)
+        for (name, value, indexing) in headers {
+            let nameStart = text.count
+            text.append(contentsOf: name.utf8)
+            let valueStart = text.count
+            text.append(contentsOf: value.utf8)
+            spans.append((nameStart..<valueStart, valueStart..<text.count, indexing == .indexable ? 0 : 0x1))
+        }
+        if let body { bodies[stream] = body }
+        text.withUnsafeMutableBufferPointer { bytes in
+            let base = bytes.baseAddress!
+            let fields = spans.map {
+                nghttp2_nv(
+                    name: base + $0.name.lowerBound, value: base + $0.value.lowerBound, namelen: $0.name.count,
+                    valuelen: $0.value.count, flags: $0.flags)
+            }
+            if body == nil {
+                nghttp2_submit_response(session, stream, fields, fields.count, nil)
+            } else {
+                var provider = nghttp2_data_provider(
+                    source: nghttp2_data_source(ptr: nil),
+                    read_callback: { _, stream, buffer, length, flags, _, user in
+                        NGHTTP2Codec.codec(user).readBody(stream, into: buffer, length: length, flags: flags)
+                    })
+                nghttp2_submit_response(session, stream, fields, fields.count, &provider)
+            }
+        }
+    }
+
+    private func readBody(
+        _ stream: Int32, into buffer: UnsafeMutablePointer<UInt8>?, length: Int, flags: UnsafeMutablePointer<UInt32>?
+    )
+        -> Int
+    {
+        guard var body = bodies[stream] else {
+            flags?.pointee |= 0x1  // NGHTTP2_DATA_FLAG_EOF
+            return 0
+        }
+        let count = min(length, body.readableBytes)
+        body.withUnsafeReadableBytes { bytes in
+            UnsafeMutableRawPointer(buffer!).copyMemory(from: bytes.baseAddress!, byteCount: count)
+        }
+        body.moveReaderIndex(forwardBy: count)
+        if body.readableBytes == 0 {
+            bodies.removeValue(forKey: stream)
+            flags?.pointee |= 0x1
+        } else {
+            bodies[stream] = body
+        }
+        return count
+    }
+
+    /// Takes what the session has to send and writes it (not flushed); the pending writes' promises
+    /// complete with it.
+    private func sendOutput(context: ChannelHandlerContext, rewritingSettings: Bool = false) {
+        var output: ByteBuffer?
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            guard count > 0, let data else { break }
+            if output == nil { output = context.channel.allocator.buffer(capacity: count) }
+            output!.writeBytes(UnsafeRawBufferPointer(start: data, count: count))
+        }
+        let waiting = promises
+        promises.removeAll()
+        guard var output else {
+            for promise in waiting { promise.succeed() }
+            return
+        }
+        if rewritingSettings {
+            _ = AdvertisedSettings.rewrite(&output, values: AdvertisedSettings.values(limits.streamLimits))
+        }
+        let written: EventLoopPromise<Void>? = waiting.isEmpty ? nil : context.eventLoop.makePromise()
+        if let written {
+            for promise in waiting { written.futureResult.cascade(to: promise) }
+        }
+        context.write(wrapOutboundOut(output), promise: written)
+    }
+
+    private func failPromises(_ error: any Error) {
+        let waiting = promises
+        promises.removeAll()
+        for promise in waiting { promise.fail(error) }
+    }
+}
