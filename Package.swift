@@ -258,7 +258,9 @@ let package = Package(
             dependencies: [
                 "GatewayFiles", "PushModel", "ProviderAuth", "ProviderAPI", "PushIntake", "DeviceProtocol", "Gateway",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
             path: "Fuzz/Targets"),
@@ -283,7 +285,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
-        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "PushModel"]),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "ProviderAPI", "PushModel"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
         .testTarget(
             name: "PushStoreTests",

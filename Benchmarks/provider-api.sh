@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run.
+# Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run: Pushgate
+# on each of its HTTP/2 codecs (provider.http2.codec: nio, nghttp2), each its own process.
 #
 # Each server is pinned to core 0 with one event loop; h2load runs on core 1. The request is the same
 # shape for both: POST /3/device/<token> with a ~100-byte silent payload and the APNs headers; Pushgate
@@ -14,6 +15,7 @@ WARMUP=${WARMUP:-2}
 TOKENS=1000
 PG_PORT=22198
 NG_PORT=22199
+NH_PORT=22196
 SHAPES=("-c 16 -m 32" "-c 8 -m 100")
 
 for tool in h2load nghttpd taskset python3; do
@@ -39,16 +41,25 @@ while read -r token; do : > "$WORK/docroot/3/device/$token"; done < "$WORK/token
 
 sed "s#^#http://127.0.0.1:$PG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-uris.txt"
 sed "s#^#http://127.0.0.1:$NG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-uris.txt"
+sed "s#^#http://127.0.0.1:$NH_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-uris.txt"
+# The second gateway: the same keys and tokens in a data directory of its own, libnghttp2's codec.
+cp -r "$WORK/data" "$WORK/data-nghttp2"
+SETTINGS_NH=("${SETTINGS[@]}" --set "data_dir=$WORK/data-nghttp2" --set provider.h2c.port=$NH_PORT
+  --set provider.http2.codec=nghttp2 --set devices.port=22193 --set devices.tls.port=22195 --set admin.port=22194
+  --set channels.tls.port=22192 --set channels.h2c.port=22191)
 
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/pushgate.log" &
 PG_PID=$!
+taskset -c 0 "$PG" serve "${SETTINGS_NH[@]}" 2> "$WORK/pushgate-nghttp2.log" &
+NH_PID=$!
 taskset -c 0 nghttpd --no-tls -d "$WORK/docroot" -n 1 $NG_PORT 2> "$WORK/nghttpd.log" &
 listening=
 for _ in $(seq 1 100); do
-  (exec 3<>/dev/tcp/127.0.0.1/$PG_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$NG_PORT) 2>/dev/null && { listening=1; break; }
+  (exec 3<>/dev/tcp/127.0.0.1/$PG_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$NG_PORT) 2>/dev/null \
+    && (exec 3<>/dev/tcp/127.0.0.1/$NH_PORT) 2>/dev/null && { listening=1; break; }
   sleep 0.2
 done
-[ -n "$listening" ] || { show_log "$WORK/pushgate.log"; show_log "$WORK/nghttpd.log"; fail "pushgate or nghttpd did not listen in 20 s"; }
+[ -n "$listening" ] || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-nghttp2.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (either codec) or nghttpd did not listen in 20 s"; }
 
 HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
 
@@ -63,13 +74,18 @@ echo "| shape | server | requests/s | p50 ms | p99 ms | 200s / answered (latency
 echo "|---|---|---|---|---|---|"
 for shape in "${SHAPES[@]}"; do
   ng=$(run nghttpd "$WORK/ng-uris.txt" "$shape") || fail "nghttpd, $shape: no figure"
-  pg=$(run pushgate "$WORK/pg-uris.txt" "$shape") || { show_log "$WORK/pushgate.log"; fail "pushgate, $shape: no figure"; }
+  pg=$(run pushgate "$WORK/pg-uris.txt" "$shape") || { show_log "$WORK/pushgate.log"; fail "pushgate (nio), $shape: no figure"; }
+  nh=$(run pushgate-nghttp2 "$WORK/nh-uris.txt" "$shape") \
+    || { show_log "$WORK/pushgate-nghttp2.log"; fail "pushgate (nghttp2), $shape: no figure"; }
   read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$ng"
-  read -r pg_rps pg_p50 pg_p99 pg_ok pg_n <<< "$pg"
   echo "| \`$shape\` | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
-  echo "| \`$shape\` | pushgate | $pg_rps | $pg_p50 | $pg_p99 | $pg_ok / $pg_n |"
-  python3 -c "print('| \`$shape\` | **ratio** | **%.2f ×** | | | |' % ($pg_rps / max(1, $ng_rps)))"
+  for row in "nio $pg" "nghttp2 $nh"; do
+    read -r codec rps p50 p99 ok n <<< "$row"
+    echo "| \`$shape\` | pushgate ($codec) | $rps | $p50 | $p99 | $ok / $n |"
+    python3 -c "print('| \`$shape\` | **ratio ($codec)** | **%.2f ×** | | | |' % ($rps / max(1, $ng_rps)))"
+  done
 done
 RSS=$(awk '/VmHWM/ {print $2}' /proc/$PG_PID/status 2>/dev/null || echo '?')
+RSS_NH=$(awk '/VmHWM/ {print $2}' /proc/$NH_PID/status 2>/dev/null || echo '?')
 echo
-echo "Pushgate peak RSS: ${RSS} kB"
+echo "Pushgate peak RSS: ${RSS} kB (nio), ${RSS_NH} kB (nghttp2)"

@@ -18,7 +18,7 @@ SECONDS_PER_TARGET=${1:-600}
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(payload request-head provider-token device-message configuration registry-file)
+  TARGETS=(payload request-head provider-token device-message configuration registry-file http2-connection)
 fi
 JOBS=${JOBS:-1}
 
@@ -34,7 +34,7 @@ export SWIFT_BACKTRACE=enable=no
 
 # Inputs larger than this add nothing a smaller one cannot reach, and slow every run.
 declare -A MAX_LEN=([payload]=5120 [request-head]=8192 [provider-token]=2048 [device-message]=4096
-  [configuration]=8192 [registry-file]=8192)
+  [configuration]=8192 [registry-file]=8192 [http2-connection]=16384)
 
 fuzz() {
   local target=$1

@@ -1,6 +1,8 @@
 import Crypto
 import DeviceProtocol
 import Foundation
+import NIOCore
+import NIOHPACK
 import ProviderAuth
 import PushModel
 
@@ -16,6 +18,7 @@ public enum FuzzSeeds {
         case .deviceMessage: deviceMessages
         case .configuration: configurations(root: root)
         case .registryFile: registryFiles
+        case .http2Connection: http2Connections
         }
     }
 
@@ -136,5 +139,53 @@ public enum FuzzSeeds {
               unregistered_at: 1800000000000
             """
         return ["keys": [0] + bytes(key), "certificates": [1] + bytes(certificate), "tokens": [2] + bytes(tokens)]
+    }
+
+    // MARK: http2-connection
+
+    /// One HTTP/2 frame: its 9-byte header and payload.
+    static func frame(_ type: UInt8, flags: UInt8 = 0, stream: UInt32 = 0, _ payload: [UInt8] = []) -> [UInt8] {
+        let length = payload.count
+        var bytes: [UInt8] = [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags]
+        bytes += [
+            UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF),
+        ]
+        return bytes + payload
+    }
+
+    /// An HPACK block of `headers`, as a client's encoder writes it.
+    static func block(_ headers: [(String, String)], encoder: inout HPACKEncoder) -> [UInt8] {
+        var buffer = ByteBuffer()
+        try! encoder.encode(headers: HPACKHeaders(headers), to: &buffer)
+        return Array(buffer.readableBytesView)
+    }
+
+    static var http2Connections: [String: [UInt8]] {
+        let settings = frame(0x4)
+        let head: [(String, String)] = [
+            (":method", "POST"), (":scheme", "https"), (":path", "/3/device/" + Fixture.token),
+            (":authority", "api.push.apple.com"), ("authorization", bearer), ("apns-topic", Fixture.bundleID),
+            ("apns-push-type", "alert"),
+        ]
+        let body = bytes(#"{"aps":{"alert":"hi"}}"#)
+        var encoder = HPACKEncoder(allocator: ByteBufferAllocator())
+        let first = block(head, encoder: &encoder)
+        let second = block(head, encoder: &encoder)  // indexed this time: the table in use
+        let request = frame(0x1, flags: 0x4, stream: 1, first) + frame(0x0, flags: 0x1, stream: 1, body)
+        let split = first.count / 2
+        var fresh = HPACKEncoder(allocator: ByteBufferAllocator())
+        let oversized = block(head + [("x-padding", String(repeating: "p", count: 9000))], encoder: &fresh)
+        return [
+            "alert": settings + request,
+            "two-streams": settings + request + frame(0x1, flags: 0x4, stream: 3, second)
+                + frame(0x0, flags: 0x1, stream: 3, body),
+            "continuation": settings + frame(0x1, stream: 1, Array(first[..<split]))
+                + frame(0x9, flags: 0x4, stream: 1, Array(first[split...])) + frame(0x0, flags: 0x1, stream: 1, body),
+            "reset": settings + frame(0x1, flags: 0x4, stream: 1, first) + frame(0x3, stream: 1, [0, 0, 0, 8]),
+            "ping-window-goaway": settings + frame(0x6, [UInt8](repeating: 1, count: 8))
+                + frame(0x8, [0, 1, 0, 0]) + frame(0x7, [0, 0, 0, 0, 0, 0, 0, 0]),
+            "oversized-headers": settings + frame(0x1, flags: 0x5, stream: 1, oversized),
+            "no-settings": request,
+        ]
     }
 }

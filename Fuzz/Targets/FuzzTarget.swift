@@ -3,7 +3,9 @@ import DeviceProtocol
 import Foundation
 import Gateway
 import GatewayFiles
+import Logging
 import NIOCore
+import NIOEmbedded
 import NIOHPACK
 import ProviderAPI
 import ProviderAuth
@@ -32,6 +34,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case configuration
     /// A registry file (keys, certificates or device tokens, by the first byte) through its loader.
     case registryFile = "registry-file"
+    /// What a provider sends on a connection after the client preface — frames, HPACK blocks, bodies —
+    /// through each HTTP/2 codec (`provider.http2.codec`: NIO's and libnghttp2's) and the request handler,
+    /// on an embedded channel, then two hours of its timers.
+    case http2Connection = "http2-connection"
 
     public func run(_ input: UnsafeRawBufferPointer) {
         switch self {
@@ -41,6 +47,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .deviceMessage: Self.deviceMessage(input)
         case .configuration: Self.configuration(String(decoding: input, as: UTF8.self))
         case .registryFile: Self.registryFile(Array(input))
+        case .http2Connection: Self.http2Connection(input)
         }
     }
 
@@ -58,6 +65,55 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     static func requestHead(_ input: [UInt8]) { _ = decideRequest(input) }
+
+    static func http2Connection(_ input: UnsafeRawBufferPointer) {
+        for codec in HTTP2Codec.allCases {
+            let written = connectionWrites(input, codec: codec)
+            // Whatever the client sent, the server spoke HTTP/2 first: its SETTINGS frame.
+            check(
+                written.first?.getInteger(at: written.first!.readerIndex + 3, as: UInt8.self) == 0x4,
+                "the \(codec) codec's first bytes are not a SETTINGS frame")
+        }
+    }
+
+    /// The `:status` a provider connection on `codec` answered each stream with, for `input` (frames read
+    /// back from its bytes, its HEADERS blocks through NIO's HPACK decoder).
+    public static func answeredStatuses(_ input: [UInt8], codec: HTTP2Codec) -> [UInt32: String] {
+        var bytes = ByteBuffer()
+        for buffer in input.withUnsafeBytes({ connectionWrites($0, codec: codec) }) {
+            bytes.writeImmutableBuffer(buffer)
+        }
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var statuses: [UInt32: String] = [:]
+        while let high = bytes.readInteger(as: UInt8.self), let low = bytes.readInteger(as: UInt16.self),
+            let type = bytes.readInteger(as: UInt8.self), bytes.readInteger(as: UInt8.self) != nil,
+            let stream = bytes.readInteger(as: UInt32.self),
+            var payload = bytes.readSlice(length: Int(high) << 16 | Int(low))
+        {
+            guard type == 0x1, let headers = try? decoder.decodeHeaders(from: &payload) else { continue }
+            statuses[stream & 0x7FFF_FFFF] = headers.first(name: ":status")
+        }
+        return statuses
+    }
+
+    /// The bytes a provider connection on `codec` wrote for `input` (sent after the client preface), in order.
+    public static func connectionWrites(_ input: UnsafeRawBufferPointer, codec: HTTP2Codec) -> [ByteBuffer] {
+        let channel = EmbeddedChannel()
+        try! ProviderServer.addHTTP2Handlers(to: channel, context: Fixture.contexts[codec]!, logger: Fixture.logger)
+        try! channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        var buffer = channel.allocator.buffer(capacity: 24 + input.count)
+        buffer.writeString("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        buffer.writeBytes(input)
+        // A connection error closes the channel; what was written before is read below either way.
+        _ = try? channel.writeInbound(buffer)
+        channel.embeddedEventLoop.advanceTime(by: .hours(2))
+        var written: [ByteBuffer] = []
+        while let data = try? channel.readOutbound(as: IOData.self) {
+            if case .byteBuffer(let bytes) = data { written.append(bytes) }
+        }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+        return written
+    }
 
     /// What the provider API decides for a request-head input: nil when the block is malformed (or, as
     /// NIO's decoder would refuse it, undecodable).
@@ -188,16 +244,23 @@ public enum Fixture {
         ProviderKey(teamID: teamID, keyID: keyID, publicKey: privateKey.publicKey, topics: [bundleID])
     ])
 
-    static let context: ProviderContext = {
+    static let context = makeContext(codec: .nio)
+    /// The `http2-connection` target's, one for each codec.
+    static let contexts = Dictionary(uniqueKeysWithValues: HTTP2Codec.allCases.map { ($0, makeContext(codec: $0)) })
+    /// Quiet: a fuzzed connection's errors are the expected outcome.
+    static let logger = Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    static func makeContext(codec: HTTP2Codec) -> ProviderContext {
         var settings = ProviderSettings()
         // Limiters keep state between inputs; off, so an input's outcome is its own.
         settings.perDeviceTokenRate = .unlimited
         settings.perTeamRate = .unlimited
         settings.auth.failedVerificationsPerAddress = .unlimited
+        settings.http2.codec = codec
         let directory = InMemoryDeviceDirectory([DeviceToken(token, lengths: 64...64)!: .active(bundleID: bundleID)])
         return ProviderContext(
             settings: settings, keys: keys, directory: directory, intake: RefusingIntake(), clock: { now })
-    }()
+    }
 
     /// The provider targets never reach the intake.
     struct RefusingIntake: NotificationIntake {

@@ -1,5 +1,6 @@
 import Foundation
 import FuzzTargets
+import ProviderAPI
 import PushModel
 import Testing
 
@@ -39,6 +40,18 @@ import Testing
             return
         }
         #expect(rejection.reason.rawValue == "MissingProviderToken")
+    }
+
+    /// A connection's seeds reach the request handler's answers on both codecs: the alert is decided down
+    /// to the intake (which refuses it: 500), the oversized header list is answered 431 on its stream.
+    @Test(arguments: HTTP2Codec.allCases)
+    func aSeededConnectionIsAnsweredOnEachCodec(_ codec: HTTP2Codec) {
+        let seeds = FuzzSeeds.seeds(for: .http2Connection, root: FuzzRegressionTests.root)
+        #expect(FuzzTarget.answeredStatuses(seeds["alert"]!, codec: codec) == [1: "500"])
+        #expect(FuzzTarget.answeredStatuses(seeds["two-streams"]!, codec: codec) == [1: "500", 3: "500"])
+        #expect(FuzzTarget.answeredStatuses(seeds["continuation"]!, codec: codec) == [1: "500"])
+        #expect(FuzzTarget.answeredStatuses(seeds["oversized-headers"]!, codec: codec) == [1: "431"])
+        #expect(FuzzTarget.answeredStatuses(seeds["reset"]!, codec: codec).isEmpty, "reset before its body")
     }
 
     @Test func theSeedsInTheRepositoryAreTheGeneratedOnes() throws {

@@ -655,6 +655,11 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             let idleFor = context.eventLoop.now - handler.lastActivity
             if handler.streams.isEmpty, idleFor >= timeout {
                 handler.beginDraining(context: context, reason: .idleTimeout)
+            } else if !handler.streams.isEmpty {
+                // A stream still open (a body still coming, an answer awaited): looked at again a whole
+                // timeout later, not every 10 ms (the http2-connection fuzz target found a connection whose
+                // open stream never ended spinning here).
+                handler.armIdleCheck(after: timeout, context: context)
             } else {
                 handler.armIdleCheck(after: max(timeout - idleFor, .milliseconds(10)), context: context)
             }

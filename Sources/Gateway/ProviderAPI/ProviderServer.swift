@@ -131,25 +131,31 @@ public final class ProviderServer: Service, Sendable {
                     if sendBuffer > 0 {
                         try channel.syncOptions?.setOption(.socketOption(.so_sndbuf), value: .init(sendBuffer))
                     }
-                    let sync = channel.pipeline.syncOperations
                     if case .tls(let sslContext) = security {
-                        try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
-                    switch context.settings.http2.codec {
-                    case .nio:
-                        // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
-                        try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
-                        try sync.addHandler(Self.http2Handler(context.settings.http2))
-                    case .nghttp2:
-                        try sync.addHandler(NGHTTP2Codec(limits: context.settings.http2))
-                    }
-                    try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger))
+                    try Self.addHTTP2Handlers(to: channel, context: context, logger: logger)
                     self?.track(channel)
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
             }
+    }
+
+    /// What a provider connection runs above its transport (TCP, or TLS): the HTTP/2 codec the settings
+    /// choose, then the request handler. Also the `http2-connection` fuzz target's pipeline.
+    public static func addHTTP2Handlers(to channel: any Channel, context: ProviderContext, logger: Logger) throws {
+        let sync = channel.pipeline.syncOperations
+        switch context.settings.http2.codec {
+        case .nio:
+            // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
+            try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
+            try sync.addHandler(Self.http2Handler(context.settings.http2))
+        case .nghttp2:
+            try sync.addHandler(NGHTTP2Codec(limits: context.settings.http2))
+        }
+        try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger))
     }
 
     private func track(_ channel: any Channel) {
