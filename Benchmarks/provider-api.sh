@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run: Pushgate
-# on each of its HTTP/2 codecs (provider.http2.codec: nio, nghttp2), each its own process.
+# on each of its HTTP/2 codecs (provider.http2.codec: nio, nghttp2), each its own process; over h2c, then
+# over TLS (every server on the same development certificate).
 #
 # Each server is pinned to core 0 with one event loop; h2load runs on core 1. The request is the same
 # shape for both: POST /3/device/<token> with a ~100-byte silent payload and the APNs headers; Pushgate
@@ -16,6 +17,9 @@ TOKENS=1000
 PG_PORT=22198
 NG_PORT=22199
 NH_PORT=22196
+PG_TLS=22188
+NH_TLS=22187
+NG_TLS=22186
 SHAPES=("-c 16 -m 32" "-c 8 -m 100")
 
 for tool in h2load nghttpd taskset python3; do
@@ -26,7 +30,7 @@ done
 source Benchmarks/release.sh
 
 # Pushgate: a key, $TOKENS device tokens, limits off (this measures the request path, not the limiters).
-SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.enabled=false
+SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.port=$PG_TLS
   --set provider.h2c.port=$PG_PORT --set provider.rate.device_token.per_second=0
   --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0)
 (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${SETTINGS[@]}" >/dev/null)
@@ -42,9 +46,13 @@ while read -r token; do : > "$WORK/docroot/3/device/$token"; done < "$WORK/token
 sed "s#^#http://127.0.0.1:$PG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-uris.txt"
 sed "s#^#http://127.0.0.1:$NG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-uris.txt"
 sed "s#^#http://127.0.0.1:$NH_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-uris.txt"
+sed "s#^#https://127.0.0.1:$PG_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-tls-uris.txt"
+sed "s#^#https://127.0.0.1:$NG_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-tls-uris.txt"
+sed "s#^#https://127.0.0.1:$NH_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-tls-uris.txt"
 # The second gateway: the same keys and tokens in a data directory of its own, libnghttp2's codec.
 cp -r "$WORK/data" "$WORK/data-nghttp2"
 SETTINGS_NH=("${SETTINGS[@]}" --set "data_dir=$WORK/data-nghttp2" --set provider.h2c.port=$NH_PORT
+  --set provider.tls.port=$NH_TLS
   --set provider.http2.codec=nghttp2 --set devices.port=22193 --set devices.tls.port=22195 --set admin.port=22194
   --set channels.tls.port=22192 --set channels.h2c.port=22191)
 
@@ -53,13 +61,21 @@ PG_PID=$!
 taskset -c 0 "$PG" serve "${SETTINGS_NH[@]}" 2> "$WORK/pushgate-nghttp2.log" &
 NH_PID=$!
 taskset -c 0 nghttpd --no-tls -d "$WORK/docroot" -n 1 $NG_PORT 2> "$WORK/nghttpd.log" &
-listening=
-for _ in $(seq 1 100); do
-  (exec 3<>/dev/tcp/127.0.0.1/$PG_PORT) 2>/dev/null && (exec 3<>/dev/tcp/127.0.0.1/$NG_PORT) 2>/dev/null \
-    && (exec 3<>/dev/tcp/127.0.0.1/$NH_PORT) 2>/dev/null && { listening=1; break; }
-  sleep 0.2
-done
-[ -n "$listening" ] || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-nghttp2.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (either codec) or nghttpd did not listen in 20 s"; }
+# listening PORT…: until every port accepts (up to 20 s).
+listening() {
+  local port attempt
+  for attempt in $(seq 1 100); do
+    [ "$attempt" -eq 1 ] || sleep 0.2
+    for port in "$@"; do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null || continue 2; done
+    return 0
+  done
+  return 1
+}
+listening $PG_PORT $NG_PORT $NH_PORT $PG_TLS $NH_TLS || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-nghttp2.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (either codec) or nghttpd did not listen in 20 s"; }
+# nghttpd over TLS, on the development certificate the first gateway made.
+taskset -c 0 nghttpd -d "$WORK/docroot" -n 1 $NG_TLS "$WORK/data/tls/server-key.pem" "$WORK/data/tls/server.pem" \
+  2> "$WORK/nghttpd-tls.log" &
+listening $NG_TLS || { show_log "$WORK/nghttpd-tls.log"; fail "nghttpd (TLS) did not listen in 20 s"; }
 
 HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
 
@@ -70,19 +86,23 @@ echo
 echo "Provider API vs nghttpd — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m)"
 echo "POST /3/device/<one of $TOKENS tokens>, ${BODY_BYTES}-byte silent payload, ${DURATION}s after ${WARMUP}s warm-up; servers on core 0, h2load on core 1"
 echo
-echo "| shape | server | requests/s | p50 ms | p99 ms | 200s / answered (latency pass) |"
-echo "|---|---|---|---|---|---|"
+echo "| shape | transport | server | requests/s | p50 ms | p99 ms | 200s / answered (latency pass) |"
+echo "|---|---|---|---|---|---|---|"
 for shape in "${SHAPES[@]}"; do
-  ng=$(run nghttpd "$WORK/ng-uris.txt" "$shape") || fail "nghttpd, $shape: no figure"
-  pg=$(run pushgate "$WORK/pg-uris.txt" "$shape") || { show_log "$WORK/pushgate.log"; fail "pushgate (nio), $shape: no figure"; }
-  nh=$(run pushgate-nghttp2 "$WORK/nh-uris.txt" "$shape") \
-    || { show_log "$WORK/pushgate-nghttp2.log"; fail "pushgate (nghttp2), $shape: no figure"; }
-  read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$ng"
-  echo "| \`$shape\` | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
-  for row in "nio $pg" "nghttp2 $nh"; do
-    read -r codec rps p50 p99 ok n <<< "$row"
-    echo "| \`$shape\` | pushgate ($codec) | $rps | $p50 | $p99 | $ok / $n |"
-    python3 -c "print('| \`$shape\` | **ratio ($codec)** | **%.2f ×** | | | |' % ($rps / max(1, $ng_rps)))"
+  for transport in h2c tls; do
+    suffix=$([ $transport = tls ] && echo "-tls" || true)
+    ng=$(run "nghttpd$suffix" "$WORK/ng$suffix-uris.txt" "$shape") || fail "nghttpd ($transport), $shape: no figure"
+    pg=$(run "pushgate$suffix" "$WORK/pg$suffix-uris.txt" "$shape") \
+      || { show_log "$WORK/pushgate.log"; fail "pushgate (nio, $transport), $shape: no figure"; }
+    nh=$(run "pushgate-nghttp2$suffix" "$WORK/nh$suffix-uris.txt" "$shape") \
+      || { show_log "$WORK/pushgate-nghttp2.log"; fail "pushgate (nghttp2, $transport), $shape: no figure"; }
+    read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$ng"
+    echo "| \`$shape\` | $transport | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
+    for row in "nio $pg" "nghttp2 $nh"; do
+      read -r codec rps p50 p99 ok n <<< "$row"
+      echo "| \`$shape\` | $transport | pushgate ($codec) | $rps | $p50 | $p99 | $ok / $n |"
+      python3 -c "print('| \`$shape\` | $transport | **ratio ($codec)** | **%.2f ×** | | | |' % ($rps / max(1, $ng_rps)))"
+    done
   done
 done
 RSS=$(awk '/VmHWM/ {print $2}' /proc/$PG_PID/status 2>/dev/null || echo '?')

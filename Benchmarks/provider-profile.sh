@@ -12,14 +12,14 @@
 # and the top functions. The layers are read from the symbols' module names (NIOHTTP2/NIOHPACK, NIOSSL
 # and BoringSSL, NIOCore/NIOPosix, the gateway's own modules, SQLite, the kernel).
 #
-# Usage: [CODEC=nio|nghttp2] Benchmarks/provider-profile.sh [seconds, default 8] [h2c|tls|both, default both]
-# (CODEC: the gateway's provider.http2.codec, default nio.)
+# Usage: [CODEC=nghttp2|nio] Benchmarks/provider-profile.sh [seconds, default 8] [h2c|tls|both, default both]
+# (CODEC: the gateway's provider.http2.codec, default nghttp2, as shipped.)
 # Needs: perf (linux-perf), nghttp2-client (h2load), taskset, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_=${1:-8}
 WHICH=${2:-both}
-CODEC=${CODEC:-nio}
+CODEC=${CODEC:-nghttp2}
 TOKENS=1000
 H2C_PORT=22298
 TLS_PORT=22297

@@ -232,10 +232,12 @@ extension ProviderClient.Response {
     }
 }
 
-/// The HTTP/2 codec these suites run on: `PUSHGATE_TEST_HTTP2_CODEC=nghttp2 swift test --filter
-/// ProviderAPITests` runs them on libnghttp2's (`.ci/run` does both while both codecs ship).
+/// The HTTP/2 codec these suites run on: the default (libnghttp2's), or NIO's with
+/// `PUSHGATE_TEST_HTTP2_CODEC=nio swift test --filter ProviderAPITests` (`.ci/run` does both while both ship).
 let testedCodec: HTTP2Codec = {
-    guard let name = ProcessInfo.processInfo.environment["PUSHGATE_TEST_HTTP2_CODEC"] else { return .nio }
+    guard let name = ProcessInfo.processInfo.environment["PUSHGATE_TEST_HTTP2_CODEC"] else {
+        return ProviderSettings().http2.codec
+    }
     guard let codec = HTTP2Codec(rawValue: name) else {
         fatalError("PUSHGATE_TEST_HTTP2_CODEC: nio or nghttp2, not \(name)")
     }

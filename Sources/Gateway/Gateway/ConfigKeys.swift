@@ -114,8 +114,8 @@ public enum ConfigKeys {
                 burst: Int(($1 * 10).rounded(.up)), perSecond: $1)
         },
         .choice(
-            "provider.http2.codec", HTTP2Codec.nio,
-            "The provider API's HTTP/2 codec: nio (SwiftNIO's) or nghttp2 (libnghttp2's, in C; the runtime library libnghttp2.so.14).",
+            "provider.http2.codec", HTTP2Codec.nghttp2,
+            "The provider API's HTTP/2 codec: nghttp2 (libnghttp2's, in C: the runtime library libnghttp2.so.14) or nio (SwiftNIO's).",
             to: \.provider.http2.codec),
         .int(
             "provider.http2.max_concurrent_streams", "1000", in: 1...1_000_000,
