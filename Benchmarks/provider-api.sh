@@ -33,10 +33,7 @@ source Benchmarks/release.sh
 SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.port=$PG_TLS
   --set provider.h2c.port=$PG_PORT --set provider.rate.device_token.per_second=0
   --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0)
-(cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${SETTINGS[@]}" >/dev/null)
-"$PG" tokens register --topic com.example.app --count $TOKENS "${SETTINGS[@]}" > "$WORK/tokens.txt"
-JWT=$("$PG" keys token --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
-printf '{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refresh","since":1800000000}}' > "$WORK/body.json"
+provider_fixture $TOKENS
 BODY_BYTES=$(wc -c < "$WORK/body.json")
 
 # nghttpd: a docroot with a file per token path, so every POST is answered 200.

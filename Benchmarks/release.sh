@@ -75,3 +75,13 @@ drop_database() {
   done
   echo "$(basename "$0"): the database $1 is left behind after $attempt tries (drop it by hand)" >&2
 }
+
+# provider_fixture COUNT: for the provider API's request-path scripts, with the gateway's SETTINGS set: a
+# provider key for com.example.app, COUNT device tokens registered (one a line in $WORK/tokens.txt), a
+# provider token in JWT, and the ~100-byte silent payload every POST sends in $WORK/body.json.
+provider_fixture() {
+  (cd "$WORK" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${SETTINGS[@]}" >/dev/null)
+  "$PG" tokens register --topic com.example.app --count "$1" "${SETTINGS[@]}" > "$WORK/tokens.txt"
+  JWT=$("$PG" keys token --key "$WORK/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+  printf '{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refresh","since":1800000000}}' > "$WORK/body.json"
+}

@@ -47,6 +47,7 @@ final class AdvertisedSettings: ChannelOutboundHandler, RemovableChannelHandler 
     /// RFC 9113 §6.5.2's identifiers (NIO keeps its own internal).
     static let maxConcurrentStreams: UInt16 = 0x3
     static let maxHeaderListSize: UInt16 = 0x6
+    static let maxFrameSize: UInt16 = 0x5
 
     private let values: [UInt16: UInt32]
 

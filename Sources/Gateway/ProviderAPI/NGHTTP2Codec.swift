@@ -100,10 +100,13 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         guard !advertised else { return }
         advertised = true
         let streamLimits = limits.streamLimits
+        func entry(_ identifier: UInt16, _ value: Int) -> nghttp2_settings_entry {
+            nghttp2_settings_entry(settings_id: Int32(identifier), value: UInt32(clamping: value))
+        }
         let settings = [
-            nghttp2_settings_entry(settings_id: 0x3, value: UInt32(clamping: streamLimits.concurrentStreamsCeiling)),
-            nghttp2_settings_entry(settings_id: 0x6, value: UInt32(clamping: streamLimits.headerListCeiling)),
-            nghttp2_settings_entry(settings_id: 0x5, value: UInt32(clamping: limits.maxFrameSize)),
+            entry(AdvertisedSettings.maxConcurrentStreams, streamLimits.concurrentStreamsCeiling),
+            entry(AdvertisedSettings.maxHeaderListSize, streamLimits.headerListCeiling),
+            entry(AdvertisedSettings.maxFrameSize, limits.maxFrameSize),
         ]
         nghttp2_submit_settings(session, 0, settings, settings.count)
         sendOutput(context: context, rewritingSettings: true)

@@ -203,30 +203,20 @@ public struct ClusterMessage: Sendable, Equatable {
             while start < bytes.count {
                 var end = start
                 while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+                defer { start = end + 1 }
                 let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
-                if line.isEmpty {
-                    start = end + 1
-                    continue
-                }
-                if let skipped, Self.sender(of: line).map({ $0.elementsEqual(skipped) }) == true {
-                    start = end + 1
-                    continue
-                }
+                if line.isEmpty { continue }
+                if let skipped, Self.sender(of: line)?.elementsEqual(skipped) == true { continue }
                 lines.append((start..<end, Self.read(line)))
-                start = end + 1
             }
             return lines
         }
         let utf8 = payload.utf8
-        return read.map { line, message in
-            (
-                Substring(
-                    utf8[
-                        utf8.index(
-                            utf8.startIndex, offsetBy: line.lowerBound)..<utf8.index(
-                                utf8.startIndex, offsetBy: line.upperBound)]), message
-            )
+        func text(_ range: Range<Int>) -> Substring {
+            let start = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+            return Substring(utf8[start..<utf8.index(start, offsetBy: range.count)])
         }
+        return read.map { (text($0.line), $0.message) }
     }
 
     /// Nil for a message this version cannot read (a newer node's), which the receiver skips.
