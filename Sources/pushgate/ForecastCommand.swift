@@ -71,8 +71,14 @@ struct ForecastCommand: AsyncParsableCommand {
     @Option(help: "Bytes per second a device's transfer gets (background sessions get less); 0: latency only.")
     var linkBytesPerSecond = 1_000_000
 
-    @Option(help: "Milliseconds from a request to its first byte.")
+    @Option(help: "Milliseconds from a request to its first byte (the median, with --latency-p90-ms).")
     var latencyMs: Int64 = 100
+
+    @Option(
+        help:
+            "The latency's 90th percentile in milliseconds: transfers' latencies spread log-normally between --latency-ms and it (default: every one --latency-ms)."
+    )
+    var latencyP90Ms: Int64?
 
     @Option(help: "Seed of the devices' runtimes, users and keep-alives (device i gets seed + i).")
     var seed: UInt64 = 1
@@ -134,6 +140,9 @@ struct ForecastCommand: AsyncParsableCommand {
         guard itemBytes >= 1 else { throw ValidationError("--item-bytes: at least 1") }
         guard linkBytesPerSecond >= 0 else { throw ValidationError("--link-bytes-per-second: must not be negative") }
         guard latencyMs >= 0 else { throw ValidationError("--latency-ms: must not be negative") }
+        if let latencyP90Ms, latencyP90Ms < latencyMs {
+            throw ValidationError("--latency-p90-ms: at least --latency-ms (\(latencyMs)), got \(latencyP90Ms)")
+        }
         guard threads >= 1 else { throw ValidationError("--threads: at least 1") }
         guard trace >= 0 else { throw ValidationError("--trace: must not be negative") }
         if let bad = traceDevices.first(where: { !(0..<devices).contains($0) }) {
@@ -167,7 +176,9 @@ struct ForecastCommand: AsyncParsableCommand {
             start: UnixTime(milliseconds: startMs ?? Self.epochDay + Int64(startHour * 3_600_000)), hours: hours,
             publications: publications, policy: configuration.policy,
             keepAliveSeconds: configuration.hub.keepAliveSeconds,
-            link: LinkModel(bytesPerSecond: linkBytesPerSecond, latencyMilliseconds: latencyMs), itemBytes: itemBytes,
+            link: LinkModel(
+                bytesPerSecond: linkBytesPerSecond, latencyMilliseconds: latencyMs, latencyP90Milliseconds: latencyP90Ms
+            ), itemBytes: itemBytes,
             seed: seed)
         scenario.traced = tracedDevices()
         scenario.announcementSeconds = announceSeconds

@@ -276,6 +276,29 @@ import Testing
         #expect(await Forecast.run(reseeded).report != one.report)
     }
 
+    /// A spread link: each transfer's latency drawn from the device's and transfer's numbers, so the same in
+    /// every run; across many, the median and the 90th percentile asked for. Without a p90, the median.
+    @Test func aSpreadLinksLatenciesHaveTheMedianAndP90AskedFor() {
+        let link = LinkModel(bytesPerSecond: 0, latencyMilliseconds: 400, latencyP90Milliseconds: 2_000)
+        var drawn: [Int64] = []
+        for device in 0..<100 {
+            for transfer in 0..<100 { drawn.append(link.latency(device: device, transfer: transfer, seed: 7)) }
+        }
+        #expect(
+            drawn
+                == (0..<100).flatMap { device in
+                    (0..<100).map { link.latency(device: device, transfer: $0, seed: 7) }
+                })
+        drawn.sort()
+        #expect(abs(drawn[drawn.count / 2] - 400) <= 20, "median \(drawn[drawn.count / 2])")
+        #expect(abs(drawn[drawn.count * 9 / 10] - 2_000) <= 150, "p90 \(drawn[drawn.count * 9 / 10])")
+        #expect(drawn.first ?? 0 > 0)
+        #expect(link.latency(device: 0, transfer: 0, seed: 8) != link.latency(device: 0, transfer: 0, seed: 7))
+        let fixed = LinkModel(bytesPerSecond: 0, latencyMilliseconds: 400)
+        #expect(fixed.latency(device: 3, transfer: 9, seed: 7) == 400)
+        #expect(fixed.milliseconds(bytes: 1_000_000, slowdown: 1, latency: 400) == 400)
+    }
+
     @Test func theParetoFrontKeepsWhatNothingBeats() {
         let points: [(freshness: Double, cost: Double)] = [(0.5, 10), (0.6, 20), (0.4, 30), (0.6, 15), (0.2, 1)]
         #expect(ParetoFront.indices(points) == [0, 3, 4])

@@ -70,6 +70,12 @@ import WallClock
                     try await eventually("version \(version) announced", seconds: 30) {
                         (content.figures(fleet)?.announcements.count ?? 0) >= version
                     }
+                    // Its pushes on the devices before the next is published: a loaded machine's late
+                    // delivery would otherwise land two versions' pushes in one wake (the forecast, given
+                    // only the publication times and fan-outs, cannot know of that lag).
+                    try await eventually("version \(version) acknowledged", seconds: 30) {
+                        gateway.services.hub.outstandingCount == 0
+                    }
                 }
                 try await eventually("the users' end", seconds: 60) { UnixTime.now() >= usersUntil }
                 // Every push decided for delivery acknowledged (the announcements were answered above).
@@ -100,18 +106,23 @@ import WallClock
             keepAliveSeconds: configuration.hub.keepAliveSeconds,
             link: LinkModel(
                 bytesPerSecond: 0,
-                latencyMilliseconds: Int64(((real.report.rows.last?.transferP50Seconds ?? 0) * 1000).rounded())),
+                latencyMilliseconds: Int64(((real.report.rows.last?.transferP50Seconds ?? 0) * 1000).rounded()),
+                latencyP90Milliseconds: Int64(((real.report.rows.last?.transferP90Seconds ?? 0) * 1000).rounded())),
             itemBytes: itemBytes, seed: 7)
         scenario.connectedAt = try connectedAt.map { try #require($0).milliseconds }
         scenario.usersUntil = usersUntil
         // The backend's fan-out as the real run had it (from each publication to its last answer), and its
-        // transfers' median time as the link's latency.
+        // transfers' median and 90th percentile as the link's latency: on a loaded machine the slower ones
+        // keep wakes running into the next version's push (the CI run that failed with silent wakes 198
+        // against 273 had its forecast's transfers all at the median).
         let published = Dictionary(uniqueKeysWithValues: real.published.map { ($0.version, $0.publishedAt) })
-        let spreads = real.announcements.map {
+        let spreads = real.announcements.sorted { $0.version < $1.version }.map {
             Double($0.sentAt + $0.milliseconds - (published[$0.version] ?? $0.sentAt))
         }
-        scenario.announcementSeconds = spreads.reduce(0, +) / Double(max(1, spreads.count)) / 1000
+        scenario.announcementSecondsEach = spreads.map { $0 / 1000 }
         let forecast = await Forecast.run(scenario)
+        // Both tables in the log, for a failure's reader.
+        print("The real run:\n\(real.report.text)\nIts forecast:\n\(forecast.report.text)")
 
         let realRows = Dictionary(uniqueKeysWithValues: real.report.rows.map { ($0.profile, $0) })
         let forecastRows = Dictionary(uniqueKeysWithValues: forecast.report.rows.map { ($0.profile, $0) })
@@ -125,7 +136,8 @@ import WallClock
             // The rest moves with the machine's load: a push, a download or an open a few hundred
             // milliseconds later (the rest of the suite shares the two cores) changes which of a wake's
             // download and an open's fetch ends first. Quiet, the fleet's fresh at open agreed within 2
-            // points; beside the whole suite, within 8, and silent wakes within 15 % (docs/forecast.md). So: bounds that a wrong model
+            // points; beside the whole suite and two spinning shells, within 7, and silent wakes within 8 %
+            // (docs/forecast.md). So: bounds that a wrong model
             // breaks (one of the three versions not announced, a device that never connects), not the full validation's
             // goals, which Benchmarks/forecast-validate.sh checks on a release build over minutes.
             #expect(within(0.25, row.silentWakes, other.silentWakes), "\(profile): silent wakes")

@@ -145,7 +145,7 @@ public struct ForecastResult: Sendable, Codable {
             "policy: budget \(policy.budgetCapacity), refill \(policy.refillIntervalSeconds) s, completion \(policy.completionDeadlineSeconds) s, held \(policy.heldStorage), piggyback \(policy.alertPiggybackScope.rawValue)",
             "Live Activity budget: \(policy.liveActivityCapacity), refill \(policy.liveActivityRefillSeconds) s; with frequent updates \(policy.liveActivityFrequentCapacity), refill \(policy.liveActivityFrequentRefillSeconds) s",
             "keep-alive: \(scenario.keepAliveSeconds) s ± \(Int(scenario.keepAliveJitter * 100)) %",
-            "link: \(scenario.link.bytesPerSecond) B/s per device (0: unpaced), latency \(scenario.link.latencyMilliseconds) ms; item \(scenario.itemBytes) bytes unless the app says",
+            "link: \(scenario.link.bytesPerSecond) B/s per device (0: unpaced), latency \(scenario.link.latencyMilliseconds) ms\(scenario.link.latencyP90Milliseconds.map { " (p90 \($0) ms)" } ?? ""); item \(scenario.itemBytes) bytes unless the app says",
         ]
         for kind in scenario.kinds {
             lines.append("\(kind.name): iOS \(kind.profile.ios), \(kind.profile.strategy)")

@@ -42,6 +42,9 @@ public struct ForecastScenario: Sendable {
     /// seconds after it, device by device in fleet order (0: all at the publication). A replay takes it
     /// from the real run's announcements (`ContentAnnouncer.Outcome`); a what-if, from a backend's rate.
     public var announcementSeconds: Double = 0
+    /// A replay's fan-outs, publication by publication (the real run's first took longest: its pushes
+    /// found every app without a wake yet); a publication beyond its end takes `announcementSeconds`.
+    public var announcementSecondsEach: [Double] = []
     /// The users do nothing at or after this instant (a replayed run's planned end); nil: until the end.
     public var usersUntil: UnixTime?
 
@@ -118,37 +121,5 @@ public struct PublicationSchedule: Sendable, Equatable {
         let hour = Double(at % 86_400_000) / 3_600_000
         return hours.start <= hours.end
             ? (hour >= hours.start && hour < hours.end) : (hour >= hours.start || hour < hours.end)
-    }
-}
-
-/// How long a transfer takes in a forecast: the request's latency, then its bytes at the link's rate,
-/// a background session's slower (R9's slowdown); the discretionary delay is the runtime's own.
-public struct LinkModel: Sendable, Equatable {
-    /// Bytes per second a device's transfer gets; 0: unpaced (latency only, as on loopback).
-    public var bytesPerSecond: Int
-    /// From the request to its first byte, in milliseconds.
-    public var latencyMilliseconds: Int64
-    /// The manifest's size.
-    public var manifestBytes: Int
-
-    public init(bytesPerSecond: Int = 1_000_000, latencyMilliseconds: Int64 = 100, manifestBytes: Int = 120) {
-        self.bytesPerSecond = bytesPerSecond
-        self.latencyMilliseconds = latencyMilliseconds
-        self.manifestBytes = manifestBytes
-    }
-
-    /// Milliseconds to move `bytes` at `slowdown`, the latency included.
-    func milliseconds(bytes: Int64, slowdown: Double) -> Int64 {
-        guard bytesPerSecond > 0 else { return latencyMilliseconds }
-        return latencyMilliseconds
-            + Int64((Double(bytes) * max(1, slowdown) * 1000 / Double(bytesPerSecond)).rounded(.up))
-    }
-
-    /// Bytes moved `elapsed` milliseconds after the start, of `bytes` in all.
-    func bytes(after elapsed: Int64, of bytes: Int64, slowdown: Double) -> Int64 {
-        guard elapsed > latencyMilliseconds else { return 0 }
-        guard bytesPerSecond > 0 else { return bytes }
-        let moved = Double(elapsed - latencyMilliseconds) * Double(bytesPerSecond) / (1000 * max(1, slowdown))
-        return min(bytes, Int64(moved))
     }
 }

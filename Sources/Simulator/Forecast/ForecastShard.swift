@@ -99,6 +99,8 @@ final class ForecastShard {
         var size: Int64
         var startedAt: Int64
         var endsAt: Int64
+        /// Its request's latency (`LinkModel.latency`).
+        var latency: Int64
     }
 
     /// What one kind of iPhone cost, besides the freshness ledger's figures.
@@ -295,7 +297,8 @@ final class ForecastShard {
     /// forecast's devices have theirs from the start.
     private func publish(_ index: Int) {
         broadcast(version: index + 1)
-        let spread = Int64(scenario.announcementSeconds * 1000)
+        let each = scenario.announcementSecondsEach
+        let spread = Int64((index < each.count ? each[index] : scenario.announcementSeconds) * 1000)
         guard spread > 0 else {
             for device in iphones.indices { announce(index, to: device) }
             return
@@ -591,8 +594,11 @@ final class ForecastShard {
             size = Int64(app.behaviour.itemBytes ?? scenario.itemBytes)
         }
         let from = min(from, size)
-        let endsAt = now + scenario.link.milliseconds(bytes: size - from, slowdown: request.slowdown)
-        let running = Running(request: request, from: from, size: size, startedAt: now, endsAt: endsAt)
+        let latency = scenario.link.latency(device: firstDevice + device, transfer: request.id, seed: scenario.seed)
+        let endsAt =
+            now + scenario.link.milliseconds(bytes: size - from, slowdown: request.slowdown, latency: latency)
+        let running = Running(
+            request: request, from: from, size: size, startedAt: now, endsAt: endsAt, latency: latency)
         // A resumed transfer keeps its id: it replaces the paused one's entry.
         if let index = runningIndex(device, request.id) {
             transfers[device][index] = running
@@ -608,7 +614,8 @@ final class ForecastShard {
         let running = transfers[device].remove(at: index)
         return running.from
             + scenario.link.bytes(
-                after: now - running.startedAt, of: running.size - running.from, slowdown: running.request.slowdown)
+                after: now - running.startedAt, of: running.size - running.from, slowdown: running.request.slowdown,
+                latency: running.latency)
     }
 
     private func transferEnded(_ device: Int, id: Int, at time: Int64) {
@@ -618,7 +625,7 @@ final class ForecastShard {
         switch running.request.content {
         case .manifest:
             // The server answers with what is newest when the request reaches it.
-            let asked = running.startedAt + scenario.link.latencyMilliseconds / 2
+            let asked = running.startedAt + running.latency / 2
             result = .manifest(version: newestVersion(at: asked) ?? 0)
         case .item(let version):
             result = .item(version: version, bytes: running.size)
