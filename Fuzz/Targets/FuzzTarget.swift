@@ -133,6 +133,20 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         let body = split < input.endIndex ? Array(input[(split + 1)...]) : []
         let read = RequestHeaderBlock(headers)
         check(read.listSize >= 32 * headers.count, "a header list smaller than its fields")
+        // The same block read as libnghttp2 hands it over (bytes, header by header) reads the same.
+        var fromBytes = RequestHeaderBlock()
+        var repeated = RequestHeaderBlock.RepeatedValues()
+        for (name, value, _) in headers {
+            var name = name
+            var value = value
+            name.withUTF8 { name in value.withUTF8 { fromBytes.read(name: name, value: $0, repeated: &repeated) } }
+        }
+        fromBytes.finish()
+        check(
+            fromBytes.head == read.head && fromBytes.sentID == read.sentID && fromBytes.listSize == read.listSize
+                && fromBytes.rules.malformed == read.rules.malformed
+                && fromBytes.rules.contentLength == read.rules.contentLength,
+            "a header block read from its bytes unlike the same block decoded")
         guard read.rules.malformed == nil else { return nil }
         var decider = PushRequestDecider(context: Fixture.context, identity: .token)
         switch decider.decideHead(read.head, now: Fixture.now) {

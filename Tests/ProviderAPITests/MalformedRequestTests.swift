@@ -89,6 +89,35 @@ import Testing
         }
     }
 
+    /// libnghttp2 hands a block over as bytes, NIO as `HPACKHeaders`: the block reads the same both ways,
+    /// every case above and a good request (whose provider token, sent again, is the same value).
+    @Test func aBlockReadsTheSameFromBytesAsFromDecodedHeaders() {
+        let good = Case(
+            description: "a good request",
+            headers: Self.valid([
+                ("authorization", "bearer \(String(repeating: "x", count: 240))"), ("apns-topic", Fixture.bundle),
+                ("apns-id", "0A1B2C3D-0000-4000-8000-000000000001"), ("content-length", "21"),
+            ]))
+        var repeated = RequestHeaderBlock.RepeatedValues()
+        let longest = Case(description: "Int.max", headers: Self.valid([("content-length", "9223372036854775807")]))
+        let over = Case(description: "past Int.max", headers: Self.valid([("content-length", "9223372036854775808")]))
+        for testCase in Self.cases + [good, good, longest, over] {
+            let decoded = RequestHeaderBlock(HPACKHeaders(testCase.headers))
+            var read = RequestHeaderBlock()
+            for (name, value) in testCase.headers {
+                var name = name
+                var value = value
+                name.withUTF8 { name in value.withUTF8 { read.read(name: name, value: $0, repeated: &repeated) } }
+            }
+            read.finish()
+            #expect(read.rules.malformed == decoded.rules.malformed, "\(testCase)")
+            #expect(read.rules.contentLength == decoded.rules.contentLength, "\(testCase)")
+            #expect(read.head == decoded.head && read.sentID == decoded.sentID, "\(testCase)")
+            #expect(read.listSize == decoded.listSize, "\(testCase)")
+        }
+        #expect(RequestHeaderBlock(HPACKHeaders(good.headers)).rules.malformed == nil)
+    }
+
     @Test func aContentLengthThatMatchesIsFine() async throws {
         try await TestGateway.with { gateway in
             let client = try await gateway.client()

@@ -2,6 +2,7 @@ import CNGHTTP2
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import PushModel
 
 /// The provider API's HTTP/2 codec on libnghttp2 (`provider.http2.codec: nghttp2`), in place of
 /// `NIOHTTP2Handler`: bytes in and out on the transport's side, `HTTP2Frame`s on the request handler's, so
@@ -21,14 +22,28 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     /// What one read produced, in order, for the handler.
     private enum Inbound {
         case frame(HTTP2Frame)
+        case head(RequestHeadEvent)
         case closed(HTTP2StreamID, HTTP2ErrorCode?)
+    }
+
+    /// The request header block being read: HTTP/2 sends a block's HEADERS and CONTINUATION frames
+    /// together, so there is one at a time.
+    private struct PendingHead {
+        var stream: Int32
+        var block = RequestHeaderBlock()
+        var broadcastHeaders: HPACKHeaders?
     }
 
     private var session: OpaquePointer?
     private let limits: HTTP2Limits
     private var inbound: [Inbound] = []
-    /// A request's header block being read, by stream.
-    private var headerBlocks: [Int32: HPACKHeaders] = [:]
+    private var pending: PendingHead?
+    /// The bytes `nghttp2_session_mem_recv` is reading, and where they start, while it reads them.
+    private var input: ByteBuffer?
+    private var inputStart: UnsafeRawPointer?
+    /// Values that repeat on a connection's requests (its provider token), kept to be reused, not made anew.
+    private var repeated = RequestHeaderBlock.RepeatedValues()
+    private static let noBytes = ByteBuffer()
     /// Streams whose request headers were handed up (their close is told to the handler too).
     private var announced: Set<Int32> = []
     /// A response's head waiting for its body (an error: HEADERS, then one DATA frame that ends it).
@@ -118,9 +133,14 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         guard !closing else { return }
+        input = buffer
         let result = buffer.withUnsafeReadableBytes { bytes in
-            nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+            inputStart = bytes.baseAddress
+            defer { inputStart = nil }
+            return nghttp2_session_mem_recv(
+                session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
         }
+        input = nil
         deliverInbound(context: context)
         if result < 0 {
             // Fatal for the connection (a bad preface, a flood): what the session queued goes, then the close.
@@ -145,6 +165,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             for item in batch {
                 switch item {
                 case .frame(let frame): context.fireChannelRead(wrapInboundOut(frame))
+                case .head(let head): context.fireUserInboundEventTriggered(head)
                 case .closed(let stream, let reason):
                     context.fireUserInboundEventTriggered(StreamClosedEvent(streamID: stream, reason: reason))
                 }
@@ -172,17 +193,26 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     }
 
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(8)
-        headerBlocks[frame.stream_id] = headers
+        // A request's trailers (HEADERS on a stream already announced) carry nothing the handler reads.
+        pending = announced.contains(frame.stream_id) ? nil : PendingHead(stream: frame.stream_id)
         return 0
     }
 
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        headerBlocks[frame.stream_id]?.add(
-            name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        guard pending?.stream == frame.stream_id else { return 0 }
+        pending!.block.read(name: name, value: value, repeated: &repeated)
+        if pending!.broadcastHeaders != nil {
+            pending!.broadcastHeaders!.add(
+                name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        } else if name.equals(":path"), value.hasPrefix("/4/broadcasts/") {
+            // Pseudo-headers come first (libnghttp2 holds requests to that): the rest of a broadcast's
+            // block is kept for its request, and its method if that came before the path.
+            var headers = HPACKHeaders()
+            if let method = pending!.block.head.method { headers.add(name: ":method", value: method) }
+            pending!.broadcastHeaders = headers
+        }
         return 0
     }
 
@@ -190,16 +220,33 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         let stream = HTTP2StreamID(Int(frame.stream_id))
         let endStream = frame.flags & 0x1 != 0
         switch frame.type {
-        case 0x0 where endStream:  // DATA: its bytes came as chunks; the end of the stream is a frame of its own.
-            inbound.append(
-                .frame(
-                    HTTP2Frame(
-                        streamID: stream, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)))))
+        case 0x0 where endStream:
+            // DATA: its bytes came as chunks. The last chunk, when it is this stream's and still waiting,
+            // carries the end of the stream; otherwise the end is a frame of its own.
+            if case .frame(let last) = inbound.last, last.streamID == stream, case .data(var data) = last.payload {
+                data.endStream = true
+                inbound[inbound.count - 1] = .frame(HTTP2Frame(streamID: stream, payload: .data(data)))
+            } else {
+                inbound.append(
+                    .frame(
+                        HTTP2Frame(
+                            streamID: stream, payload: .data(.init(data: .byteBuffer(Self.noBytes), endStream: true)))))
+            }
         case 0x1:  // HEADERS: a request's head, or its trailers.
-            let headers = headerBlocks.removeValue(forKey: frame.stream_id) ?? HPACKHeaders()
-            announced.insert(frame.stream_id)
-            inbound.append(
-                .frame(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: headers, endStream: endStream)))))
+            if var head = pending, head.stream == frame.stream_id, !announced.contains(frame.stream_id) {
+                pending = nil
+                announced.insert(frame.stream_id)
+                head.block.finish()
+                inbound.append(
+                    .head(
+                        RequestHeadEvent(
+                            streamID: stream, block: head.block, broadcastHeaders: head.broadcastHeaders,
+                            endStream: endStream)))
+            } else {
+                inbound.append(
+                    .frame(
+                        HTTP2Frame(streamID: stream, payload: .headers(.init(headers: [:], endStream: endStream)))))
+            }
         case 0x3:  // RST_STREAM
             inbound.append(.frame(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))))
         case 0x4 where frame.flags & 0x1 == 0 && !firstSettingsSeen:  // the client's first SETTINGS
@@ -213,15 +260,24 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     private func dataChunk(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
         guard announced.contains(stream) else { return 0 }
+        // A chunk is most often a span of the bytes being read: a slice of their buffer, not a copy.
+        let data: ByteBuffer
+        if let start = inputStart, let chunk = bytes.baseAddress, chunk >= start,
+            chunk + bytes.count <= start + (input?.readableBytes ?? 0),
+            let slice = input?.getSlice(at: input!.readerIndex + (chunk - start), length: bytes.count)
+        {
+            data = slice
+        } else {
+            data = ByteBuffer(bytes: bytes)
+        }
         let frame = HTTP2Frame(
-            streamID: HTTP2StreamID(Int(stream)),
-            payload: .data(.init(data: .byteBuffer(ByteBuffer(bytes: bytes)), endStream: false)))
+            streamID: HTTP2StreamID(Int(stream)), payload: .data(.init(data: .byteBuffer(data), endStream: false)))
         inbound.append(.frame(frame))
         return 0
     }
 
     private func streamClosed(_ stream: Int32, code: UInt32) -> Int32 {
-        headerBlocks.removeValue(forKey: stream)
+        if pending?.stream == stream { pending = nil }
         heads.removeValue(forKey: stream)
         bodies.removeValue(forKey: stream)
         if announced.remove(stream) != nil {
@@ -275,6 +331,37 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         context.flush()
         closeIfFinished(context: context)
     }
+
+    /// A 200 straight from the request handler (no frame, no `HPACKHeaders`): `:status`, the `apns-id`, and
+    /// in the development environment the `apns-unique-id`, written from the ids' bits into one buffer the
+    /// session copies; the names are constants the session need not copy. Sent with the next flush.
+    func answerAccepted(_ stream: HTTP2StreamID, id: APNsID, uniqueID: APNsID?, promise: EventLoopPromise<Void>?) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 72) { text in
+            id.write(into: text)
+            uniqueID?.write(into: UnsafeMutableBufferPointer(rebasing: text[36...]))
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 3) { fields in
+                func field(_ name: StaticString, _ value: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UInt8)
+                    -> nghttp2_nv
+                {
+                    nghttp2_nv(
+                        name: UnsafeMutablePointer(mutating: name.utf8Start), value: value,
+                        namelen: name.utf8CodeUnitCount, valuelen: length, flags: flags | Self.noCopyName)
+                }
+                fields[0] = field(":status", UnsafeMutablePointer(mutating: Self.status200.utf8Start), 3, 0)
+                fields[1] = field("apns-id", text.baseAddress!, 36, Self.noIndex)
+                fields[2] = field("apns-unique-id", text.baseAddress! + 36, 36, Self.noIndex)
+                nghttp2_submit_response(
+                    session, Int32(Int(stream)), fields.baseAddress, uniqueID == nil ? 2 : 3, nil)
+            }
+        }
+        if let promise { promises.append(promise) }
+    }
+
+    /// NGHTTP2_NV_FLAG_NO_INDEX (unique per answer: indexing would only churn the client's table) and
+    /// NGHTTP2_NV_FLAG_NO_COPY_NAME (a constant outlives the session's use of it).
+    private static let noIndex: UInt8 = 0x1
+    private static let noCopyName: UInt8 = 0x2
+    private static let status200: StaticString = "200"
 
     private func submitResponse(_ stream: Int32, _ headers: HPACKHeaders, body: ByteBuffer?) {
         // The session copies names and values: one buffer holds them for the call.

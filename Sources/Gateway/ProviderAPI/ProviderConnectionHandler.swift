@@ -91,11 +91,14 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     private var random = FastRandom()
     /// The development environment answers a 200 with `apns-unique-id` too, as APNs's sandbox does.
     private let answersUniqueID: Bool
+    /// The codec below, when it is libnghttp2's: a 200 is handed to it directly, not as a HEADERS frame.
+    private let nghttp2: NGHTTP2Codec?
 
-    init(context: ProviderContext, logger: Logger) {
+    init(context: ProviderContext, logger: Logger, codec: NGHTTP2Codec? = nil) {
         self.providerContext = context
         self.logger = logger
         answersUniqueID = context.settings.environment == .development
+        nghttp2 = codec
     }
 
     // MARK: Lifecycle
@@ -165,6 +168,17 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             // Per-stream bookkeeping events: this handler ends the pipeline, so they stop here rather than
             // travel to its tail.
             break
+        case let head as RequestHeadEvent:
+            // A HEADERS frame's head, read by the codec (libnghttp2's).
+            establish(context: context)
+            if head.streamID > lastStreamID {
+                openStreams += 1
+                startStream(
+                    head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
+                    context: context)
+            } else if head.endStream, streams[head.streamID] != nil {
+                finishStream(head.streamID, context: context)
+            }
         case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
         case is ConnectionEstablished:
@@ -178,18 +192,15 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        if !windowOpened {
-            // The first frame (the client's SETTINGS) follows a complete preface (and TLS handshake):
-            // the connection is established, and the door's handshake timer stops.
-            context.pipeline.fireUserInboundEventTriggered(ConnectionEstablished())
-            openConnectionWindow(context: context)
-        }
+        establish(context: context)
         switch frame.payload {
         case .headers(let headers):
             if frame.streamID > lastStreamID {
                 // A new stream (client stream ids only grow; NIO has refused any other).
                 openStreams += 1
-                startStream(frame.streamID, headers: headers.headers, endStream: headers.endStream, context: context)
+                startStream(
+                    frame.streamID, block: RequestHeaderBlock(headers.headers), headers: headers.headers,
+                    endStream: headers.endStream, context: context)
             } else if headers.endStream, streams[frame.streamID] != nil {
                 // Trailers end the request.
                 finishStream(frame.streamID, context: context)
@@ -201,6 +212,14 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         default:
             break
         }
+    }
+
+    /// The first frame (the client's SETTINGS) follows a complete preface (and TLS handshake): the
+    /// connection is established, and the door's handshake timer stops.
+    private func establish(context: ChannelHandlerContext) {
+        guard !windowOpened else { return }
+        context.pipeline.fireUserInboundEventTriggered(ConnectionEstablished())
+        openConnectionWindow(context: context)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -232,8 +251,10 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         return error is NIOHTTP2Errors.RaisedGoawayLastStreamID
     }
 
+    /// `headers`: the block as NIO decoded it, read again only for a broadcast (`BroadcastRequest`).
     private func startStream(
-        _ id: HTTP2StreamID, headers: HPACKHeaders, endStream: Bool, context: ChannelHandlerContext
+        _ id: HTTP2StreamID, block: RequestHeaderBlock, headers: @autoclosure () -> HPACKHeaders, endStream: Bool,
+        context: ChannelHandlerContext
     ) {
         lastActivity = context.eventLoop.now
         lastStreamID = id
@@ -242,7 +263,6 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             // RFC 9113 §5.1.2: a stream over the advertised limit is refused alone (the client may retry it).
             return refuse(id, .concurrentStreams, endStream: endStream, context: context)
         }
-        let block = RequestHeaderBlock(headers)
         if block.listSize > limits.headerListSize {
             // RFC 9113 §10.5.1: answered 431 on this stream; NIO decoded the block, so HPACK stays in step.
             return refuse(id, .headerListSize, endStream: endStream, context: context)
@@ -255,7 +275,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         let now = providerContext.clock()
         if let path = block.head.path, path.hasPrefix(BroadcastRequest.pathPrefix) {
             return startBroadcast(
-                id, path: path, headers: headers, block: block, endStream: endStream, context: context)
+                id, path: path, headers: headers(), block: block, endStream: endStream, context: context)
         }
         let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
@@ -514,6 +534,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         let closesConnection = draining && streams.isEmpty
         let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil
         switch result {
+        case .accepted where nghttp2 != nil:
+            nghttp2!.answerAccepted(
+                id, id: responseID, uniqueID: answersUniqueID ? responseID.uniqueID : nil, promise: written)
         case .accepted:
             var headers = HPACKHeaders()
             headers.reserveCapacity(3)

@@ -153,7 +153,10 @@ public final class ProviderServer: Service, Sendable {
             try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
             try sync.addHandler(Self.http2Handler(context.settings.http2))
         case .nghttp2:
-            try sync.addHandler(NGHTTP2Codec(limits: context.settings.http2))
+            let codec = NGHTTP2Codec(limits: context.settings.http2)
+            try sync.addHandler(codec)
+            try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger, codec: codec))
+            return
         }
         try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger))
     }

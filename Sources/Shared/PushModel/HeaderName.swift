@@ -1,55 +1,53 @@
 /// The request headers APNs defines, each name once. HTTP/2 header names are lower case on the wire.
-public enum HeaderName: String, CaseIterable, Sendable {
-    case authorization = "authorization"
-    case apnsID = "apns-id"
-    case apnsPushType = "apns-push-type"
-    case apnsExpiration = "apns-expiration"
-    case apnsPriority = "apns-priority"
-    case apnsTopic = "apns-topic"
-    case apnsCollapseID = "apns-collapse-id"
+public enum HeaderName: CaseIterable, Sendable {
+    case authorization
+    case apnsID
+    case apnsPushType
+    case apnsExpiration
+    case apnsPriority
+    case apnsTopic
+    case apnsCollapseID
+
+    /// The name as text.
+    public var rawValue: String { wireName.description }
 
     /// Looks up a received header name; `nil` for headers APNs does not define (they are ignored).
-    @inlinable
     public init?(wireName: String) {
+        var name = wireName
+        guard let known = name.withUTF8({ HeaderName(wireBytes: $0) }) else { return nil }
+        self = known
+    }
+
+    /// The same, from the bytes as received (libnghttp2 hands names over as bytes).
+    @inlinable
+    public init?(wireBytes bytes: UnsafeBufferPointer<UInt8>) {
         // Dispatch on length first: this runs for every header of every request.
-        switch wireName.utf8.count {
-        case 7:
-            if wireName == "apns-id" {
-                self = .apnsID
-                return
-            }
-        case 10:
-            if wireName == "apns-topic" {
-                self = .apnsTopic
-                return
-            }
-        case 13:
-            if wireName == "authorization" {
-                self = .authorization
-                return
-            }
-            if wireName == "apns-priority" {
-                self = .apnsPriority
-                return
-            }
-        case 14:
-            if wireName == "apns-push-type" {
-                self = .apnsPushType
-                return
-            }
-        case 15:
-            if wireName == "apns-expiration" {
-                self = .apnsExpiration
-                return
-            }
-        case 16:
-            if wireName == "apns-collapse-id" {
-                self = .apnsCollapseID
-                return
-            }
-        default: break
+        let candidate: HeaderName
+        switch bytes.count {
+        case 7: candidate = .apnsID
+        case 10: candidate = .apnsTopic
+        case 13: candidate = bytes[1] == UInt8(ascii: "u") ? .authorization : .apnsPriority
+        case 14: candidate = .apnsPushType
+        case 15: candidate = .apnsExpiration
+        case 16: candidate = .apnsCollapseID
+        default: return nil
         }
-        return nil
+        guard bytes.equals(candidate.wireName) else { return nil }
+        self = candidate
+    }
+
+    /// The name on the wire (each name's one spelling).
+    @inlinable
+    public var wireName: StaticString {
+        switch self {
+        case .authorization: "authorization"
+        case .apnsID: "apns-id"
+        case .apnsPushType: "apns-push-type"
+        case .apnsExpiration: "apns-expiration"
+        case .apnsPriority: "apns-priority"
+        case .apnsTopic: "apns-topic"
+        case .apnsCollapseID: "apns-collapse-id"
+        }
     }
 }
 

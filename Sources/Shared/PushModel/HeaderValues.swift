@@ -110,7 +110,9 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         bytes.withUnsafeMutableBufferPointer { _ = write(into: UnsafeMutableBufferPointer(rebasing: $0[start...])) }
     }
 
-    private func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+    /// Writes `value`'s 36 bytes at the start of `buffer` (which has room for them); returns 36.
+    @discardableResult
+    public func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
         let lower: StaticString = "0123456789abcdef"
         let upper: StaticString = "0123456789ABCDEF"
         var out = 0
@@ -188,6 +190,9 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
 /// (64 hex characters); the accepted length range is configurable for fleets with longer tokens.
 public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible {
     public let hex: String
+
+    /// A head's token before its path is read (made once: parsing one per request showed in profiles).
+    public static let placeholder = DeviceToken(String(repeating: "0", count: 64))!
 
     public init?(_ text: Substring, lengths: ClosedRange<Int> = 64...64) {
         let utf8 = text.utf8

@@ -1,6 +1,6 @@
 /// A request's head as received: the pseudo-headers and the APNs headers, still text.
 /// The edge fills it header by header; `parse` turns it into typed values or Apple's reason.
-public struct RequestHead: Sendable {
+public struct RequestHead: Sendable, Equatable {
     public var method: String?
     public var path: String?
     public var authorization: String?
@@ -79,7 +79,7 @@ public struct RequestHead: Sendable {
 
 /// The head in typed values. Absent optional headers stay `nil` so later rules can tell "absent" from a default.
 public struct ParsedHead: Sendable {
-    public var deviceToken = DeviceToken("0000000000000000000000000000000000000000000000000000000000000000")!
+    public var deviceToken = DeviceToken.placeholder
     public var apnsID: APNsID?
     public var pushType: PushType?
     public var priority: Priority?
