@@ -206,7 +206,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         if pending!.broadcastHeaders != nil {
             pending!.broadcastHeaders!.add(
                 name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-        } else if name.equals(":path"), value.hasPrefix("/4/broadcasts/") {
+        } else if name.equals(":path"), pending!.block.head.path?.hasPrefix(BroadcastRequest.pathPrefix) == true {
             // Pseudo-headers come first (libnghttp2 holds requests to that): the rest of a broadcast's
             // block is kept for its request, and its method if that came before the path.
             var headers = HPACKHeaders()
@@ -233,7 +233,8 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                             streamID: stream, payload: .data(.init(data: .byteBuffer(Self.noBytes), endStream: true)))))
             }
         case 0x1:  // HEADERS: a request's head, or its trailers.
-            if var head = pending, head.stream == frame.stream_id, !announced.contains(frame.stream_id) {
+            // (A trailers block left `pending` empty.)
+            if var head = pending, head.stream == frame.stream_id {
                 pending = nil
                 announced.insert(frame.stream_id)
                 head.block.finish()

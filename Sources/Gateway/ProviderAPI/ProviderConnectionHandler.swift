@@ -171,14 +171,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         case let head as RequestHeadEvent:
             // A HEADERS frame's head, read by the codec (libnghttp2's).
             establish(context: context)
-            if head.streamID > lastStreamID {
-                openStreams += 1
-                startStream(
-                    head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
-                    context: context)
-            } else if head.endStream, streams[head.streamID] != nil {
-                finishStream(head.streamID, context: context)
-            }
+            receiveHead(
+                head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
+                context: context)
         case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
         case is ConnectionEstablished:
@@ -195,22 +190,30 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         establish(context: context)
         switch frame.payload {
         case .headers(let headers):
-            if frame.streamID > lastStreamID {
-                // A new stream (client stream ids only grow; NIO has refused any other).
-                openStreams += 1
-                startStream(
-                    frame.streamID, block: RequestHeaderBlock(headers.headers), headers: headers.headers,
-                    endStream: headers.endStream, context: context)
-            } else if headers.endStream, streams[frame.streamID] != nil {
-                // Trailers end the request.
-                finishStream(frame.streamID, context: context)
-            }
+            receiveHead(
+                frame.streamID, block: RequestHeaderBlock(headers.headers), headers: headers.headers,
+                endStream: headers.endStream, context: context)
         case .data(let data):
             receiveData(frame.streamID, data: data, context: context)
         case .rstStream:
             streams.removeValue(forKey: frame.streamID)
         default:
             break
+        }
+    }
+
+    /// A HEADERS frame's block, as NIO decoded it or as the codec read it: a new stream's head, or trailers.
+    private func receiveHead(
+        _ id: HTTP2StreamID, block: @autoclosure () -> RequestHeaderBlock, headers: @autoclosure () -> HPACKHeaders,
+        endStream: Bool, context: ChannelHandlerContext
+    ) {
+        if id > lastStreamID {
+            // A new stream (client stream ids only grow; the codec has refused any other).
+            openStreams += 1
+            startStream(id, block: block(), headers: headers(), endStream: endStream, context: context)
+        } else if endStream, streams[id] != nil {
+            // Trailers end the request.
+            finishStream(id, context: context)
         }
     }
 

@@ -147,6 +147,7 @@ public final class ProviderServer: Service, Sendable {
     /// choose, then the request handler. Also the `http2-connection` fuzz target's pipeline.
     public static func addHTTP2Handlers(to channel: any Channel, context: ProviderContext, logger: Logger) throws {
         let sync = channel.pipeline.syncOperations
+        var nghttp2: NGHTTP2Codec?
         switch context.settings.http2.codec {
         case .nio:
             // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
@@ -155,10 +156,9 @@ public final class ProviderServer: Service, Sendable {
         case .nghttp2:
             let codec = NGHTTP2Codec(limits: context.settings.http2)
             try sync.addHandler(codec)
-            try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger, codec: codec))
-            return
+            nghttp2 = codec
         }
-        try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger))
+        try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger, codec: nghttp2))
     }
 
     private func track(_ channel: any Channel) {

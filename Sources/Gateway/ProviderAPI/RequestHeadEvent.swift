@@ -5,8 +5,8 @@ import NIOHTTP2
 /// frame: the block already read header by header from the bytes, so no `HPACKHeaders` is made for it.
 struct RequestHeadEvent {
     let streamID: HTTP2StreamID
-    var block: RequestHeaderBlock
+    let block: RequestHeaderBlock
     /// A broadcast's headers (`BroadcastRequest` reads them at the end of its stream); nil for the rest.
-    var broadcastHeaders: HPACKHeaders?
+    let broadcastHeaders: HPACKHeaders?
     let endStream: Bool
 }

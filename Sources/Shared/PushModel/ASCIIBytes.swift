@@ -7,13 +7,4 @@ extension UnsafeBufferPointer<UInt8> {
         for index in 0..<count where self[index] != other[index] { return false }
         return true
     }
-
-    /// Whether these bytes begin with `literal`'s.
-    @inlinable
-    public func hasPrefix(_ literal: StaticString) -> Bool {
-        guard count >= literal.utf8CodeUnitCount else { return false }
-        let other = literal.utf8Start
-        for index in 0..<literal.utf8CodeUnitCount where self[index] != other[index] { return false }
-        return true
-    }
 }
