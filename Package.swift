@@ -334,7 +334,7 @@ let package = Package(
             name: "ProviderAPITests",
             dependencies: [
                 "GatewayFiles", "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
-                "TestSupport", "ChildProcess",
+                "TestSupport", "ChildProcess", "CNGHTTP2",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),

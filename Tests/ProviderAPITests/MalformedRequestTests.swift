@@ -118,6 +118,42 @@ import Testing
         #expect(RequestHeaderBlock(HPACKHeaders(good.headers)).rules.malformed == nil)
     }
 
+    /// The value check passes eight bytes at a time until one of them is below 0x0e: whatever the length
+    /// and wherever a byte sits, it says what a byte-by-byte look says.
+    @Test func aValueIsCheckedAlikeWhereverItsByteSits() {
+        func byteByByte(_ bytes: [UInt8]) -> Bool {
+            bytes.contains { $0 == 0 || $0 == 0x0a || $0 == 0x0d }
+        }
+        for length in 2...40 {
+            for position in 1..<(length - 1) {
+                for byte: UInt8 in [0, 0x01, 0x09, 0x0a, 0x0b, 0x0d, 0x0e, 0x0f, 0x7f, 0x80, 0x8d, 0xff] {
+                    var value = [UInt8](repeating: UInt8(ascii: "x"), count: length)
+                    value[position] = byte
+                    if position + 9 < length { value[position + 9] = 0x0d }
+                    let problem = value.withUnsafeBufferPointer { RequestHeaderRules.valueProblem($0) }
+                    #expect((problem != nil) == byteByByte(value), "\(length) bytes, \(byte) at \(position)")
+                }
+            }
+        }
+    }
+
+    /// Two byte runs compare equal exactly when every byte is, whatever their length.
+    @Test func byteRunsCompareByEveryByte() {
+        for length in 0...33 {
+            let base = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 1) }
+            base.withUnsafeBufferPointer { mine in
+                let copy = Array(base)
+                copy.withUnsafeBufferPointer { #expect(mine.equals($0)) }
+                for index in 0..<length {
+                    var other = base
+                    other[index] ^= 0x20
+                    other.withUnsafeBufferPointer { #expect(!mine.equals($0), "\(length) bytes, \(index)") }
+                }
+                (base + [0]).withUnsafeBufferPointer { #expect(!mine.equals($0)) }
+            }
+        }
+    }
+
     @Test func aContentLengthThatMatchesIsFine() async throws {
         try await TestGateway.with { gateway in
             let client = try await gateway.client()

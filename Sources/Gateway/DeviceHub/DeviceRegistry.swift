@@ -31,25 +31,25 @@ public final class DeviceRegistry: DeviceDirectory {
         /// Removed devices keep their slot and id; they cannot connect again.
         var removed = false
 
-        func token(of bundle: UInt32?) -> DeviceToken? { apps.first { $0.bundle == bundle }?.token.token }
+        func token(of bundle: UInt32?) -> DeviceToken? { apps.first { $0.bundle == bundle }?.token }
 
         mutating func setToken(_ token: DeviceToken, of bundle: UInt32) {
             if let index = apps.firstIndex(where: { $0.bundle == bundle }) {
-                apps[index].token = TokenKey(token)
+                apps[index].token = token
             } else {
-                apps.append(AppToken(token: TokenKey(token), bundle: bundle))
+                apps.append(AppToken(token: token, bundle: bundle))
             }
         }
 
         mutating func removeToken(of bundle: UInt32?) -> DeviceToken? {
             guard let index = apps.firstIndex(where: { $0.bundle == bundle }) else { return nil }
-            return apps.remove(at: index).token.token
+            return apps.remove(at: index).token
         }
     }
 
     /// An installed app: its token, and its bundle id by number (`State.bundles`).
     struct AppToken {
-        var token: TokenKey
+        var token: DeviceToken
         var bundle: UInt32
     }
 
@@ -115,7 +115,7 @@ public final class DeviceRegistry: DeviceDirectory {
         /// By slot, in registration order.
         var devices: [Device] = []
         var slots: [DeviceKey: DeviceSlot] = [:]
-        var tokens: [TokenKey: TokenRecord] = [:]
+        var tokens: [DeviceToken: TokenRecord] = [:]
         var nodes = Interned()
         var bundles = Interned()
         /// Store changes decided under the lock, in decision order, for `handOver` (docs/store.md: the
@@ -124,7 +124,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
         /// The token's record: active, or unregistered since `since`.
         mutating func setToken(_ token: DeviceToken, slot: DeviceSlot, bundle: UInt32, unregisteredAt: UnixTime?) {
-            tokens[TokenKey(token)] = TokenRecord(slot: slot, bundle: bundle, unregisteredAt: unregisteredAt)
+            tokens[token] = TokenRecord(slot: slot, bundle: bundle, unregisteredAt: unregisteredAt)
         }
 
         func status(_ record: TokenRecord) -> TokenStatus {
@@ -237,23 +237,20 @@ public final class DeviceRegistry: DeviceDirectory {
     // MARK: Provider lookups
 
     public func status(of token: DeviceToken) -> TokenStatus? {
-        let key = TokenKey(token)
-        return state.withLock { state in state.tokens[key].map { state.status($0) } }
+        state.withLock { state in state.tokens[token].map { state.status($0) } }
     }
 
     /// The device (its id and slot) a token belongs to, and the token's status, for lookups.
     public func lookup(_ token: DeviceToken) -> (deviceID: String, slot: DeviceSlot, status: TokenStatus)? {
-        let key = TokenKey(token)
-        return state.withLock { state in
-            guard let record = state.tokens[key], let device = state.device(record.slot) else { return nil }
+        state.withLock { state in
+            guard let record = state.tokens[token], let device = state.device(record.slot) else { return nil }
             return (device.id.id, record.slot, state.status(record))
         }
     }
 
     /// The device a token belongs to, for delivery.
     public func slot(of token: DeviceToken) -> DeviceSlot? {
-        let key = TokenKey(token)
-        return state.withLock { $0.tokens[key]?.slot }
+        state.withLock { $0.tokens[token]?.slot }
     }
 
     // MARK: Devices
@@ -295,7 +292,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
     public func apps(of slot: DeviceSlot) -> [(bundleID: String, token: DeviceToken)] {
         state.withLock { state in
-            (state.device(slot)?.apps ?? []).map { (state.bundles[$0.bundle], $0.token.token) }.sorted { $0.0 < $1.0 }
+            (state.device(slot)?.apps ?? []).map { (state.bundles[$0.bundle], $0.token) }.sorted { $0.0 < $1.0 }
         }
     }
 

@@ -56,12 +56,20 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var advertised = false
     private var closing = false
 
+    /// The session's memory: blocks it frees are kept for its next requests (`SessionMemory.c`), up to
+    /// `cachedBytesLimit`, and given back whenever the connection has no stream open.
+    private let memory: OpaquePointer
+    static let cachedBytesLimit = 256 * 1024
+
     init(limits: HTTP2Limits) {
         self.limits = limits
+        // Out of memory for 144 bytes ends the process, as any of Swift's own allocations would.
+        memory = pushgate_session_memory_new(Self.cachedBytesLimit)!
     }
 
     deinit {
         if let session { nghttp2_session_del(session) }
+        pushgate_session_memory_del(memory)
     }
 
     // MARK: Lifecycle
@@ -91,7 +99,9 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         var option: OpaquePointer?
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
-        nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        nghttp2_option_set_no_closed_streams(option, 1)
+        var allocator = pushgate_session_memory_nghttp2(memory)
+        nghttp2_session_server_new3(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, &allocator)
         if context.channel.isActive { start(context: context) }
     }
 
@@ -155,6 +165,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         context.fireChannelReadComplete()
         sendOutput(context: context)
         context.flush()
+        if announced.isEmpty { pushgate_session_memory_trim(memory) }
         closeIfFinished(context: context)
     }
 

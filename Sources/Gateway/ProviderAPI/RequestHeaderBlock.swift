@@ -53,7 +53,7 @@ public struct RequestHeaderBlock {
             }
         } else if let known = HeaderName(wireBytes: name) {
             guard known == .authorization else { return keep(known, String(decoding: value, as: UTF8.self)) }
-            if var last = repeated.authorization, last.withUTF8({ $0.elementsEqual(value) }) {
+            if var last = repeated.authorization, last.withUTF8({ $0.equals(value) }) {
                 keep(known, last)
             } else {
                 let text = String(decoding: value, as: UTF8.self)

@@ -343,7 +343,7 @@ public final class SQLiteStore: StoreBackend {
         let push = stored.notification
         row.text(base + 1, push.teamID ?? "")
         row.text(base + 2) { push.id.appendText(to: &$0) }
-        row.text(base + 3, push.deviceToken.hex)
+        row.text(base + 3) { push.deviceToken.appendHex(to: &$0) }
         row.text(base + 4, push.topic.value)
         row.text(base + 5, push.bundleID)
         row.text(base + 6, push.pushType.rawValue)

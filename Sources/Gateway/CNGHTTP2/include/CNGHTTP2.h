@@ -77,10 +77,25 @@ void nghttp2_session_callbacks_set_on_stream_close_callback(
 int nghttp2_option_new(nghttp2_option **option_ptr);
 void nghttp2_option_del(nghttp2_option *option);
 void nghttp2_option_set_no_http_messaging(nghttp2_option *option, int val);
+void nghttp2_option_set_no_closed_streams(nghttp2_option *option, int val);
 
-int nghttp2_session_server_new2(
+typedef void *(*nghttp2_malloc)(size_t size, void *mem_user_data);
+typedef void (*nghttp2_free)(void *ptr, void *mem_user_data);
+typedef void *(*nghttp2_calloc)(size_t nmemb, size_t size, void *mem_user_data);
+typedef void *(*nghttp2_realloc)(void *ptr, size_t size, void *mem_user_data);
+
+/// The allocator a session uses for all its memory (the session copies the struct).
+typedef struct {
+    void *mem_user_data;
+    nghttp2_malloc malloc;
+    nghttp2_free free;
+    nghttp2_calloc calloc;
+    nghttp2_realloc realloc;
+} nghttp2_mem;
+
+int nghttp2_session_server_new3(
     nghttp2_session **session_ptr, const nghttp2_session_callbacks *callbacks, void *user_data,
-    const nghttp2_option *option);
+    const nghttp2_option *option, nghttp2_mem *mem);
 int nghttp2_session_client_new(
     nghttp2_session **session_ptr, const nghttp2_session_callbacks *callbacks, void *user_data);
 void nghttp2_session_del(nghttp2_session *session);
@@ -105,5 +120,8 @@ int nghttp2_submit_window_update(
     nghttp2_session *session, uint8_t flags, int32_t stream_id, int32_t window_size_increment);
 
 const char *nghttp2_strerror(int lib_error_code);
+
+// Ours, not libnghttp2's: the session's allocator.
+#include "SessionMemory.h"
 
 #endif
