@@ -26,18 +26,14 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         case closed(HTTP2StreamID, HTTP2ErrorCode?)
     }
 
-    /// The request header block being read: HTTP/2 sends a block's HEADERS and CONTINUATION frames
-    /// together, so there is one at a time.
-    private struct PendingHead {
-        var stream: Int32
-        var block = RequestHeaderBlock()
-        var broadcastHeaders: HPACKHeaders?
-    }
-
     private var session: OpaquePointer?
     private let limits: HTTP2Limits
     private var inbound: [Inbound] = []
-    private var pending: PendingHead?
+    /// What the last read produced, being handed up (kept to reuse its storage).
+    private var delivering: [Inbound] = []
+    /// The request header block being read: HTTP/2 sends a block's HEADERS and CONTINUATION frames
+    /// together, so there is one at a time.
+    private var pending: RequestHeadEvent?
     /// The bytes `nghttp2_session_mem_recv` is reading, and where they start, while it reads them.
     private var input: ByteBuffer?
     private var inputStart: UnsafeRawPointer?
@@ -171,9 +167,10 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     private func deliverInbound(context: ChannelHandlerContext) {
         while !inbound.isEmpty {
-            let batch = inbound
-            inbound.removeAll(keepingCapacity: true)
-            for item in batch {
+            // The two lists trade places, so that neither is copied nor made anew for a read.
+            swap(&inbound, &delivering)
+            defer { delivering.removeAll(keepingCapacity: true) }
+            for item in delivering {
                 switch item {
                 case .frame(let frame): context.fireChannelRead(wrapInboundOut(frame))
                 case .head(let head): context.fireUserInboundEventTriggered(head)
@@ -205,24 +202,25 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
         // A request's trailers (HEADERS on a stream already announced) carry nothing the handler reads.
-        pending = announced.contains(frame.stream_id) ? nil : PendingHead(stream: frame.stream_id)
+        pending =
+            announced.contains(frame.stream_id) ? nil : RequestHeadEvent(streamID: HTTP2StreamID(Int(frame.stream_id)))
         return 0
     }
 
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        guard pending?.stream == frame.stream_id else { return 0 }
-        pending!.block.read(name: name, value: value, repeated: &repeated)
-        if pending!.broadcastHeaders != nil {
-            pending!.broadcastHeaders!.add(
+        guard let head = pending, Int32(Int(head.streamID)) == frame.stream_id else { return 0 }
+        head.block.read(name: name, value: value, repeated: &repeated)
+        if head.broadcastHeaders != nil {
+            head.broadcastHeaders!.add(
                 name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-        } else if name.equals(":path"), pending!.block.head.path?.hasPrefix(BroadcastRequest.pathPrefix) == true {
+        } else if name.equals(":path"), head.block.head.path?.hasPrefix(BroadcastRequest.pathPrefix) == true {
             // Pseudo-headers come first (libnghttp2 holds requests to that): the rest of a broadcast's
             // block is kept for its request, and its method if that came before the path.
             var headers = HPACKHeaders()
-            if let method = pending!.block.head.method { headers.add(name: ":method", value: method) }
-            pending!.broadcastHeaders = headers
+            if let method = head.block.head.method { headers.add(name: ":method", value: method) }
+            head.broadcastHeaders = headers
         }
         return 0
     }
@@ -245,15 +243,12 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             }
         case 0x1:  // HEADERS: a request's head, or its trailers.
             // (A trailers block left `pending` empty.)
-            if var head = pending, head.stream == frame.stream_id {
+            if let head = pending, head.streamID == stream {
                 pending = nil
                 announced.insert(frame.stream_id)
                 head.block.finish()
-                inbound.append(
-                    .head(
-                        RequestHeadEvent(
-                            streamID: stream, block: head.block, broadcastHeaders: head.broadcastHeaders,
-                            endStream: endStream)))
+                head.endStream = endStream
+                inbound.append(.head(head))
             } else {
                 inbound.append(
                     .frame(
@@ -289,7 +284,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     }
 
     private func streamClosed(_ stream: Int32, code: UInt32) -> Int32 {
-        if pending?.stream == stream { pending = nil }
+        if let head = pending, Int32(Int(head.streamID)) == stream { pending = nil }
         heads.removeValue(forKey: stream)
         bodies.removeValue(forKey: stream)
         if announced.remove(stream) != nil {

@@ -155,25 +155,26 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The two events of every request first: each case is a dynamic cast.
         switch event {
-        case let window as NIOHTTP2WindowUpdatedEvent:
-            if window.streamID == .rootStream, let inbound = window.inboundWindowSize {
-                replenishConnectionWindow(context: context, current: inbound)
-            }
-        case is StreamClosedEvent:
-            // Every stream NIO closes was opened by a HEADERS frame this handler read (the server opens
-            // none), so this keeps `openStreams` equal to NIO's count of open streams.
-            openStreams = max(0, openStreams - 1)
-        case is NIOHTTP2StreamCreatedEvent:
-            // Per-stream bookkeeping events: this handler ends the pipeline, so they stop here rather than
-            // travel to its tail.
-            break
         case let head as RequestHeadEvent:
             // A HEADERS frame's head, read by the codec (libnghttp2's).
             establish(context: context)
             receiveHead(
                 head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
                 context: context)
+        case is StreamClosedEvent:
+            // Every stream NIO closes was opened by a HEADERS frame this handler read (the server opens
+            // none), so this keeps `openStreams` equal to NIO's count of open streams.
+            openStreams = max(0, openStreams - 1)
+        case let window as NIOHTTP2WindowUpdatedEvent:
+            if window.streamID == .rootStream, let inbound = window.inboundWindowSize {
+                replenishConnectionWindow(context: context, current: inbound)
+            }
+        case is NIOHTTP2StreamCreatedEvent:
+            // Per-stream bookkeeping events: this handler ends the pipeline, so they stop here rather than
+            // travel to its tail.
+            break
         case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
         case is ConnectionEstablished:
