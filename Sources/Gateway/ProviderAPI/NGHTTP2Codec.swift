@@ -19,11 +19,23 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = ByteBuffer
 
-    /// What one read produced, in order, for the handler.
+    /// What one read produced, in order, for the handler: what every request brings (its head, its body's
+    /// chunks, its stream's close) is handed to it directly; the rest (a reset, the client's SETTINGS,
+    /// trailers) goes up the pipeline as frames.
     private enum Inbound {
         case frame(HTTP2Frame)
-        case head(RequestHeadEvent)
-        case closed(HTTP2StreamID, HTTP2ErrorCode?)
+        case head(ReceivedHead)
+        case data(HTTP2StreamID, ByteBuffer, endStream: Bool)
+        case closed(HTTP2StreamID)
+    }
+
+    /// The request handler above (`ProviderConnectionHandler`, which attaches when it is added), called
+    /// directly for each request — no pipeline event, box or dynamic cast — as it calls `answerAccepted`
+    /// directly for each 200. Released when this codec leaves the pipeline (the two refer to each other).
+    private var requests: (handler: ProviderConnectionHandler, context: ChannelHandlerContext)?
+
+    func attach(_ handler: ProviderConnectionHandler, context: ChannelHandlerContext) {
+        requests = (handler, context)
     }
 
     private var session: OpaquePointer?
@@ -33,7 +45,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var delivering: [Inbound] = []
     /// The request header block being read: HTTP/2 sends a block's HEADERS and CONTINUATION frames
     /// together, so there is one at a time.
-    private var pending: RequestHeadEvent?
+    private var pending: ReceivedHead?
     /// The bytes `nghttp2_session_mem_recv` is reading, and where they start, while it reads them.
     private var input: ByteBuffer?
     private var inputStart: UnsafeRawPointer?
@@ -107,6 +119,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        requests = nil
         failPromises(ChannelError.ioOnClosedChannel)
     }
 
@@ -178,9 +191,11 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             for item in delivering {
                 switch item {
                 case .frame(let frame): context.fireChannelRead(wrapInboundOut(frame))
-                case .head(let head): context.fireUserInboundEventTriggered(head)
-                case .closed(let stream, let reason):
-                    context.fireUserInboundEventTriggered(StreamClosedEvent(streamID: stream, reason: reason))
+                case .head(let head): requests?.handler.received(head, context: requests!.context)
+                case .data(let stream, let bytes, let endStream):
+                    requests?.handler.received(
+                        stream, data: .init(data: .byteBuffer(bytes), endStream: endStream), context: requests!.context)
+                case .closed(let stream): requests?.handler.closed(stream)
                 }
             }
         }
@@ -208,7 +223,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
         // A request's trailers (HEADERS on a stream already announced) carry nothing the handler reads.
         pending =
-            announced.contains(frame.stream_id) ? nil : RequestHeadEvent(streamID: HTTP2StreamID(Int(frame.stream_id)))
+            announced.contains(frame.stream_id) ? nil : ReceivedHead(streamID: HTTP2StreamID(Int(frame.stream_id)))
         return 0
     }
 
@@ -237,14 +252,10 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         case 0x0 where endStream:
             // DATA: its bytes came as chunks. The last chunk, when it is this stream's and still waiting,
             // carries the end of the stream; otherwise the end is a frame of its own.
-            if case .frame(let last) = inbound.last, last.streamID == stream, case .data(var data) = last.payload {
-                data.endStream = true
-                inbound[inbound.count - 1] = .frame(HTTP2Frame(streamID: stream, payload: .data(data)))
+            if case .data(stream, let bytes, endStream: false) = inbound.last {
+                inbound[inbound.count - 1] = .data(stream, bytes, endStream: true)
             } else {
-                inbound.append(
-                    .frame(
-                        HTTP2Frame(
-                            streamID: stream, payload: .data(.init(data: .byteBuffer(Self.noBytes), endStream: true)))))
+                inbound.append(.data(stream, Self.noBytes, endStream: true))
             }
         case 0x1:  // HEADERS: a request's head, or its trailers.
             // (A trailers block left `pending` empty.)
@@ -282,9 +293,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         } else {
             data = ByteBuffer(bytes: bytes)
         }
-        let frame = HTTP2Frame(
-            streamID: HTTP2StreamID(Int(stream)), payload: .data(.init(data: .byteBuffer(data), endStream: false)))
-        inbound.append(.frame(frame))
+        inbound.append(.data(HTTP2StreamID(Int(stream)), data, endStream: false))
         return 0
     }
 
@@ -292,10 +301,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         if let head = pending, Int32(Int(head.streamID)) == stream { pending = nil }
         heads.removeValue(forKey: stream)
         bodies.removeValue(forKey: stream)
-        if announced.remove(stream) != nil {
-            inbound.append(
-                .closed(HTTP2StreamID(Int(stream)), code == 0 ? nil : HTTP2ErrorCode(networkCode: Int(code))))
-        }
+        if announced.remove(stream) != nil { inbound.append(.closed(HTTP2StreamID(Int(stream)))) }
         return 0
     }
 

@@ -105,6 +105,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         logger[metadataKey: "remote"] = "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")"
+        nghttp2?.attach(self, context: context)
         if context.channel.isActive { scheduleIdleCheck(context: context) }
     }
 
@@ -155,18 +156,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The two events of every request first: each case is a dynamic cast.
         switch event {
-        case let head as RequestHeadEvent:
-            // A HEADERS frame's head, read by the codec (libnghttp2's).
-            establish(context: context)
-            receiveHead(
-                head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
-                context: context)
-        case is StreamClosedEvent:
-            // Every stream NIO closes was opened by a HEADERS frame this handler read (the server opens
-            // none), so this keeps `openStreams` equal to NIO's count of open streams.
-            openStreams = max(0, openStreams - 1)
+        case let closed as StreamClosedEvent:
+            self.closed(closed.streamID)
         case let window as NIOHTTP2WindowUpdatedEvent:
             if window.streamID == .rootStream, let inbound = window.inboundWindowSize {
                 replenishConnectionWindow(context: context, current: inbound)
@@ -182,6 +174,28 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         default:
             context.fireUserInboundEventTriggered(event)
         }
+    }
+
+    // MARK: From libnghttp2's codec, directly
+
+    /// A request's head, as `NGHTTP2Codec` read it.
+    func received(_ head: ReceivedHead, context: ChannelHandlerContext) {
+        establish(context: context)
+        receiveHead(
+            head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
+            context: context)
+    }
+
+    /// A chunk of a request's body (the last one carrying the end of its stream), as `NGHTTP2Codec` read it.
+    func received(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
+        establish(context: context)
+        receiveData(id, data: data, context: context)
+    }
+
+    /// A stream closed, by either codec. Every stream closed was opened by a HEADERS frame this handler read
+    /// (the server opens none), so this keeps `openStreams` equal to the codec's count of open streams.
+    func closed(_ id: HTTP2StreamID) {
+        openStreams = max(0, openStreams - 1)
     }
 
     // MARK: Frames
