@@ -30,3 +30,17 @@ extension UnsafeBufferPointer<UInt8> {
         return true
     }
 }
+
+/// Lower-case hex digits of 32 bits, eight at a time in one 64-bit register (ids and tokens are written on
+/// every request): the first digit (the highest nibble) in the lowest byte, so that storing the word
+/// little-endian writes the digits in order.
+func lowerHexDigits(_ value: UInt32) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    var spread = UInt64(value)
+    spread = ((spread & 0xFFFF_0000) << 16) | (spread & 0xFFFF)
+    spread = ((spread & 0x0000_FF00_0000_FF00) << 8) | (spread & 0x0000_00FF_0000_00FF)
+    spread = ((spread & 0x00F0_00F0_00F0_00F0) << 4) | (spread & 0x000F_000F_000F_000F)
+    // A nibble in each byte, the lowest first; 10–15 get 0x27 more to land on 'a'–'f'.
+    let letters = ((spread &+ ones &* 0x06) >> 4) & ones
+    return (spread &+ ones &* 0x30 &+ letters &* 0x27).byteSwapped
+}

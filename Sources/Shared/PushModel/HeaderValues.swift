@@ -113,21 +113,39 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Writes `value`'s 36 bytes at the start of `buffer` (which has room for them); returns 36.
     @discardableResult
     public func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
-        let lower: StaticString = "0123456789abcdef"
-        let upper: StaticString = "0123456789ABCDEF"
-        var out = 0
-        for nibble in 0..<32 {
-            if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
-                buffer[out] = UInt8(ascii: "-")
-                out += 1
-            }
-            let word = nibble < 16 ? high : low
-            let digit = Int((word >> UInt64(60 - (nibble % 16) * 4)) & 0xF)
-            let table = upperCaseDigits & (1 << UInt32(nibble)) == 0 ? lower : upper
-            buffer[out] = table.utf8Start[digit]
-            out += 1
+        // 8-4-4-4-12 from four words of eight digits (`lowerHexDigits`): a word split by a dash is stored
+        // whole, then its last four digits again one place on; the dashes go in last.
+        precondition(buffer.count >= 36)
+        let out = UnsafeMutableRawPointer(buffer.baseAddress!)
+        func store(_ digits: UInt64, at offset: Int) {
+            out.storeBytes(of: digits.littleEndian, toByteOffset: offset, as: UInt64.self)
         }
-        return out
+        func storeLastFour(_ digits: UInt64, at offset: Int) {
+            out.storeBytes(
+                of: UInt32(truncatingIfNeeded: digits >> 32).littleEndian, toByteOffset: offset, as: UInt32.self)
+        }
+        let second = lowerHexDigits(UInt32(truncatingIfNeeded: high))
+        let third = lowerHexDigits(UInt32(truncatingIfNeeded: low >> 32))
+        store(lowerHexDigits(UInt32(truncatingIfNeeded: high >> 32)), at: 0)
+        store(second, at: 9)
+        storeLastFour(second, at: 14)
+        store(third, at: 19)
+        storeLastFour(third, at: 24)
+        store(lowerHexDigits(UInt32(truncatingIfNeeded: low)), at: 28)
+        buffer[8] = UInt8(ascii: "-")
+        buffer[13] = UInt8(ascii: "-")
+        buffer[18] = UInt8(ascii: "-")
+        buffer[23] = UInt8(ascii: "-")
+        if upperCaseDigits != 0 {
+            // As sent: the digits that were upper case letters are again.
+            for nibble in 0..<32 where upperCaseDigits & (1 << UInt32(nibble)) != 0 {
+                let position =
+                    nibble + (nibble >= 8 ? 1 : 0) + (nibble >= 12 ? 1 : 0) + (nibble >= 16 ? 1 : 0)
+                    + (nibble >= 20 ? 1 : 0)
+                if buffer[position] >= UInt8(ascii: "a") { buffer[position] -= 0x20 }
+            }
+        }
+        return 36
     }
 
     public static func == (lhs: APNsID, rhs: APNsID) -> Bool { lhs.high == rhs.high && lhs.low == rhs.low }
@@ -298,12 +316,18 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
     /// A 32-byte token's 64 digits at the start of `buffer` (which has room for them); returns 64.
     private func writeHex(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
         guard case .bytes32(let a, let b, let c, let d) = storage else { return 0 }
-        let digits: StaticString = "0123456789abcdef"
-        for (index, word) in [a, b, c, d].enumerated() {
-            for nibble in 0..<16 {
-                buffer[index * 16 + nibble] = digits.utf8Start[Int((word >> UInt64(60 - nibble * 4)) & 0xF)]
-            }
+        precondition(buffer.count >= 64)
+        let out = UnsafeMutableRawPointer(buffer.baseAddress!)
+        func store(_ word: UInt64, at offset: Int) {
+            let first = lowerHexDigits(UInt32(truncatingIfNeeded: word >> 32))
+            out.storeBytes(of: first.littleEndian, toByteOffset: offset, as: UInt64.self)
+            let second = lowerHexDigits(UInt32(truncatingIfNeeded: word))
+            out.storeBytes(of: second.littleEndian, toByteOffset: offset + 8, as: UInt64.self)
         }
+        store(a, at: 0)
+        store(b, at: 16)
+        store(c, at: 32)
+        store(d, at: 48)
         return 64
     }
 
