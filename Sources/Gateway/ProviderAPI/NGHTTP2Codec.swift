@@ -5,11 +5,12 @@ import NIOHTTP2
 import PushModel
 
 /// The provider API's HTTP/2 codec on libnghttp2 (`provider.http2.codec: nghttp2`), in place of
-/// `NIOHTTP2Handler`: bytes in and out on the transport's side, `HTTP2Frame`s on the request handler's, so
+/// `NIOHTTP2Handler`: bytes in and out on the transport's side; on the request handler's, what every request
+/// brings (its head, its body, its close, its 200) passes by direct calls and the rest as `HTTP2Frame`s, so
 /// `ProviderConnectionHandler` — every rule, limit and answer — is the same above either codec.
 ///
 /// libnghttp2 does the framing, HPACK, flow control and RFC 9113's protocol checks in C. Its callbacks only
-/// collect what a read produced (`Inbound`); the frames are handed up after `nghttp2_session_mem_recv`
+/// collect what a read produced (`Inbound`); it is handed up after `nghttp2_session_mem_recv`
 /// returns, so no Swift code runs inside the C library's call stack but this collecting, and everything
 /// stays on the channel's event loop. What the handler writes is submitted to the session; its bytes are
 /// taken (`nghttp2_session_mem_send`) and written when the handler flushes or a read is done.
@@ -189,13 +190,14 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             swap(&inbound, &delivering)
             defer { delivering.removeAll(keepingCapacity: true) }
             for item in delivering {
-                switch item {
-                case .frame(let frame): context.fireChannelRead(wrapInboundOut(frame))
-                case .head(let head): requests?.handler.received(head, context: requests!.context)
-                case .data(let stream, let bytes, let endStream):
-                    requests?.handler.received(
-                        stream, data: .init(data: .byteBuffer(bytes), endStream: endStream), context: requests!.context)
-                case .closed(let stream): requests?.handler.closed(stream)
+                switch (item, requests) {
+                case (.frame(let frame), _): context.fireChannelRead(wrapInboundOut(frame))
+                case (.head(let head), let (handler, handlerContext)?): handler.received(head, context: handlerContext)
+                case (.data(let stream, let bytes, let endStream), let (handler, handlerContext)?):
+                    handler.received(
+                        stream, data: .init(data: .byteBuffer(bytes), endStream: endStream), context: handlerContext)
+                case (.closed(let stream), let (handler, _)?): handler.closed(stream)
+                case (_, nil): break  // No request handler (it attaches before any read).
                 }
             }
         }
@@ -220,6 +222,12 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         UnsafeRawPointer(frame!).load(as: nghttp2_frame_hd.self)
     }
 
+    /// The head being read, when it is this stream's.
+    private func pendingHead(of stream: Int32) -> ReceivedHead? {
+        guard let pending, pending.streamID == HTTP2StreamID(Int(stream)) else { return nil }
+        return pending
+    }
+
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
         // A request's trailers (HEADERS on a stream already announced) carry nothing the handler reads.
         pending =
@@ -230,7 +238,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        guard let head = pending, Int32(Int(head.streamID)) == frame.stream_id else { return 0 }
+        guard let head = pendingHead(of: frame.stream_id) else { return 0 }
         head.block.read(name: name, value: value, repeated: &repeated)
         if head.broadcastHeaders != nil {
             head.broadcastHeaders!.add(
@@ -259,7 +267,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             }
         case 0x1:  // HEADERS: a request's head, or its trailers.
             // (A trailers block left `pending` empty.)
-            if let head = pending, head.streamID == stream {
+            if let head = pendingHead(of: frame.stream_id) {
                 pending = nil
                 announced.insert(frame.stream_id)
                 head.block.finish()
@@ -298,7 +306,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     }
 
     private func streamClosed(_ stream: Int32, code: UInt32) -> Int32 {
-        if let head = pending, Int32(Int(head.streamID)) == stream { pending = nil }
+        if pendingHead(of: stream) != nil { pending = nil }
         heads.removeValue(forKey: stream)
         bodies.removeValue(forKey: stream)
         if announced.remove(stream) != nil { inbound.append(.closed(HTTP2StreamID(Int(stream)))) }

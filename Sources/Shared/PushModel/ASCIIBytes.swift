@@ -4,9 +4,7 @@ extension UnsafeBufferPointer<UInt8> {
     public func equals(_ literal: StaticString) -> Bool {
         equals(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
-}
 
-extension UnsafeBufferPointer<UInt8> {
     /// Whether both hold the same bytes, compared eight at a time (a provider token, ~250 bytes, is
     /// compared with the connection's last on every request).
     @inlinable
@@ -43,4 +41,25 @@ func lowerHexDigits(_ value: UInt32) -> UInt64 {
     // A nibble in each byte, the lowest first; 10–15 get 0x27 more to land on 'a'–'f'.
     let letters = ((spread &+ ones &* 0x06) >> 4) & ones
     return (spread &+ ones &* 0x30 &+ letters &* 0x27).byteSwapped
+}
+
+/// Eight hex digits of either case, the first in the lowest byte (as loaded little-endian), as 32 bits with
+/// the first digit highest: `lowerHexDigits` read back, in the register too. `invalid` is not 0 when a byte
+/// is no hex digit.
+func hexDigitsValue(_ bytes: UInt64) -> (value: UInt64, invalid: UInt64) {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highBits: UInt64 = 0x8080_8080_8080_8080
+    // For bytes below 0x80, the high bit of each byte says whether it lies in lo...hi.
+    func within(_ x: UInt64, _ lo: UInt64, _ hi: UInt64) -> UInt64 {
+        (x &+ ones &* (0x80 - lo)) & ~(x &+ ones &* (0x7F - hi)) & highBits
+    }
+    let lower = bytes | (ones &* 0x20)
+    let valid = within(bytes, 0x30, 0x39) | within(lower, 0x61, 0x66)
+    let invalid = (bytes & highBits) | (valid ^ highBits)
+    // '0'–'9' → 0–9, 'a'–'f' → 1–6 plus 9 (letters have 0x40 set).
+    var value = (lower & (ones &* 0x0F)) &+ ((lower >> 6) & ones) &* 9
+    value = ((value << 4) | (value >> 8)) & 0x00FF_00FF_00FF_00FF
+    value = ((value << 8) | (value >> 16)) & 0x0000_FFFF_0000_FFFF
+    value = ((value << 16) | (value >> 32)) & 0xFFFF_FFFF
+    return (value, invalid)
 }

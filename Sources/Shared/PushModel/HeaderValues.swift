@@ -260,35 +260,15 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
             })
     }
 
-    /// Sixteen hex digits (any case) as a word, eight digits at a time in one 64-bit register (SWAR): a
-    /// digit by digit loop was slower than the string it replaced. `invalid` is not 0 when a byte is no hex
-    /// digit.
+    /// Sixteen hex digits (any case) as a word, eight digits at a time in one 64-bit register
+    /// (`hexDigitsValue`): a digit by digit loop was slower than the string it replaced. `invalid` is not 0
+    /// when a byte is no hex digit.
     @inline(__always)
     private static func word(_ digits: UnsafePointer<UInt8>) -> (value: UInt64, invalid: UInt64) {
         let raw = UnsafeRawPointer(digits)
-        let high = eight(UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)))
-        let low = eight(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        let high = hexDigitsValue(UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)))
+        let low = hexDigitsValue(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         return (high.value << 32 | low.value, high.invalid | low.invalid)
-    }
-
-    /// Eight hex digits, the first in the lowest byte, as 32 bits (the first digit highest).
-    @inline(__always)
-    private static func eight(_ bytes: UInt64) -> (value: UInt64, invalid: UInt64) {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        // For bytes below 0x80, the high bit of each byte says whether it lies in lo...hi.
-        func within(_ x: UInt64, _ lo: UInt64, _ hi: UInt64) -> UInt64 {
-            (x &+ ones &* (0x80 - lo)) & ~(x &+ ones &* (0x7F - hi)) & highBits
-        }
-        let lower = bytes | (ones &* 0x20)
-        let valid = within(bytes, 0x30, 0x39) | within(lower, 0x61, 0x66)
-        let invalid = (bytes & highBits) | (valid ^ highBits)
-        // '0'–'9' → 0–9, 'a'–'f' → 1–6 plus 9 (letters have 0x40 set).
-        var value = (lower & (ones &* 0x0F)) &+ ((lower >> 6) & ones) &* 9
-        value = ((value << 4) | (value >> 8)) & 0x00FF_00FF_00FF_00FF
-        value = ((value << 8) | (value >> 16)) & 0x0000_FFFF_0000_FFFF
-        value = ((value << 16) | (value >> 32)) & 0xFFFF_FFFF
-        return (value, invalid)
     }
 
     /// The token as lower-case hex (made when asked for: a response, a row, a log line).
