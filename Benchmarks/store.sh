@@ -108,7 +108,8 @@ payload = b'{"aps":{"content-available":1},"job":{"id":"4f6a2b1c","kind":"refres
 def rows():
     for n in range(held):
         d = n % devices
-        yield ("TEAM123456", str(uuid.UUID(int=n + 1)), f"{d:064x}", "com.example.app", "com.example.app",
+        # apns-id and token as their bytes, as the gateway writes them (schema version 9)
+        yield ("TEAM123456", uuid.UUID(int=n + 1).bytes, bytes.fromhex(f"{d:064x}"), "com.example.app", "com.example.app",
                "background", 5, None, None, "silent", payload, now, now + 86400000, f"dev-{d:05d}", 0,
                "held_offline")
 db.executemany("""INSERT INTO notifications (team_id, apns_id, device_token, topic, bundle_id, push_type,

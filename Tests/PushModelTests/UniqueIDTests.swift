@@ -49,7 +49,14 @@ import Testing
             let mixed = String(
                 id.value.enumerated().map { $0.offset % 3 == 0 ? Character($0.element.uppercased()) : $0.element })
             #expect(APNsID(header: mixed)?.value == mixed)
+            #expect(APNsID(header: mixed)?.hasUpperCaseDigits == (mixed != id.value))
+            // Its 16 bytes, most significant first: the text's digits two a byte.
+            var bytes: [UInt8] = []
+            id.appendBytes(to: &bytes)
+            #expect(bytes == Hex.decode(String(id.value.filter { $0 != "-" })))
+            #expect(APNsID(bytes: bytes) == id && APNsID(bytes: bytes)?.hasUpperCaseDigits == false)
         }
+        #expect(APNsID(bytes: Array(repeating: 0, count: 15)) == nil)
     }
 }
 

@@ -35,15 +35,22 @@ public struct SQLiteRowBinder {
 
     /// Text written by `write` straight into the row's buffer.
     public mutating func text(_ index: Int32, writing write: (inout [UInt8]) -> Void) {
-        let start = bytes.count
-        write(&bytes)
-        spans.append((index, start, bytes.count - start, .text))
+        span(index, .text, write)
     }
 
     public mutating func blob(_ index: Int32, _ value: [UInt8]) {
+        span(index, .blob) { $0.append(contentsOf: value) }
+    }
+
+    /// Bytes written by `write` straight into the row's buffer.
+    public mutating func blob(_ index: Int32, writing write: (inout [UInt8]) -> Void) {
+        span(index, .blob, write)
+    }
+
+    private mutating func span(_ index: Int32, _ kind: Kind, _ write: (inout [UInt8]) -> Void) {
         let start = bytes.count
-        bytes.append(contentsOf: value)
-        spans.append((index, start, bytes.count - start, .blob))
+        write(&bytes)
+        spans.append((index, start, bytes.count - start, kind))
     }
 
     public func integer(_ index: Int32, _ value: Int64?) {

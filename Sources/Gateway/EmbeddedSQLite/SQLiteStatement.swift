@@ -146,6 +146,19 @@ extension [UInt8]: SQLiteBindable, SQLiteColumnValue {
     }
 }
 
+/// A column whose rows hold text or bytes (SQLite types values, not columns): read as whichever a row
+/// holds.
+public enum SQLiteTextOrBytes: SQLiteColumnValue, Equatable, Sendable {
+    case text(String)
+    case bytes([UInt8])
+
+    public init(column: Int32, of statement: OpaquePointer) {
+        self =
+            sqlite_nio_sqlite3_column_type(statement, column) == SQLITE_BLOB
+            ? .bytes([UInt8](column: column, of: statement)) : .text(String(column: column, of: statement))
+    }
+}
+
 extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
     public func bind(to statement: OpaquePointer, at index: Int32) -> Int32 {
         switch self {

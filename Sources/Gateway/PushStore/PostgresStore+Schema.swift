@@ -72,6 +72,8 @@ extension PostgresStore {
                 acknowledged BIGINT NOT NULL, PRIMARY KEY (device_id, channel_id))
             """,
         ],
+        // Version 9 stores apns-ids and tokens as bytes on SQLite; nothing changes here.
+        [],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

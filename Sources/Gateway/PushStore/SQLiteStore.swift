@@ -85,16 +85,13 @@ public final class SQLiteStore: StoreBackend {
                 payload BLOB NOT NULL, received_at INTEGER NOT NULL, expires_at INTEGER, device_id TEXT,
                 state INTEGER NOT NULL, rule TEXT, finished_at INTEGER)
             """,
-            // apns-id first: the same index answers outcomes and lookups by id, and keeps (team, id) unique.
-            "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
-            "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
-            "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
+        ] + notificationsIndexes + [
             """
             CREATE TABLE app_budgets (
                 device_id TEXT NOT NULL, bundle_id TEXT NOT NULL, tokens REAL, strikes REAL NOT NULL,
                 settled_at INTEGER NOT NULL, cooling_until INTEGER NOT NULL, app_state TEXT NOT NULL,
                 PRIMARY KEY (device_id, bundle_id)) WITHOUT ROWID
-            """,
+            """
         ],
         // The owner column serves several nodes on PostgreSQL; one SQLite file has one node.
         ["ALTER TABLE devices ADD COLUMN owner TEXT"],
@@ -126,6 +123,8 @@ public final class SQLiteStore: StoreBackend {
                 acknowledged INTEGER NOT NULL, PRIMARY KEY (device_id, channel_id)) WITHOUT ROWID
             """,
         ],
+        // apns-ids and tokens as bytes (SQLiteStore+Keys.swift).
+        keysAsBytes,
     ]
 
     private func migrate() async throws {
@@ -258,7 +257,7 @@ public final class SQLiteStore: StoreBackend {
                     """)
                 for outcome in batch.outcomes {
                     let finished: Int64? = outcome.state == .pending ? nil : outcome.at.milliseconds
-                    try update.run(outcome.state.rawValue, outcome.rule?.rawValue, finished, outcome.apnsID.value)
+                    try update.run(outcome.state.rawValue, outcome.rule?.rawValue, finished, Self.key(outcome.apnsID))
                 }
             }
             if !batch.budgets.isEmpty {
@@ -296,7 +295,7 @@ public final class SQLiteStore: StoreBackend {
         try await read { db in
             var found: StoredNotification?
             try db.statement(Self.selectNotification + " WHERE apns_id = ? ORDER BY seq DESC LIMIT 1")
-                .query(id.value) { row in found = try Self.notification(row) }
+                .query(Self.key(id)) { row in found = try Self.notification(row) }
             return found
         }
     }
@@ -342,8 +341,8 @@ public final class SQLiteStore: StoreBackend {
     static func bind(_ stored: StoredNotification, to row: inout SQLiteRowBinder, at base: Int32) {
         let push = stored.notification
         row.text(base + 1, push.teamID ?? "")
-        row.text(base + 2) { push.id.appendText(to: &$0) }
-        row.text(base + 3) { push.deviceToken.appendHex(to: &$0) }
+        bind(push.id, to: &row, at: base + 2)
+        row.blob(base + 3) { push.deviceToken.appendBytes(to: &$0) }
         row.text(base + 4, push.topic.value)
         row.text(base + 5, push.bundleID)
         row.text(base + 6, push.pushType.rawValue)
@@ -421,7 +420,8 @@ public final class SQLiteStore: StoreBackend {
 
     static func notification(_ row: SQLiteRow) throws -> StoredNotification {
         try NotificationColumns(
-            teamID: row[0], apnsID: row[1], deviceToken: row[2], topic: row[3], bundleID: row[4], pushType: row[5],
+            teamID: row[0], apnsID: idText(row[1]), deviceToken: tokenText(row[2]), topic: row[3], bundleID: row[4],
+            pushType: row[5],
             priority: row[6], expiration: row[7], collapseID: row[8], notificationClass: row[9],
             payload: row[10], receivedAt: row[11], expiresAt: row[12], deviceID: row[13],
             state: row[14], rule: row[15]

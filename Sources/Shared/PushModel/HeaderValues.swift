@@ -98,6 +98,28 @@ public struct APNsID: Hashable, Sendable, Codable, CustomStringConvertible {
         return generate(using: &generator)
     }
 
+    /// The id of a UUID's 16 bytes (most significant first, as `appendBytes` writes them), lower case;
+    /// nil for any other count.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        let words = bytes.withUnsafeBytes {
+            (
+                UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
+        }
+        self.init(high: words.0, low: words.1)
+    }
+
+    /// Whether the text sent had upper-case digits (`value` gives them back as sent).
+    public var hasUpperCaseDigits: Bool { upperCaseDigits != 0 }
+
+    /// The UUID's 16 bytes, most significant first, appended to `bytes`.
+    public func appendBytes(to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: high.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: low.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
     /// The id as the client sent it (or lower case, when generated).
     public var value: String {
         String(unsafeUninitializedCapacity: 36) { write(into: $0) }
@@ -309,6 +331,46 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
         store(c, at: 32)
         store(d, at: 48)
         return 64
+    }
+
+    /// A token from its bytes (half as many as its hex digits): 32 held inline, another count of
+    /// `lengths / 2` as its hex; nil otherwise.
+    public init?(bytes: [UInt8], lengths: ClosedRange<Int> = 64...64) {
+        guard lengths.contains(bytes.count * 2) else { return nil }
+        guard bytes.count == 32 else {
+            self.storage = .text(Hex.encode(bytes))
+            return
+        }
+        storage = bytes.withUnsafeBytes { raw in
+            func word(_ offset: Int) -> UInt64 {
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            }
+            return .bytes32(word(0), word(8), word(16), word(24))
+        }
+    }
+
+    /// The token's bytes (half as many as its hex digits), appended to `bytes`.
+    public func appendBytes(to bytes: inout [UInt8]) {
+        switch storage {
+        case .bytes32(let a, let b, let c, let d):
+            func append(_ word: UInt64) { withUnsafeBytes(of: word.bigEndian) { bytes.append(contentsOf: $0) } }
+            append(a)
+            append(b)
+            append(c)
+            append(d)
+        case .text(let text):
+            // Lower-case hex digits by construction: two a byte.
+            var high: UInt8?
+            for digit in text.utf8 {
+                let nibble = digit <= UInt8(ascii: "9") ? digit &- UInt8(ascii: "0") : digit &- UInt8(ascii: "a") &+ 10
+                if let first = high {
+                    bytes.append(first << 4 | nibble)
+                    high = nil
+                } else {
+                    high = nibble
+                }
+            }
+        }
     }
 
     /// Whether the token is held inline (an APNs token's 32 bytes) rather than as text.
