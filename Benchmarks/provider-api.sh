@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run: Pushgate
 # on each of its HTTP/2 codecs (provider.http2.codec: nio, nghttp2), each its own process; over h2c, then
-# over TLS (every server on the same development certificate).
+# over TLS (every server on the same development certificate). A third gateway, libnghttp2's codec with
+# `store.backend=memory`, runs every rule but writes nothing: the gap between it and the shipped one is
+# what committing each notification to SQLite (an fsync before the 200) costs on the same core.
 #
 # Each server is pinned to core 0 with one event loop; h2load runs on core 1. The request is the same
 # shape for both: POST /3/device/<token> with a ~100-byte silent payload and the APNs headers; Pushgate
@@ -20,6 +22,8 @@ NH_PORT=22196
 PG_TLS=22188
 NH_TLS=22187
 NG_TLS=22186
+MEM_PORT=22185
+MEM_TLS=22184
 SHAPES=("-c 16 -m 32" "-c 8 -m 100")
 
 for tool in h2load nghttpd taskset python3; do
@@ -46,17 +50,26 @@ sed "s#^#http://127.0.0.1:$NH_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-ur
 sed "s#^#https://127.0.0.1:$PG_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-tls-uris.txt"
 sed "s#^#https://127.0.0.1:$NG_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-tls-uris.txt"
 sed "s#^#https://127.0.0.1:$NH_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-tls-uris.txt"
-# The second gateway: the same keys and tokens in a data directory of its own, libnghttp2's codec.
+sed "s#^#http://127.0.0.1:$MEM_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/mem-uris.txt"
+sed "s#^#https://127.0.0.1:$MEM_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/mem-tls-uris.txt"
+# The second gateway: the same keys and tokens in a data directory of its own, libnghttp2's codec; the
+# third the same on the memory store.
 cp -r "$WORK/data" "$WORK/data-nghttp2"
+cp -r "$WORK/data" "$WORK/data-memory"
 SETTINGS_NH=("${SETTINGS[@]}" --set "data_dir=$WORK/data-nghttp2" --set provider.h2c.port=$NH_PORT
   --set provider.tls.port=$NH_TLS
   --set provider.http2.codec=nghttp2 --set devices.port=22193 --set devices.tls.port=22195 --set admin.port=22194
   --set channels.tls.port=22192 --set channels.h2c.port=22191)
+SETTINGS_MEM=("${SETTINGS_NH[@]}" --set "data_dir=$WORK/data-memory" --set store.backend=memory --set provider.h2c.port=$MEM_PORT
+  --set provider.tls.port=$MEM_TLS --set devices.port=22183 --set devices.tls.port=22182 --set admin.port=22181
+  --set channels.tls.port=22180 --set channels.h2c.port=22179)
 
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/pushgate.log" &
 PG_PID=$!
 taskset -c 0 "$PG" serve "${SETTINGS_NH[@]}" 2> "$WORK/pushgate-nghttp2.log" &
 NH_PID=$!
+taskset -c 0 "$PG" serve "${SETTINGS_MEM[@]}" 2> "$WORK/pushgate-memory.log" &
+MEM_PID=$!
 taskset -c 0 nghttpd --no-tls -d "$WORK/docroot" -n 1 $NG_PORT 2> "$WORK/nghttpd.log" &
 # listening PORT…: until every port accepts (up to 20 s).
 listening() {
@@ -68,7 +81,7 @@ listening() {
   done
   return 1
 }
-listening $PG_PORT $NG_PORT $NH_PORT $PG_TLS $NH_TLS || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-nghttp2.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (either codec) or nghttpd did not listen in 20 s"; }
+listening $PG_PORT $NG_PORT $NH_PORT $PG_TLS $NH_TLS $MEM_PORT $MEM_TLS || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-nghttp2.log"; show_log "$WORK/pushgate-memory.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (either codec, or on the memory store) or nghttpd did not listen in 20 s"; }
 # nghttpd over TLS, on the development certificate the first gateway made.
 taskset -c 0 nghttpd -d "$WORK/docroot" -n 1 $NG_TLS "$WORK/data/tls/server-key.pem" "$WORK/data/tls/server.pem" \
   2> "$WORK/nghttpd-tls.log" &
@@ -93,10 +106,13 @@ for shape in "${SHAPES[@]}"; do
       || { show_log "$WORK/pushgate.log"; fail "pushgate (nio, $transport), $shape: no figure"; }
     nh=$(run "pushgate-nghttp2$suffix" "$WORK/nh$suffix-uris.txt" "$shape") \
       || { show_log "$WORK/pushgate-nghttp2.log"; fail "pushgate (nghttp2, $transport), $shape: no figure"; }
+    mem=$(run "pushgate-memory$suffix" "$WORK/mem$suffix-uris.txt" "$shape") \
+      || { show_log "$WORK/pushgate-memory.log"; fail "pushgate (nghttp2, memory store, $transport), $shape: no figure"; }
     read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$ng"
     echo "| \`$shape\` | $transport | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
-    for row in "nio $pg" "nghttp2 $nh"; do
+    for row in "nio $pg" "nghttp2 $nh" "nghttp2,_memory_store $mem"; do
       read -r codec rps p50 p99 ok n <<< "$row"
+      codec=${codec//_/ }
       echo "| \`$shape\` | $transport | pushgate ($codec) | $rps | $p50 | $p99 | $ok / $n |"
       python3 -c "print('| \`$shape\` | $transport | **ratio ($codec)** | **%.2f ×** | | | |' % ($rps / max(1, $ng_rps)))"
     done
@@ -104,5 +120,6 @@ for shape in "${SHAPES[@]}"; do
 done
 RSS=$(awk '/VmHWM/ {print $2}' /proc/$PG_PID/status 2>/dev/null || echo '?')
 RSS_NH=$(awk '/VmHWM/ {print $2}' /proc/$NH_PID/status 2>/dev/null || echo '?')
+RSS_MEM=$(awk '/VmHWM/ {print $2}' /proc/$MEM_PID/status 2>/dev/null || echo '?')
 echo
-echo "Pushgate peak RSS: ${RSS} kB (nio), ${RSS_NH} kB (nghttp2)"
+echo "Pushgate peak RSS: ${RSS} kB (nio), ${RSS_NH} kB (nghttp2), ${RSS_MEM} kB (nghttp2, memory store)"
