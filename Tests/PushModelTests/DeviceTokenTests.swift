@@ -50,18 +50,17 @@ import Testing
         #expect(DeviceToken("abc", lengths: 2...200) == nil, "an odd count of digits")
     }
 
-    /// A token's bytes are its hex read two digits a byte, and read back to the same token, inline or not.
+    /// A token's bytes are its hex read two digits a byte, and their hex is the same token, inline or not.
     @Test func aTokenIsItsBytes() {
         for (text, lengths) in [(Self.digits, 64...64), (String(repeating: "Ab", count: 50), 2...200), ("0f", 2...64)] {
             let token = DeviceToken(text, lengths: lengths)!
             var bytes: [UInt8] = [7]
             token.appendBytes(to: &bytes)
             #expect(bytes == [7] + Hex.decode(text)!)
-            let back = DeviceToken(bytes: Array(bytes.dropFirst()), lengths: lengths)
+            // Read back as the SQLite store reads its column: the bytes' hex.
+            let back = DeviceToken(Hex.encode(bytes.dropFirst()), lengths: lengths)
             #expect(back == token && back?.hex == token.hex && back?.isInline == token.isInline)
         }
-        #expect(DeviceToken(bytes: Array(repeating: 1, count: 31)) == nil, "62 digits, not allowed by default")
-        #expect(DeviceToken(bytes: [], lengths: 2...64) == nil)
     }
 
     /// The JSON a token has always had: `{"hex": "…"}`, lower case; read back to the same token.

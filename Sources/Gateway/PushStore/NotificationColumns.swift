@@ -2,7 +2,8 @@ import PushModel
 import PushPolicy
 
 /// A stored notification as the SQL backends' columns hold it: text, integers and bytes, one field per
-/// column, so that an operator can read the tables with `sqlite3` or `psql`.
+/// column, so that an operator can read the tables with `sqlite3` or `psql`. (SQLite keeps the apns-id and
+/// the token as bytes: `SQLiteStore+Keys.swift` reads them back as text for this.)
 struct NotificationColumns: Sendable {
     /// The columns an insert writes: these 16 and `finished_at`.
     static let count = 17

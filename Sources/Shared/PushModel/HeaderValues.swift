@@ -333,22 +333,6 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
         return 64
     }
 
-    /// A token from its bytes (half as many as its hex digits): 32 held inline, another count of
-    /// `lengths / 2` as its hex; nil otherwise.
-    public init?(bytes: [UInt8], lengths: ClosedRange<Int> = 64...64) {
-        guard lengths.contains(bytes.count * 2) else { return nil }
-        guard bytes.count == 32 else {
-            self.storage = .text(Hex.encode(bytes))
-            return
-        }
-        storage = bytes.withUnsafeBytes { raw in
-            func word(_ offset: Int) -> UInt64 {
-                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            }
-            return .bytes32(word(0), word(8), word(16), word(24))
-        }
-    }
-
     /// The token's bytes (half as many as its hex digits), appended to `bytes`.
     public func appendBytes(to bytes: inout [UInt8]) {
         switch storage {
@@ -359,17 +343,8 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
             append(c)
             append(d)
         case .text(let text):
-            // Lower-case hex digits by construction: two a byte.
-            var high: UInt8?
-            for digit in text.utf8 {
-                let nibble = digit <= UInt8(ascii: "9") ? digit &- UInt8(ascii: "0") : digit &- UInt8(ascii: "a") &+ 10
-                if let first = high {
-                    bytes.append(first << 4 | nibble)
-                    high = nil
-                } else {
-                    high = nibble
-                }
-            }
+            // An even count of hex digits by construction (`storage`), so it always decodes.
+            bytes.append(contentsOf: Hex.decode(text) ?? [])
         }
     }
 
