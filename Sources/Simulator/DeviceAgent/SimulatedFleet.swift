@@ -16,7 +16,9 @@ public final class SimulatedFleet: Sendable {
     /// iPhones only: what they did, and the freshness report.
     public let freshness: FleetFreshness?
     private let plain: (apps: [String], profile: AgentProfile, seed: UInt64)?
-    private let http: HTTPClient?
+    /// The devices' HTTP clients, one for each 64 (`TransferClients`; none for plain agents whose wakes
+    /// do not fetch).
+    private let http: [HTTPClient]
     private let lifeEvents = Mutex<[RepeatedTask]>([])
 
     /// Plain agents on the device port `host:port`.
@@ -37,15 +39,16 @@ public final class SimulatedFleet: Sendable {
     ) {
         plain = (apps, profile, seed)
         freshness = nil
-        // Only a profile whose wakes fetch needs a client.
-        let http = profile.fetch_url.isEmpty ? nil : HTTPClient(eventLoopGroupProvider: .shared(group))
+        // Only a profile whose wakes fetch needs clients.
+        let http = profile.fetch_url.isEmpty ? [] : TransferClients.make(devices: devices, group: group)
         self.http = http
         let counters = self.counters
         // Device i is seeded `seed + i`: its wakes' answers, keep-alives, force-quits and Low Power periods.
         agents = (0..<devices).map { index in
             DeviceAgent(
                 endpoints: endpoints, first: index, apps: apps, enrolment: enrolment,
-                behaviour: profile.behaviour(seed: seed &+ UInt64(index), apps: apps), http: http,
+                behaviour: profile.behaviour(seed: seed &+ UInt64(index), apps: apps),
+                http: http.isEmpty ? nil : http[TransferClients.clientIndex(of: index)],
                 seed: seed &+ UInt64(index),
                 loopbackSource: DeviceAgent.loopbackSource(of: seed &+ UInt64(index)), group: group,
                 onEvent: { counters.record($0) })
@@ -73,11 +76,7 @@ public final class SimulatedFleet: Sendable {
         channels: [String: [String]] = [:], group: any EventLoopGroup, clock: @escaping @Sendable () -> UnixTime
     ) {
         plain = nil
-        var configuration = HTTPClient.Configuration()
-        // Paced background downloads hold their connections for long: more per host than the default 8.
-        configuration.connectionPool = .init(idleTimeout: .seconds(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 512)
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(120))
-        let http = HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
+        let http = TransferClients.make(devices: mix.reduce(0) { $0 + $1.devices }, group: group)
         self.http = http
         let createdAt = clock()
         let freshness = FleetFreshness(mix: mix.map { ($0.name, $0.profile, $0.devices) }, startedAt: createdAt)
@@ -94,7 +93,8 @@ public final class SimulatedFleet: Sendable {
                     settings: .init(
                         profile: kind.profile.iosProfile, apps: apps, origin: origin, seed: seed &+ index,
                         users: kind.profile.users, usersUntil: usersUntil),
-                    loop: group.next(), http: http, clock: clock, createdAt: createdAt,
+                    loop: group.next(), http: http[TransferClients.clientIndex(of: Int(index))], clock: clock,
+                    createdAt: createdAt,
                     record: { action, at in
                         if case .complete(_, _, let result) = action { counters.recordCompletion(result.rawValue) }
                         freshness.record(action, at: at, profile: name)
@@ -165,7 +165,7 @@ public final class SimulatedFleet: Sendable {
         starting.withLock { $0.task?.cancel() }
         for task in lifeEvents.withLock({ $0 }) { task.cancel() }
         for agent in agents { agent.stop() }
-        try? await http?.shutdown()
+        for client in http { try? await client.shutdown() }
     }
 
     /// Whether every device has a token for every app.
