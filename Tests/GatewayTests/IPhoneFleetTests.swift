@@ -11,6 +11,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ProviderClient
+import PushStore
 import PushModel
 import Synchronization
 import TestSupport
@@ -155,7 +156,13 @@ import Yams
                     metrics: { content.figures(fleet).map { metrics.text($0.report) } ?? "" }))
             let freshness = try #require(fleet.freshness)
             try await Self.running(fleet, content) {
-                try await eventually("300 iPhones installed their apps", seconds: 60) { fleet.allInstalled }
+                let state = {
+                    "\(fleet.installedCount) of 300 installed; \(fleet.counters.snapshot.line); the store's writer: "
+                        + "\(gateway.services.store.writer.figures)"
+                }
+                try await eventually("300 iPhones installed their apps", seconds: 60, state: state) {
+                    fleet.allInstalled
+                }
                 try await content.running(
                     fleet: fleet, strategies: mix.strategies,
                     provider: .init(
@@ -163,7 +170,9 @@ import Yams
                     publishEvery: 2, sampleEvery: 1
                 ) {
                     await content.publish()
-                    try await eventually("600 opens, three versions announced, a watchdog termination", seconds: 60) {
+                    try await eventually(
+                        "600 opens, three versions announced, a watchdog termination", seconds: 60, state: state
+                    ) {
                         let figures = try #require(content.figures(fleet))
                         let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
                         return freshness.opens >= 600 && figures.announcements.count >= 3

@@ -168,10 +168,14 @@ public final class SimulatedFleet: Sendable {
         for client in http { try? await client.shutdown() }
     }
 
-    /// Whether every device has a token for every app.
     /// Every device has its apps' tokens, and their push-to-start tokens.
-    public var allInstalled: Bool {
-        agents.allSatisfy { $0.tokens.count == $0.apps.count && $0.hasPushToStartTokens }
+    public var allInstalled: Bool { agents.allSatisfy(Self.installed) }
+
+    /// How many devices have their apps' tokens and their push-to-start tokens.
+    public var installedCount: Int { agents.count(where: Self.installed) }
+
+    private static func installed(_ agent: DeviceAgent) -> Bool {
+        agent.tokens.count == agent.apps.count && agent.hasPushToStartTokens
     }
 
     /// Live Activity tokens across the fleet (the tokens file is written again when it grows: activities
