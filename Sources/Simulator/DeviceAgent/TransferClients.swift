@@ -41,9 +41,10 @@ enum TransferClients {
 
     static func clientIndex(of device: Int) -> Int { device / devicesPerClient }
 
-    /// Each client's share of the fleet's connections (`limit`), never fewer than one device's.
+    /// Each client's share of the fleet's connections (`limit`): the fleet never holds more, so a
+    /// fleet the descriptors leave no room for holds no more than it did with one client.
     static func connectionsPerClient(devices: Int, clients: Int, descriptors: Int = descriptorLimit()) -> Int {
-        max(perDevice, limit(devices: devices, descriptors: descriptors) / max(1, clients))
+        max(1, limit(devices: devices, descriptors: descriptors) / max(1, clients))
     }
 
     /// The fleet's connections: four a device, within `descriptors` — each device's WebSocket and each
