@@ -74,8 +74,6 @@ extension PostgresStore {
         ],
         // Version 9 stores apns-ids and tokens as bytes on SQLite; nothing changes here.
         [],
-        // Version 10 drops SQLite's index on finished_at; nothing changes here.
-        [],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

@@ -78,10 +78,6 @@ extension SQLiteStore {
         // apns-id first: the same index answers outcomes and lookups by id, and keeps (team, id) unique.
         "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
         "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
+        "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
     ]
-
-    /// Version 10: no index on `finished_at`. Every finished notification — each push to a token without
-    /// a device, at once — cost an insert into it; pruning walks the table in `seq` order instead
-    /// (`SQLiteStore.prune`).
-    static let noFinishedIndex = ["DROP INDEX IF EXISTS notifications_finished"]
 }

@@ -125,8 +125,6 @@ public final class SQLiteStore: StoreBackend {
         ],
         // apns-ids and tokens as bytes (SQLiteStore+Keys.swift).
         keysAsBytes,
-        // No index on finished_at (SQLiteStore+Keys.swift).
-        noFinishedIndex,
     ]
 
     private func migrate() async throws {
@@ -285,15 +283,8 @@ public final class SQLiteStore: StoreBackend {
     public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
         try await write { db in
             let expired = try Self.expire(db, now: now, atStart: false)
-            // A notification finishes after it is received, and rows are received in `seq` order: those
-            // finished before the cutoff lie before the first row received at or after it. Walking there
-            // costs what is removed, and the rows received earlier that are not finished yet.
-            let cutoff = finishedBefore.milliseconds
-            let boundary = try db.statement(
-                "SELECT seq FROM notifications WHERE received_at >= ? ORDER BY seq LIMIT 1"
-            ).scalar(cutoff, as: Int64.self)
-            try db.statement("DELETE FROM notifications WHERE seq < ? AND state <> 0 AND finished_at < ?")
-                .run(boundary ?? Int64.max, cutoff)
+            try db.statement("DELETE FROM notifications WHERE state <> 0 AND finished_at < ?")
+                .run(finishedBefore.milliseconds)
             let removed = db.changes
             try db.statement("DELETE FROM broadcasts WHERE deliverable_until < ?").run(now.milliseconds)
             return PruneResult(removed: removed, expired: expired)
