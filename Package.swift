@@ -48,6 +48,8 @@ let package = Package(
             swiftSettings: hotPath),
         // The system's wall clock, the one seam where the I/O shells read the time (policy is handed it).
         .target(name: "WallClock", dependencies: ["PushModel"]),
+        // The process's descriptor limit, which both sides size connections from.
+        .target(name: "DescriptorLimit"),
         // Where the provider API hands accepted notifications: the intake protocol the device hub
         // implements (so neither imports the other).
         .target(
@@ -120,7 +122,7 @@ let package = Package(
         .target(
             name: "DeviceAgent",
             dependencies: [
-                "DeviceProtocol", "PushModel", "DeviceRuntime",
+                "DeviceProtocol", "PushModel", "DeviceRuntime", "DescriptorLimit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -218,7 +220,7 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits",
-                "PushStore", "AdminAPI", "GatewayFiles", "WallClock",
+                "PushStore", "AdminAPI", "GatewayFiles", "WallClock", "DescriptorLimit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -375,7 +377,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess",
+                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess", "DescriptorLimit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
                 "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "DeviceProtocol",
                 "PushMetrics",
@@ -397,7 +399,7 @@ let package = Package(
 // hub, store, admin, composition) and the simulator (the iPhone's rules, devices, content, load,
 // forecast). The executable is Sources/pushgate.
 let sides: [String: [String]] = [
-    "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess"],
+    "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess", "DescriptorLimit"],
     "Gateway": [
         "PushPolicy", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "CNGHTTP2", "ProviderAPI",
         "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",

@@ -11,8 +11,8 @@ import Logging
 import NIOCore
 import NIOPosix
 import ProviderClient
-import PushStore
 import PushModel
+import PushStore
 import Synchronization
 import TestSupport
 import Testing

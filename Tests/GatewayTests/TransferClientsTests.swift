@@ -1,3 +1,4 @@
+import DescriptorLimit
 import Testing
 
 @testable import DeviceAgent
@@ -12,7 +13,7 @@ import Testing
         // (20,000 − 2 × 5,000) / 2 − 256: the descriptors bound it, not the devices.
         #expect(TransferClients.limit(devices: 5_000, descriptors: 20_000) == 4_744)
         #expect(TransferClients.limit(devices: 10_000, descriptors: 20_000) == 512, "no room: the floor")
-        #expect(TransferClients.descriptorLimit() > 0)
+        #expect(DescriptorLimit.current() > 0)
     }
 
     @Test func eachClientServesItsSixtyFourDevices() {

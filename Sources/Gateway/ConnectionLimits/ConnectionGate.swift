@@ -2,12 +2,6 @@ import Logging
 import NIOCore
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The door of one kind of listener (the provider API's, the device port's): how many connections it
 /// holds at once, how many from one source address, and how long a new connection may take to finish its
 /// handshake (TLS, the HTTP/2 preface, the WebSocket upgrade) before it is closed. A connection that
@@ -134,14 +128,6 @@ public final class ConnectionGate: Sendable {
         if let refusal = admit(address) { throw ConnectionRefused(reason: refusal) }
         channel.closeFuture.whenComplete { [self] _ in release(address) }
         try channel.pipeline.syncOperations.addHandler(HandshakeTimer(gate: self, address: address), position: .first)
-    }
-
-    /// The process's limit on open descriptors (the soft limit), from which the caps' defaults are made.
-    public static func descriptorLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        // RLIM_INFINITY is all ones; anything past a million counts as a million.
-        return Int(min(limit.rlim_cur, 1 << 20))
     }
 }
 

@@ -1,5 +1,6 @@
 import AdminAPI
 import ConnectionLimits
+import DescriptorLimit
 import DeviceHub
 import Foundation
 import Logging
@@ -104,7 +105,7 @@ public struct GatewayConfiguration: Sendable {
                 throw ConfigError(key: key.name, source: source, message: "expected \(key.expected), got '\(shown)'")
             }
         }
-        try settle(raw, descriptors: ConnectionGate.descriptorLimit())
+        try settle(raw, descriptors: DescriptorLimit.current())
     }
 
     /// What depends on several keys: checks between them, paths in data_dir, defaults made from the

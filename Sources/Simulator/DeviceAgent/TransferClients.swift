@@ -1,11 +1,6 @@
 import AsyncHTTPClient
+import DescriptorLimit
 import NIOCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// The HTTP clients a fleet fetches with (iPhones their content, plain agents their wakes' URL): one for
 /// each `devicesPerClient` devices, as each real iPhone has its own connections — not one client for the
@@ -43,7 +38,7 @@ enum TransferClients {
 
     /// Each client's share of the fleet's connections (`limit`): the fleet never holds more, so a
     /// fleet the descriptors leave no room for holds no more than it did with one client.
-    static func connectionsPerClient(devices: Int, clients: Int, descriptors: Int = descriptorLimit()) -> Int {
+    static func connectionsPerClient(devices: Int, clients: Int, descriptors: Int = DescriptorLimit.current()) -> Int {
         max(1, limit(devices: devices, descriptors: descriptors) / max(1, clients))
     }
 
@@ -53,12 +48,5 @@ enum TransferClients {
     static func limit(devices: Int, descriptors: Int) -> Int {
         let room = (descriptors - 2 * devices) / 2 - 256
         return max(floor, min(perDevice * devices, room))
-    }
-
-    /// The process's soft limit on open descriptors.
-    static func descriptorLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        return Int(min(limit.rlim_cur, 1 << 20))
     }
 }
