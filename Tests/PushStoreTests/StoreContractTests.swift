@@ -288,6 +288,52 @@ import Testing
         }
     }
 
+    /// What pruning removes and leaves (SQLite finds notifications finished at receipt by walking the
+    /// table in order of receipt, the others through its index): a notification received before the
+    /// cutoff and finished after it stays, as does one still pending ahead of those removed and one
+    /// received after the cutoff — until a later cutoff passes them; and a row added after a pass that
+    /// removed the newest ones is still found by the next.
+    @Test(arguments: StoreUnderTest.available)
+    func pruningLeavesWhatFinishedOrArrivedAfterTheCutoff(_ kind: StoreUnderTest) async throws {
+        try await withStores { stores in
+            let place = try await kind.makePlace()
+            let store = try await place.open(in: &stores)
+            _ = try await store.open(now: Self.t0)
+            var batch = StoreBatch()
+            batch.notifications = [
+                Samples.stored(1), Samples.stored(2), Samples.stored(3),
+                Samples.stored(5, state: .noDevice, rule: nil),
+                Samples.stored(4, state: .noDevice, rule: nil, receivedAt: Self.t0.adding(seconds: 1000)),
+            ]
+            try await store.commit(batch)
+            var outcomes = StoreBatch()
+            outcomes.outcomes = [(2, 10), (3, 600)].map { n, seconds in
+                NotificationOutcome(
+                    apnsID: Samples.id(n), state: .delivered, rule: nil, at: Self.t0.adding(seconds: seconds))
+            }
+            try await store.commit(outcomes)
+            let first = try await store.prune(finishedBefore: Self.t0.adding(seconds: 500), now: Self.t0)
+            #expect(first == PruneResult(removed: 2, expired: 0))
+            #expect(try await store.notification(Samples.id(2)) == nil)
+            #expect(try await store.notification(Samples.id(5)) == nil)
+            #expect(try await store.counts() == [.pending: 1, .delivered: 1, .noDevice: 1])
+            let later = try await store.prune(finishedBefore: Self.t0.adding(seconds: 2000), now: Self.t0)
+            #expect(later == PruneResult(removed: 2, expired: 0))
+            #expect(try await store.counts() == [.pending: 1])
+            #expect(try await store.notification(Samples.id(1))?.state == .pending)
+            var after = StoreBatch()
+            after.notifications = [
+                Samples.stored(6, state: .noDevice, rule: nil, receivedAt: Self.t0.adding(seconds: 3000))
+            ]
+            try await store.commit(after)
+            let last = try await store.prune(finishedBefore: Self.t0.adding(seconds: 4000), now: Self.t0)
+            #expect(last == PruneResult(removed: 1, expired: 0))
+            #expect(try await store.counts() == [.pending: 1])
+            try await store.close()
+            await place.remove()
+        }
+    }
+
     @Test(arguments: StoreUnderTest.available.filter { $0 != .memory })
     func aNewerDatabaseIsRefused(_ kind: StoreUnderTest) async throws {
         try await withStores { stores in

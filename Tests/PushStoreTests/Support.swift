@@ -98,14 +98,15 @@ enum Samples {
     static func stored(
         _ n: Int, team: String? = "TEAM000001", state: NotificationState = .pending, rule: Rule? = .overBudget,
         kind: NotificationClass = .silent, collapse: String? = nil, payload: [UInt8]? = nil,
-        expiresAt: UnixTime? = StoreContractTests.t0.adding(seconds: 86400), expiration: Expiration = .storeByDefault
+        expiresAt: UnixTime? = StoreContractTests.t0.adding(seconds: 86400), expiration: Expiration = .storeByDefault,
+        receivedAt: UnixTime = StoreContractTests.t0
     ) -> StoredNotification {
         let push = PushNotification(
             id: id(n), deviceToken: DeviceToken(token(n))!, topic: Topic("com.example.a")!, bundleID: "com.example.a",
             pushType: kind == .silent ? .background : .alert, priority: kind == .silent ? .conservePower : .immediate,
             expiration: expiration, collapseID: collapse.flatMap { CollapseID(header: $0) }, notificationClass: kind,
             payload: payload ?? Array(#"{"aps":{"content-available":1}}"#.utf8), teamID: team,
-            receivedAt: StoreContractTests.t0)
+            receivedAt: receivedAt)
         return StoredNotification(
             notification: push, expiresAt: expiration == .immediateOnly ? nil : expiresAt, deviceID: "dev-a",
             state: state, rule: rule)

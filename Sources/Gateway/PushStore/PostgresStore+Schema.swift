@@ -74,6 +74,8 @@ extension PostgresStore {
         ],
         // Version 9 stores apns-ids and tokens as bytes on SQLite; nothing changes here.
         [],
+        // Version 10 makes SQLite's index on finished_at partial; PostgreSQL keeps its own.
+        [],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

@@ -73,11 +73,24 @@ extension SQLiteStore {
         """
     }
 
-    /// The notifications table's indexes (versions 1 and 9).
+    /// The notifications table's indexes (versions 1 and 9; version 10 made `notifications_finished`
+    /// partial: `finishedIndex`).
     static let notificationsIndexes = [
         // apns-id first: the same index answers outcomes and lookups by id, and keeps (team, id) unique.
         "CREATE UNIQUE INDEX notifications_id ON notifications (apns_id, team_id)",
         "CREATE INDEX notifications_pending ON notifications (seq) WHERE state = 0",
         "CREATE INDEX notifications_finished ON notifications (finished_at) WHERE state <> 0",
+    ]
+
+    /// Version 10: `finished_at` indexed only for notifications that finished after they were received
+    /// (delivered, expired, coalesced later). Those finished at receipt — each push to a token without a
+    /// device, or not stored — cost an insert into the index and are never updated again: pruning finds
+    /// them by walking the table in `seq` order instead (`SQLiteStore.prune`).
+    static let finishedIndex = [
+        "DROP INDEX IF EXISTS notifications_finished",
+        """
+        CREATE INDEX notifications_finished ON notifications (finished_at)
+            WHERE state <> 0 AND finished_at <> received_at
+        """,
     ]
 }

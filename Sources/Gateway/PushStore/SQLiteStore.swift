@@ -2,6 +2,7 @@ import EmbeddedSQLite
 import Foundation
 import PushModel
 import PushPolicy
+import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode, on the SQLite that vapor/sqlite-nio compiles in
 /// (`EmbeddedSQLite`). One connection writes, on a thread of its own; another reads (lookups, counts,
@@ -14,6 +15,9 @@ public final class SQLiteStore: StoreBackend {
     private let writer: SQLiteWorker
     private let reader: SQLiteWorker
     private let checkpointer: SQLiteCheckpointer
+    /// How far pruning has walked the notifications finished at receipt: every such row at or below this
+    /// `seq` received before the last cutoff is gone (0 after a start: the first pass walks them all).
+    private let walked = Mutex<Int64>(0)
 
     public enum Synchronous: String, Sendable, CaseIterable {
         case full
@@ -125,6 +129,8 @@ public final class SQLiteStore: StoreBackend {
         ],
         // apns-ids and tokens as bytes (SQLiteStore+Keys.swift).
         keysAsBytes,
+        // finished_at indexed only for notifications finished after receipt (SQLiteStore+Keys.swift).
+        finishedIndex,
     ]
 
     private func migrate() async throws {
@@ -281,15 +287,39 @@ public final class SQLiteStore: StoreBackend {
     }
 
     public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
-        try await write { db in
+        let walked = walked.withLock { $0 }
+        let (result, walkedTo) = try await write { db in
             let expired = try Self.expire(db, now: now, atStart: false)
-            try db.statement("DELETE FROM notifications WHERE state <> 0 AND finished_at < ?")
-                .run(finishedBefore.milliseconds)
-            let removed = db.changes
+            let cutoff = finishedBefore.milliseconds
+            try db.statement(Self.pruneFinishedAfterReceipt).run(cutoff)
+            var removed = db.changes
+            // Only pruning deletes notifications, and a new row's seq is one past the largest left, so no
+            // row lands at or below where the walk stopped.
+            let from = min(walked, try db.statement(Self.lastSeq).scalar(as: Int64.self) ?? 0)
+            let boundary = try db.statement(Self.firstReceivedSince).scalar(from, cutoff, as: Int64.self) ?? Int64.max
+            try db.statement(Self.pruneFinishedAtReceipt).run(from, boundary)
+            removed += db.changes
+            let last = try db.statement(Self.lastSeq).scalar(as: Int64.self) ?? 0
             try db.statement("DELETE FROM broadcasts WHERE deliverable_until < ?").run(now.milliseconds)
-            return PruneResult(removed: removed, expired: expired)
+            return (PruneResult(removed: removed, expired: expired), min(boundary - 1, last))
         }
+        self.walked.withLock { $0 = walkedTo }
+        return result
     }
+
+    /// Notifications finished after they were received, before the cutoff: through the partial index on
+    /// finished_at.
+    static let pruneFinishedAfterReceipt =
+        "DELETE FROM notifications WHERE state <> 0 AND finished_at <> received_at AND finished_at < ?"
+    /// Notifications finished at receipt (finished_at = received_at, never changed after) are not in that
+    /// index. Rows are received in `seq` order, so those received before the cutoff lie before the first
+    /// row received at or after it: each pass walks on from where the last one stopped (`walked`) to
+    /// that row, so a row is read about once however long it is kept.
+    static let firstReceivedSince =
+        "SELECT seq FROM notifications WHERE seq > ? AND received_at >= ? ORDER BY seq LIMIT 1"
+    static let pruneFinishedAtReceipt =
+        "DELETE FROM notifications WHERE seq > ? AND seq < ? AND state <> 0 AND finished_at = received_at"
+    static let lastSeq = "SELECT COALESCE(MAX(seq), 0) FROM notifications"
 
     public func notification(_ id: APNsID) async throws -> StoredNotification? {
         try await read { db in
