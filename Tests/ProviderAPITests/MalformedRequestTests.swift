@@ -18,6 +18,8 @@ import Testing
         var description: String
         var headers: [(String, String)]
         var body: [UInt8]? = nil
+        /// Sent after the body, ending the stream.
+        var trailers: [(String, String)]? = nil
     }
 
     static func valid(_ extra: [(String, String)] = []) -> [(String, String)] {
@@ -62,6 +64,9 @@ import Testing
             body: Array(#"{"aps":{"alert":"x"}}"#.utf8)),
         Case(description: "a content-length that is not a number", headers: valid([("content-length", "ten")])),
         Case(description: "a content-length with no DATA at all", headers: valid([("content-length", "12")])),
+        Case(
+            description: "a pseudo-header in trailers", headers: valid(), body: Array(#"{"aps":{"alert":"x"}}"#.utf8),
+            trailers: [(":method", "POST")]),
     ]
 
     @Test(arguments: cases)
@@ -74,9 +79,14 @@ import Testing
             var head = HPACKHeaders()
             for (name, value) in malformed.headers { head.add(name: name, value: value) }
             head.add(name: "authorization", value: authorization)
-            let steps: [ProviderClient.Step] =
-                malformed.body.map { [.headers(head, endStream: false), .data($0, endStream: true)] }
+            var steps: [ProviderClient.Step] =
+                malformed.body.map {
+                    [.headers(head, endStream: false), .data($0, endStream: malformed.trailers == nil)]
+                }
                 ?? [.headers(head, endStream: true)]
+            if let trailers = malformed.trailers {
+                steps.append(.headers(HPACKHeaders(trailers), endStream: true))
+            }
             await #expect(throws: ProviderClient.ClientError.streamReset(.protocolError)) {
                 _ = try await client.send(steps)
             }

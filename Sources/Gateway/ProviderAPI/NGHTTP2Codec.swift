@@ -61,6 +61,13 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var bodies: [Int32: ByteBuffer] = [:]
     /// Promises of writes whose bytes go out with the next output taken from the session.
     private var promises: [EventLoopPromise<Void>] = []
+    /// The client's streams as far as RFC 9113's rules for closed streams need them: the session keeps none.
+    private var closedStreams = ClosedStreams()
+    /// The frames' boundaries in what the client sends, and per read the DATA frames to check (where each
+    /// begins, its stream) and the streams the client reset.
+    private var frames = FrameScanner()
+    private var suspect: [(offset: Int, stream: Int32)] = []
+    private var resetHere: [Int32] = []
     private var firstSettingsSeen = false
     private var advertised = false
     private var closing = false
@@ -92,6 +99,12 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, frame, user in
+            NGHTTP2Codec.codec(user).beginFrame(frame!.pointee)
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, user in
+            NGHTTP2Codec.codec(user).frameSent(NGHTTP2Codec.header(of: frame))
+        }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
             NGHTTP2Codec.codec(user).beginHeaders(NGHTTP2Codec.header(of: frame))
         }
@@ -162,8 +175,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         let result = buffer.withUnsafeReadableBytes { bytes in
             inputStart = bytes.baseAddress
             defer { inputStart = nil }
-            return nghttp2_session_mem_recv(
-                session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+            return receive(bytes)
         }
         input = nil
         deliverInbound(context: context)
@@ -174,6 +186,46 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             context.flush()
             context.close(promise: nil)
         }
+    }
+
+    /// The session reads `bytes`; a DATA frame on a stream it may have forgotten is checked against
+    /// `ClosedStreams` when the session has read what comes before it (it would ignore the frame without a
+    /// callback). Negative: the session failed, or a rule ended the connection.
+    private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+        // A stream opened in these bytes is above `highest` (the session knows it while it reads them); one
+        // opened before may have closed, or be reset here.
+        suspect.removeAll(keepingCapacity: true)
+        resetHere.removeAll(keepingCapacity: true)
+        frames.scan(bytes) { frame in
+            switch frame.type {
+            case 0x3: resetHere.append(frame.stream)
+            case 0x0 where frame.stream & 1 == 1:
+                if resetHere.contains(frame.stream)
+                    || (frame.stream <= closedStreams.highest
+                        && nghttp2_session_find_stream(session, frame.stream) == nil)
+                {
+                    suspect.append((frame.offset, frame.stream))
+                }
+            default: break
+            }
+        }
+        var read = 0
+        for (offset, stream) in suspect {
+            if offset > read {
+                let result = nghttp2_session_mem_recv(
+                    session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + read, offset - read)
+                guard result >= 0 else { return result }
+                read = offset
+            }
+            guard nghttp2_session_find_stream(session, stream) == nil,
+                case .connectionError(let code) = closedStreams.verdict(type: 0x0, stream: stream)
+            else { continue }
+            nghttp2_session_terminate_session(session, UInt32(code.networkCode))
+            return Int(Self.callbackFailure)
+        }
+        guard read < bytes.count else { return bytes.count }
+        return nghttp2_session_mem_recv(
+            session, bytes.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + read }, bytes.count - read)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -228,7 +280,32 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         return pending
     }
 
+    /// Every frame's header, before its payload (but a DATA frame's on a stream the session does not know:
+    /// `receive`): RFC 9113's rules for a frame on a stream the session closed and forgot
+    /// (`ClosedStreams`), which it would ignore. A violation ends the connection: GOAWAY, and the read fails.
+    private func beginFrame(_ frame: nghttp2_frame_hd) -> Int32 {
+        let stream = frame.stream_id
+        guard stream != 0, stream <= closedStreams.highest, frame.type <= 0x1,
+            nghttp2_session_find_stream(session, stream) == nil,
+            case .connectionError(let code) = closedStreams.verdict(type: frame.type, stream: stream)
+        else { return 0 }
+        nghttp2_session_terminate_session(session, UInt32(code.networkCode))
+        return Self.callbackFailure
+    }
+
+    /// NGHTTP2_ERR_CALLBACK_FAILURE: the session stops reading, and `nghttp2_session_mem_recv` fails.
+    private static let callbackFailure: Int32 = -902
+
+    /// Every frame the session sends: its resets (the handler's, and its own for stream errors), after which
+    /// frames the client already sent on the stream are ignored.
+    private func frameSent(_ frame: nghttp2_frame_hd) -> Int32 {
+        if frame.type == 0x3 { closedStreams.resetSent(frame.stream_id) }
+        return 0
+    }
+
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
+        // A stream the session opened (not one it ignores, above its GOAWAY's last stream).
+        closedStreams.opened(frame.stream_id)
         // A request's trailers (HEADERS on a stream already announced) carry nothing the handler reads.
         pending =
             announced.contains(frame.stream_id) ? nil : ReceivedHead(streamID: HTTP2StreamID(Int(frame.stream_id)))

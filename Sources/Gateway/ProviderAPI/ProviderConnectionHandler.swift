@@ -226,9 +226,16 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             // A new stream (client stream ids only grow; the codec has refused any other).
             openStreams += 1
             startStream(id, block: block(), headers: headers(), endStream: endStream, context: context)
-        } else if endStream, streams[id] != nil {
-            // Trailers end the request.
-            finishStream(id, context: context)
+        } else if streams[id] != nil {
+            if headers().contains(where: { $0.name.utf8.first == UInt8(ascii: ":") }) {
+                // RFC 9113 §8.1: trailers carry no pseudo-header (libnghttp2 resets such a stream itself,
+                // and hands up trailers without their fields).
+                streams.removeValue(forKey: id)
+                resetMalformed(id, because: "a pseudo-header in trailers", context: context)
+            } else if endStream {
+                // Trailers end the request.
+                finishStream(id, context: context)
+            }
         }
     }
 

@@ -51,6 +51,8 @@ typedef struct {
     nghttp2_data_source_read_callback read_callback;
 } nghttp2_data_provider;
 
+typedef int (*nghttp2_on_begin_frame_callback)(nghttp2_session *session, const nghttp2_frame_hd *hd, void *user_data);
+typedef int (*nghttp2_on_frame_send_callback)(nghttp2_session *session, const nghttp2_frame *frame, void *user_data);
 typedef int (*nghttp2_on_begin_headers_callback)(nghttp2_session *session, const nghttp2_frame *frame, void *user_data);
 typedef int (*nghttp2_on_header_callback)(
     nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen, const uint8_t *value,
@@ -63,6 +65,10 @@ typedef int (*nghttp2_on_stream_close_callback)(
 
 int nghttp2_session_callbacks_new(nghttp2_session_callbacks **callbacks_ptr);
 void nghttp2_session_callbacks_del(nghttp2_session_callbacks *callbacks);
+void nghttp2_session_callbacks_set_on_begin_frame_callback(
+    nghttp2_session_callbacks *cbs, nghttp2_on_begin_frame_callback on_begin_frame_callback);
+void nghttp2_session_callbacks_set_on_frame_send_callback(
+    nghttp2_session_callbacks *cbs, nghttp2_on_frame_send_callback on_frame_send_callback);
 void nghttp2_session_callbacks_set_on_begin_headers_callback(
     nghttp2_session_callbacks *cbs, nghttp2_on_begin_headers_callback on_begin_headers_callback);
 void nghttp2_session_callbacks_set_on_header_callback(
@@ -104,6 +110,10 @@ ssize_t nghttp2_session_mem_recv(nghttp2_session *session, const uint8_t *in, si
 ssize_t nghttp2_session_mem_send(nghttp2_session *session, const uint8_t **data_ptr);
 int nghttp2_session_want_read(nghttp2_session *session);
 int nghttp2_session_want_write(nghttp2_session *session);
+/// The stream's object while it is open (NULL once closed: the session keeps no closed streams).
+void *nghttp2_session_find_stream(nghttp2_session *session, int32_t stream_id);
+/// Queues GOAWAY with `error_code` and ends the session once it is sent.
+int nghttp2_session_terminate_session(nghttp2_session *session, uint32_t error_code);
 
 int nghttp2_submit_settings(nghttp2_session *session, uint8_t flags, const nghttp2_settings_entry *iv, size_t niv);
 int nghttp2_submit_response(
