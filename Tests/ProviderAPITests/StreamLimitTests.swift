@@ -13,19 +13,11 @@ import Testing
     static let refusedStream: UInt32 = 0x7
 
     func request(_ gateway: TestGateway, extra: [(String, String)] = []) -> [(String, String)] {
-        [(":method", "POST"), (":scheme", "http"), (":path", Self.path), (":authority", "localhost")]
-            + gateway.headers() + extra
+        gateway.rawRequest(path: Self.path, extra: extra)
     }
 
-    /// Connects and waits until the SETTINGS exchange is done both ways.
     func connect(_ gateway: TestGateway) async throws -> RawHTTP2 {
-        let client = try await RawHTTP2(port: gateway.h2cPort, group: gateway.group)
-        // The server's SETTINGS (ACKed by the client before anything else it sends) and its ACK of ours.
-        try await client.waitFor { frames in
-            frames.contains { $0.type == RawHTTP2.Frame.settings && $0.flags == 0 }
-                && frames.contains { $0.type == RawHTTP2.Frame.settings && $0.flags == 1 }
-        }
-        return client
+        try await gateway.rawClient()
     }
 
     @Test func theConfiguredLimitsAreAdvertisedNotNIOsCeilings() async throws {

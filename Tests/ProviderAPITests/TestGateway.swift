@@ -243,3 +243,22 @@ let testedCodec: HTTP2Codec = {
     }
     return codec
 }()
+
+extension TestGateway {
+    /// A client that writes frames exactly as told, connected over h2c once the SETTINGS exchange is done
+    /// both ways.
+    func rawClient() async throws -> RawHTTP2 {
+        let client = try await RawHTTP2(port: h2cPort, group: group)
+        // The server's SETTINGS (ACKed by the client before anything else it sends) and its ACK of ours.
+        try await client.waitFor { frames in
+            frames.contains { $0.type == RawHTTP2.Frame.settings && $0.flags == 0 }
+                && frames.contains { $0.type == RawHTTP2.Frame.settings && $0.flags == 1 }
+        }
+        return client
+    }
+
+    /// A valid request's header fields for `rawClient`.
+    func rawRequest(path: String, extra: [(String, String)] = []) -> [(String, String)] {
+        [(":method", "POST"), (":scheme", "http"), (":path", path), (":authority", "localhost")] + headers() + extra
+    }
+}
