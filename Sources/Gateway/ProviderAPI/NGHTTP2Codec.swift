@@ -100,28 +100,30 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, frame, user in
-            NGHTTP2Codec.codec(user).beginFrame(frame!.pointee)
+            NGHTTP2Codec.with(user) { $0.beginFrame(frame!.pointee) }
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, user in
-            NGHTTP2Codec.codec(user).frameSent(NGHTTP2Codec.header(of: frame))
+            NGHTTP2Codec.with(user) { $0.frameSent(NGHTTP2Codec.header(of: frame)) }
         }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
-            NGHTTP2Codec.codec(user).beginHeaders(NGHTTP2Codec.header(of: frame))
+            NGHTTP2Codec.with(user) { $0.beginHeaders(NGHTTP2Codec.header(of: frame)) }
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, frame, name, nameLength, value, valueLength, _, user in
-            NGHTTP2Codec.codec(user).header(
-                NGHTTP2Codec.header(of: frame), name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength))
+            NGHTTP2Codec.with(user) {
+                $0.header(
+                    NGHTTP2Codec.header(of: frame), name: UnsafeBufferPointer(start: name, count: nameLength),
+                    value: UnsafeBufferPointer(start: value, count: valueLength))
+            }
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
-            NGHTTP2Codec.codec(user).frameReceived(NGHTTP2Codec.header(of: frame))
+            NGHTTP2Codec.with(user) { $0.frameReceived(NGHTTP2Codec.header(of: frame)) }
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, length, user in
-            NGHTTP2Codec.codec(user).dataChunk(stream, UnsafeRawBufferPointer(start: data, count: length))
+            NGHTTP2Codec.with(user) { $0.dataChunk(stream, UnsafeRawBufferPointer(start: data, count: length)) }
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
-            NGHTTP2Codec.codec(user).streamClosed(stream, code: code)
+            NGHTTP2Codec.with(user) { $0.streamClosed(stream, code: code) }
         }
         var option: OpaquePointer?
         nghttp2_option_new(&option)
@@ -266,8 +268,11 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     // MARK: The session's callbacks (collecting only)
 
-    private static func codec(_ user: UnsafeMutableRawPointer?) -> NGHTTP2Codec {
-        Unmanaged<NGHTTP2Codec>.fromOpaque(user!).takeUnretainedValue()
+    /// The codec a callback's user data points to, lent to `body` without retaining it: the session is the
+    /// codec's and calls back only inside the codec's own calls, which hold it (a callback a header retained
+    /// and released it, several times a request).
+    private static func with<Result>(_ user: UnsafeMutableRawPointer?, _ body: (NGHTTP2Codec) -> Result) -> Result {
+        Unmanaged<NGHTTP2Codec>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
     }
 
     private static func header(of frame: OpaquePointer?) -> nghttp2_frame_hd {
@@ -315,17 +320,20 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        guard let head = pendingHead(of: frame.stream_id) else { return 0 }
-        head.block.read(name: name, value: value, repeated: &repeated)
-        if head.broadcastHeaders != nil {
-            head.broadcastHeaders!.add(
-                name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-        } else if name.equals(":path"), head.block.head.path?.hasPrefix(BroadcastRequest.pathPrefix) == true {
-            // Pseudo-headers come first (libnghttp2 holds requests to that): the rest of a broadcast's
-            // block is kept for its request, and its method if that came before the path.
-            var headers = HPACKHeaders()
-            if let method = head.block.head.method { headers.add(name: ":method", value: method) }
-            head.broadcastHeaders = headers
+        guard let pending, pending.streamID == HTTP2StreamID(Int(frame.stream_id)) else { return 0 }
+        // Lent, not retained, for the field (`pending` holds it): several fields a request.
+        Unmanaged.passUnretained(pending)._withUnsafeGuaranteedRef { head in
+            head.block.read(name: name, value: value, repeated: &repeated)
+            if head.broadcastHeaders != nil {
+                head.broadcastHeaders!.add(
+                    name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            } else if name.equals(":path"), head.block.head.path?.hasPrefix(BroadcastRequest.pathPrefix) == true {
+                // Pseudo-headers come first (libnghttp2 holds requests to that): the rest of a broadcast's
+                // block is kept for its request, and its method if that came before the path.
+                var headers = HPACKHeaders()
+                if let method = head.block.head.method { headers.add(name: ":method", value: method) }
+                head.broadcastHeaders = headers
+            }
         }
         return 0
     }
@@ -493,7 +501,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                 var provider = nghttp2_data_provider(
                     source: nghttp2_data_source(ptr: nil),
                     read_callback: { _, stream, buffer, length, flags, _, user in
-                        NGHTTP2Codec.codec(user).readBody(stream, into: buffer, length: length, flags: flags)
+                        NGHTTP2Codec.with(user) { $0.readBody(stream, into: buffer, length: length, flags: flags) }
                     })
                 nghttp2_submit_response(session, stream, fields, fields.count, &provider)
             }
