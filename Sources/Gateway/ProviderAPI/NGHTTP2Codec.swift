@@ -269,8 +269,8 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     // MARK: The session's callbacks (collecting only)
 
     /// The codec a callback's user data points to, lent to `body` without retaining it: the session is the
-    /// codec's and calls back only inside the codec's own calls, which hold it (a callback a header retained
-    /// and released it, several times a request).
+    /// codec's and calls back only inside the codec's own calls, which hold it. (Retained and released in
+    /// every callback, several a request, it cost ~3 % of the front door's rate.)
     private static func with<Result>(_ user: UnsafeMutableRawPointer?, _ body: (NGHTTP2Codec) -> Result) -> Result {
         Unmanaged<NGHTTP2Codec>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
     }
