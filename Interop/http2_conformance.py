@@ -140,9 +140,9 @@ class Connection:
         except OSError:
             self.closed = True
 
-    def handshake(self, *client_settings):
+    def handshake(self):
         """The preface and our SETTINGS; done once the server's SETTINGS came and ours were acknowledged."""
-        self.send(PREFACE, settings(*client_settings))
+        self.send(PREFACE, settings())
         got_settings = got_ack = False
         deadline = time.monotonic() + self.options.timeout
         while not (got_settings and got_ack):
@@ -242,16 +242,28 @@ def wait_for_error(c, kinds, codes, what):
         seen.append(describe(f))
 
 
-def expect_response(c, stream):
+def wait_for(c, what, done, refused=lambda f: f[0] == GOAWAY):
+    """Reads frames until one that `done` accepts (returned); fails on one `refused` names, at the deadline,
+    or when the connection closes."""
     deadline = time.monotonic() + c.options.timeout
     while True:
         f = c.read(deadline)
         if f is None:
-            raise Failure(f"no response on stream {stream} ({'closed' if c.closed else 'timed out'})")
-        if f[0] in (HEADERS, DATA) and f[2] == stream:
-            return
-        if f[0] == GOAWAY or (f[0] == RST_STREAM and f[2] == stream):
-            raise Failure(f"expected a response on stream {stream}; got {describe(f)}")
+            raise Failure(f"expected {what}; " + ("the connection closed" if c.closed else "nothing came in time"))
+        if done(f):
+            return f
+        if refused(f):
+            raise Failure(f"expected {what}; got {describe(f)}")
+
+
+def ends_stream(stream):
+    """A GOAWAY, or a reset of `stream`."""
+    return lambda f: f[0] == GOAWAY or (f[0] == RST_STREAM and f[2] == stream)
+
+
+def expect_response(c, stream):
+    wait_for(c, f"a response on stream {stream}", lambda f: f[0] in (HEADERS, DATA) and f[2] == stream,
+             ends_stream(stream))
 
 
 def expect_alive(c):
@@ -260,55 +272,22 @@ def expect_alive(c):
     c.pings += 1
     data = struct.pack(">Q", 0x7065726B00000000 + c.pings)
     c.send(ping(data))
-    deadline = time.monotonic() + c.options.timeout
-    while True:
-        f = c.read(deadline)
-        if f is None:
-            raise Failure("the connection is not alive (" + ("closed" if c.closed else "no PING answer") + ")")
-        if f[0] == GOAWAY:
-            raise Failure("expected the connection alive; got " + describe(f))
-        if f[0] == PING and f[1] & ACK and f[3] == data:
-            return
+    wait_for(c, "the connection alive (our PING answered)", lambda f: f[0] == PING and f[1] & ACK and f[3] == data)
 
 
 def expect_ping_ack(c, data):
-    deadline = time.monotonic() + c.options.timeout
-    while True:
-        f = c.read(deadline)
-        if f is None:
-            raise Failure("no PING acknowledgement")
-        if f[0] == PING:
-            if f[1] & ACK and f[3] == data:
-                return
-            raise Failure("expected a PING acknowledgement with our data; got " + describe(f))
-        if f[0] == GOAWAY:
-            raise Failure("expected a PING acknowledgement; got " + describe(f))
+    wait_for(c, "a PING acknowledgement with our data", lambda f: f[0] == PING and f[1] & ACK and f[3] == data,
+             lambda f: f[0] in (GOAWAY, PING))
 
 
 def expect_settings_ack(c):
-    deadline = time.monotonic() + c.options.timeout
-    while True:
-        f = c.read(deadline)
-        if f is None:
-            raise Failure("no SETTINGS acknowledgement")
-        if f[0] == SETTINGS and f[1] & ACK:
-            return
-        if f[0] == GOAWAY:
-            raise Failure("expected a SETTINGS acknowledgement; got " + describe(f))
+    wait_for(c, "a SETTINGS acknowledgement", lambda f: f[0] == SETTINGS and f[1] & ACK)
 
 
 def expect_data(c, stream, length):
-    deadline = time.monotonic() + c.options.timeout
-    while True:
-        f = c.read(deadline)
-        if f is None:
-            raise Failure(f"no DATA on stream {stream}")
-        if f[0] == DATA and f[2] == stream:
-            if len(f[3]) == length:
-                return
-            raise Failure(f"expected DATA of {length} bytes; got {len(f[3])}")
-        if f[0] == GOAWAY or (f[0] == RST_STREAM and f[2] == stream):
-            raise Failure(f"expected DATA on stream {stream}; got {describe(f)}")
+    f = wait_for(c, f"DATA on stream {stream}", lambda f: f[0] == DATA and f[2] == stream, ends_stream(stream))
+    if len(f[3]) != length:
+        raise Failure(f"expected DATA of {length} bytes; got {len(f[3])}")
 
 
 def expect_settings(c):
@@ -328,17 +307,17 @@ class Request:
         return [(":method", method), (":scheme", self.scheme), (":path", path), (":authority", self.authority),
                 *extra]
 
-    def headers(self, stream, method="POST", end_stream=True, extra=(), flags=END_HEADERS, fields=None):
-        payload = block(fields if fields is not None else self.fields(method, extra=extra))
-        return frame(HEADERS, flags | (END_STREAM if end_stream else 0), stream, payload)
+    def headers(self, stream, method="POST", end_stream=True, extra=()):
+        payload = block(self.fields(method, extra=extra))
+        return frame(HEADERS, END_HEADERS | (END_STREAM if end_stream else 0), stream, payload)
 
 
 CASES = []
 
 
-def case(case_id, title, settings_=()):
+def case(case_id, title):
     def register(function):
-        CASES.append((case_id, title, settings_, function))
+        CASES.append((case_id, title, function))
         return function
     return register
 
@@ -712,13 +691,8 @@ def _(c, r):
 
 def wait_closed(c, stream):
     """Until the server ends its side of `stream` (END_STREAM on a HEADERS or DATA frame)."""
-    deadline = time.monotonic() + c.options.timeout
-    while True:
-        f = c.read(deadline)
-        if f is None:
-            raise Failure(f"the server did not end stream {stream}")
-        if f[0] in (HEADERS, DATA) and f[2] == stream and f[1] & END_STREAM:
-            return
+    wait_for(c, f"the end of stream {stream}",
+             lambda f: f[0] in (HEADERS, DATA) and f[2] == stream and f[1] & END_STREAM, lambda f: False)
 
 
 sends("http2/5.1.1/1", "Sends even-numbered stream identifier",
@@ -1108,10 +1082,10 @@ def main():
     parser.add_argument("only", nargs="*", help="run only the cases whose id starts with one of these")
     options = parser.parse_args()
     request = Request(options)
-    cases = [("http2/3.5/2", "Sends invalid connection preface", (), None)] + CASES
+    cases = [("http2/3.5/2", "Sends invalid connection preface", None)] + CASES
     cases.sort(key=lambda item: [int(p) if p.isdigit() else p for p in item[0].replace(".", "/").split("/")])
     passed = failed = 0
-    for case_id, title, client_settings, function in cases:
+    for case_id, title, function in cases:
         if options.only and not any(case_id.startswith(prefix) for prefix in options.only):
             continue
         try:
@@ -1120,7 +1094,7 @@ def main():
             else:
                 c = Connection(options)
                 try:
-                    c.handshake(*client_settings)
+                    c.handshake()
                     function(c, request)
                 finally:
                     c.close()
