@@ -11,23 +11,19 @@ import Testing
     /// given only once its change is committed (one answer per commit and event loop).
     @Test func changesEnqueuedDuringACommitShareTheNextOne() async throws {
         let backend = GatedBackend()
-        let writer = StoreWriter(backend: backend)
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let running = Task { await writer.run() }
+        let running = RunningWriter(backend)
+        let writer = running.writer
 
-        let first = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(1)) }
+        let first = running.enqueue(1)
         await backend.waitForCommits(started: 1)
         // The first commit is held open: these pile up, and share one answer.
-        let rest = (2...51).map { n in
-            writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(n)) }
-        }
+        let rest = (2...51).map { running.enqueue($0) }
         #expect(rest.allSatisfy { $0 === rest[0] })
         #expect(rest[0] !== first)
         backend.release()
         try await first.get()
         try await rest[0].get()
-        writer.finish()
-        await running.value
+        await running.finish()
 
         #expect(backend.batchSizes == [1, 50])
         #expect(writer.figures.commits == 2)
@@ -38,15 +34,12 @@ import Testing
     @Test func aFailedCommitFailsItsPromisesAndTheWriterGoesOn() async throws {
         let backend = GatedBackend(failFirst: true)
         backend.release()
-        let writer = StoreWriter(backend: backend)
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let running = Task { await writer.run() }
-        let failing = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(1)) }
+        let running = RunningWriter(backend)
+        let writer = running.writer
+        let failing = running.enqueue(1)
         await #expect(throws: StoreError.self) { try await failing.get() }
-        let next = writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(2)) }
-        try await next.get()
-        writer.finish()
-        await running.value
+        try await running.enqueue(2).get()
+        await running.finish()
         #expect(writer.figures.failures == 1)
         #expect(writer.figures.commits == 1)
     }
@@ -90,7 +83,7 @@ extension StoreWriterTests {
 }
 
 /// A memory store whose first commit waits until the test releases it.
-final class GatedBackend: StoreBackend {
+final class GatedBackend: WrapsMemoryStore {
     let kind = "gated"
     let inner = MemoryStore()
     private struct State {
@@ -141,6 +134,38 @@ final class GatedBackend: StoreBackend {
         try await inner.commit(batch)
     }
 
+}
+
+/// A writer on `backend`, running until `finish`, and the event loop its answers come on.
+struct RunningWriter {
+    let writer: StoreWriter
+    let loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.next()
+    private let running: Task<Void, Never>
+
+    init(_ backend: any StoreBackend) {
+        let writer = StoreWriter(backend: backend)
+        self.writer = writer
+        running = Task { await writer.run() }
+    }
+
+    /// Notification `n` (`Samples.stored`), answered on `loop`.
+    func enqueue(_ n: Int) -> EventLoopFuture<Void> {
+        writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(n)) }
+    }
+
+    /// Until `run` has ended, after everything enqueued is committed.
+    func finish() async {
+        writer.finish()
+        await running.value
+    }
+}
+
+/// A test backend over a `MemoryStore` (`inner`): everything but its commits is the memory store's.
+protocol WrapsMemoryStore: StoreBackend {
+    var inner: MemoryStore { get }
+}
+
+extension WrapsMemoryStore {
     func open(now: UnixTime) async throws -> StoreSnapshot { try await inner.open(now: now) }
     func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {
         try await inner.prune(finishedBefore: finishedBefore, now: now)

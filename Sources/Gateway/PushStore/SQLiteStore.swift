@@ -6,15 +6,19 @@ import Synchronization
 
 /// The embedded store: one SQLite file in WAL mode, on the SQLite that vapor/sqlite-nio compiles in
 /// (`EmbeddedSQLite`). One connection writes, on a thread of its own; another reads (lookups, counts,
-/// the snapshot at start). A commit is one transaction; with `synchronous: full` (the default) it is on
-/// disk when `commit` returns, so a power loss does not lose it either; `normal` survives a crash of the
-/// process but not of the machine.
+/// the snapshot at start). A commit is one transaction. With `synchronous: full` (the default) it is
+/// on disk before its requests are answered, so a power loss does not lose it either: the writer's
+/// connection commits to the log without syncing it, and `sync` (`SQLiteLogSync`, on a thread of its
+/// own) syncs the log while the next commit is written. `normal` survives a crash of the process but
+/// not of the machine (the log is synced only at checkpoints).
 public final class SQLiteStore: StoreBackend {
     public let kind = "sqlite"
     public let path: String
     private let writer: SQLiteWorker
     private let reader: SQLiteWorker
     private let checkpointer: SQLiteCheckpointer
+    /// Syncs the log after commits (`synchronous: full`); nil with `normal`.
+    private let logSync: SQLiteLogSync?
     /// How far pruning has walked the notifications finished at receipt: every such row at or below this
     /// `seq` received before the last cutoff is gone (0 after a start: the first pass walks them all).
     private let walked = Mutex<Int64>(0)
@@ -30,6 +34,7 @@ public final class SQLiteStore: StoreBackend {
         self.path = path
         let checkpointer = SQLiteCheckpointer(path: path, threshold: checkpointPages)
         self.checkpointer = checkpointer
+        logSync = synchronous == .full ? SQLiteLogSync(database: path) : nil
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -38,7 +43,8 @@ public final class SQLiteStore: StoreBackend {
             writer = try SQLiteWorker(path: path, label: "pushgate.store.writer") { db in
                 try Self.tune(db)
                 try db.execute("PRAGMA journal_mode = WAL")
-                try db.execute("PRAGMA synchronous = \(synchronous == .full ? "FULL" : "NORMAL")")
+                // Commits reach the log unsynced in both modes; with `full`, `sync` syncs it.
+                try db.execute("PRAGMA synchronous = NORMAL")
                 try checkpointer.install(on: db)
             }
             reader = try SQLiteWorker(path: path, label: "pushgate.store.reader", readOnly: true) { db in
@@ -344,7 +350,14 @@ public final class SQLiteStore: StoreBackend {
         _ = try await read { db in try db.statement("SELECT 1").scalar(as: Int.self) }
     }
 
+    public var commitsAreDurable: Bool { logSync == nil }
+
+    public func sync() async throws {
+        try await logSync?.sync()
+    }
+
     public func close() async throws {
+        logSync?.close()
         try checkpointer.close()
         try writer.close()
         try reader.close()

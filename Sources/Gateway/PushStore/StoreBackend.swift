@@ -8,8 +8,15 @@ public protocol StoreBackend: Sendable {
     /// Runs the migrations (refusing a database newer than this binary) and reads the snapshot; pending
     /// notifications past their expiry at `now` are marked expired and left out.
     func open(now: UnixTime) async throws -> StoreSnapshot
-    /// Applies the batch in one transaction; when this returns, it is durable.
+    /// Applies the batch in one transaction; when this returns, it is durable — or, for a backend whose
+    /// `commitsAreDurable` is false, written, and made durable by the next `sync`.
     func commit(_ batch: StoreBatch) async throws
+    /// Whether a commit that returned is durable (most backends). If not, the writer answers a commit's
+    /// requests only after a `sync` that began after it returned, and commits the next batch meanwhile.
+    var commitsAreDurable: Bool { get }
+    /// Makes every commit that returned before the call durable (nothing for a backend whose commits
+    /// already are). Throws if it cannot: those commits may or may not be on disk.
+    func sync() async throws
     /// Removes finished notifications finished before `finishedBefore`; marks pending ones past their
     /// expiry at `now` as expired.
     func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult
@@ -28,6 +35,8 @@ public protocol StoreBackend: Sendable {
 
 extension StoreBackend {
     public func run() async {}
+    public var commitsAreDurable: Bool { true }
+    public func sync() async throws {}
 
     /// Runs `body` while the backend's background work (`run`) runs beside it in one task group, and
     /// stops that work when `body` ends: nothing outlives the call.

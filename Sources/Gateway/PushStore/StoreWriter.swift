@@ -26,6 +26,18 @@ public final class StoreWriter: Sendable {
         /// that drops it if it is still collecting after the wait limit.
         var batchNumber: UInt64 = 0
         var expiry: Scheduled<Void>?
+        /// Commits written and not yet durable, oldest first (a backend whose `sync` makes them durable),
+        /// and the sync loop waiting for one; `written` closes once the commit loop has ended.
+        var unsynced: [Written] = []
+        var syncWakeup: CheckedContinuation<Void, Never>?
+        var writingEnded = false
+    }
+
+    /// A commit the backend returned from: its answers, its size, when it began.
+    private struct Written {
+        var promises: [EventLoopPromise<Void>]
+        var changes: Int
+        var started: ContinuousClock.Instant
     }
 
     private let state = Mutex(State())
@@ -142,22 +154,43 @@ public final class StoreWriter: Sendable {
         wakeup?.resume()
     }
 
-    /// Commits until `finish()` is called and everything enqueued before it is committed.
+    /// Commits until `finish()` is called and everything enqueued before it is committed (and durable).
+    ///
+    /// For a backend whose commits are made durable apart (`commitsAreDurable` false: SQLite, which
+    /// syncs its log after the commit), a second loop syncs while the next batch is written, so the
+    /// disk's wait and the writing overlap; each answer still waits for the sync that covers it.
     public func run() async {
+        guard !backend.commitsAreDurable else { return await commitLoop() }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.syncLoop() }
+            await commitLoop()
+            let wakeup = state.withLock { state in
+                state.writingEnded = true
+                defer { state.syncWakeup = nil }
+                return state.syncWakeup
+            }
+            wakeup?.resume()
+        }
+    }
+
+    private func commitLoop() async {
         while true {
             let taken = await next()
             guard let (batch, promises) = taken else { return }
-            let started = ContinuousClock.now
+            let written = Written(promises: promises, changes: batch.count, started: .now)
             do {
                 try await backend.commit(batch)
-                let elapsed = ContinuousClock.now - started
-                state.withLock {
-                    $0.figures.committed(batch.count, elapsed: elapsed)
-                    $0.figures.committing = 0
-                    $0.failing = false
+                state.withLock { $0.figures.committing = 0 }
+                if backend.commitsAreDurable {
+                    durable([written])
+                } else {
+                    let wakeup = state.withLock { state in
+                        state.unsynced.append(written)
+                        defer { state.syncWakeup = nil }
+                        return state.syncWakeup
+                    }
+                    wakeup?.resume()
                 }
-                onCommit(batch.count, elapsed)
-                for promise in promises { promise.succeed() }
             } catch {
                 state.withLock {
                     $0.figures.failures += 1
@@ -166,6 +199,65 @@ public final class StoreWriter: Sendable {
                 }
                 onFailure(error, batch.count)
                 for promise in promises { promise.fail(error) }
+            }
+        }
+    }
+
+    /// Commits that are on disk: counted, and their requests answered.
+    private func durable(_ commits: [Written]) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            for commit in commits { state.figures.committed(commit.changes, elapsed: now - commit.started) }
+            state.failing = false
+        }
+        for commit in commits {
+            onCommit(commit.changes, now - commit.started)
+            for promise in commit.promises { promise.succeed() }
+        }
+    }
+
+    /// Syncs what the commit loop wrote, every commit written before a sync in that sync, until the
+    /// commit loop has ended and nothing is left. A failed sync fails the answers of the commits it
+    /// covered, as a failed commit does (they may be on disk: a provider that sends again may deliver
+    /// a push twice, which APNs allows too).
+    private func syncLoop() async {
+        while true {
+            enum Step {
+                case sync([Written])
+                case stop
+                case wait
+            }
+            let step = state.withLock { state -> Step in
+                if !state.unsynced.isEmpty {
+                    defer { state.unsynced = [] }
+                    return .sync(state.unsynced)
+                }
+                return state.writingEnded ? .stop : .wait
+            }
+            switch step {
+            case .stop: return
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { state -> Bool in
+                        if !state.unsynced.isEmpty || state.writingEnded { return true }
+                        state.syncWakeup = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            case .sync(let commits):
+                do {
+                    try await backend.sync()
+                    durable(commits)
+                } catch {
+                    let changes = commits.reduce(0) { $0 + $1.changes }
+                    state.withLock {
+                        $0.figures.failures += 1
+                        $0.failing = true
+                    }
+                    onFailure(error, changes)
+                    for commit in commits { for promise in commit.promises { promise.fail(error) } }
+                }
             }
         }
     }
