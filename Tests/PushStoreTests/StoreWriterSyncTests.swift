@@ -1,4 +1,5 @@
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import PushModel
 import PushStore
@@ -55,6 +56,39 @@ import Testing
         #expect(!writer.isFailing)
         await running.finish()
         #expect(writer.figures.commits == 1)
+    }
+
+    /// Behind a sync that does not end, one more commit is written and no more: the batch after it waits,
+    /// and is dropped at the wait limit (503), as behind a commit that does not end.
+    @Test func aBatchBehindASyncThatDoesNotEndIsDroppedAtTheWaitLimit() async throws {
+        let backend = SyncGatedBackend()
+        let writer = StoreWriter(backend: backend, waitLimit: .seconds(10))
+        let loop = NIOAsyncTestingEventLoop()
+        let running = Task { await writer.run() }
+        func enqueue(_ n: Int) -> EventLoopFuture<Void> {
+            writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(n)) }
+        }
+
+        let syncing = enqueue(1)
+        await backend.waitFor { $0.syncsStarted == 1 }
+        let writtenAhead = enqueue(2)
+        await backend.waitFor { $0.commits == 2 }
+        let behind = enqueue(3)
+        for _ in 0..<100 { await Task.yield() }
+        await loop.advanceTime(by: .seconds(10))
+        #expect(writer.figures.expired == 1)
+        #expect(backend.state.withLock { $0.commits } == 2, "the third batch was never written")
+
+        // (Released for as many syncs as a writer that did not wait would start.)
+        for _ in 1...3 { backend.releaseSync() }
+        try await syncing.get()
+        try await writtenAhead.get()
+        await #expect(throws: StoreWaitExpired.self) { try await behind.get() }
+        writer.finish()
+        await running.value
+        #expect(writer.figures.expired == 1 && writer.figures.commits == 2)
+        #expect(try await backend.inner.notification(Samples.stored(3).notification.id) == nil)
+        await loop.shutdownGracefully()
     }
 
     /// `finish` ends `run` only once the last commit is synced.

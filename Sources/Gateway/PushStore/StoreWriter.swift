@@ -30,6 +30,9 @@ public final class StoreWriter: Sendable {
         /// and the sync loop waiting for one; `written` closes once the commit loop has ended.
         var unsynced: [Written] = []
         var syncWakeup: CheckedContinuation<Void, Never>?
+        /// The commit loop waiting for the sync loop to take what it wrote (one commit is written ahead of
+        /// the sync, no more: behind a sync that does not end, the next batch waits and meets the wait limit).
+        var writeWakeup: CheckedContinuation<Void, Never>?
         var writingEnded = false
     }
 
@@ -175,6 +178,7 @@ public final class StoreWriter: Sendable {
 
     private func commitLoop() async {
         while true {
+            await waitUntilSyncTookWhatWasWritten()
             let taken = await next()
             guard let (batch, promises) = taken else { return }
             let written = Written(promises: promises, changes: batch.count, started: .now)
@@ -200,6 +204,19 @@ public final class StoreWriter: Sendable {
                 onFailure(error, batch.count)
                 for promise in promises { promise.fail(error) }
             }
+        }
+    }
+
+    /// Returns once no written commit waits for the sync loop to take it.
+    private func waitUntilSyncTookWhatWasWritten() async {
+        guard !backend.commitsAreDurable, state.withLock({ !$0.unsynced.isEmpty }) else { return }
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.unsynced.isEmpty { return true }
+                state.writeWakeup = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
         }
     }
 
@@ -233,6 +250,13 @@ public final class StoreWriter: Sendable {
                     return .sync(state.unsynced)
                 }
                 return state.writingEnded ? .stop : .wait
+            }
+            if case .sync = step {
+                let waiting = state.withLock { state in
+                    defer { state.writeWakeup = nil }
+                    return state.writeWakeup
+                }
+                waiting?.resume()
             }
             switch step {
             case .stop: return
