@@ -96,7 +96,8 @@ public enum MetricName: String, CaseIterable, Sendable {
             "Connections closed for not finishing their TLS handshake, HTTP/2 preface or WebSocket upgrade in time."
         case .storeCommits: "Store transactions committed (each carries a group of changes)."
         case .storeCommitFailures: "Store transactions that failed (their requests were answered 500)."
-        case .storeCommitDuration: "Time one store commit took."
+        case .storeCommitDuration:
+            "Time one store commit took, until durable (on SQLite with `synchronous: full`, until the sync of the log that covered it)."
         case .storeCommitBatch: "Changes per store commit."
         case .node:
             "This node's name (store.postgres.node_id, or <hostname>:<devices.port>), as a label; the value is 1."

@@ -27,7 +27,7 @@ public final class StoreWriter: Sendable {
         var batchNumber: UInt64 = 0
         var expiry: Scheduled<Void>?
         /// Commits written and not yet durable, oldest first (a backend whose `sync` makes them durable),
-        /// and the sync loop waiting for one; `written` closes once the commit loop has ended.
+        /// and the sync loop waiting for one; `writingEnded` once the commit loop has ended.
         var unsynced: [Written] = []
         var syncWakeup: CheckedContinuation<Void, Never>?
         /// The commit loop waiting for the sync loop to take what it wrote (one commit is written ahead of
@@ -244,20 +244,16 @@ public final class StoreWriter: Sendable {
                 case stop
                 case wait
             }
-            let step = state.withLock { state -> Step in
-                if !state.unsynced.isEmpty {
-                    defer { state.unsynced = [] }
-                    return .sync(state.unsynced)
+            // Taking what was written lets the commit loop write the next batch.
+            let (step, writer) = state.withLock { state -> (Step, CheckedContinuation<Void, Never>?) in
+                guard !state.unsynced.isEmpty else { return (state.writingEnded ? .stop : .wait, nil) }
+                defer {
+                    state.unsynced = []
+                    state.writeWakeup = nil
                 }
-                return state.writingEnded ? .stop : .wait
+                return (.sync(state.unsynced), state.writeWakeup)
             }
-            if case .sync = step {
-                let waiting = state.withLock { state in
-                    defer { state.writeWakeup = nil }
-                    return state.writeWakeup
-                }
-                waiting?.resume()
-            }
+            writer?.resume()
             switch step {
             case .stop: return
             case .wait:
