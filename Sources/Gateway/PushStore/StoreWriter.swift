@@ -34,6 +34,9 @@ public final class StoreWriter: Sendable {
         /// the sync, no more: behind a sync that does not end, the next batch waits and meets the wait limit).
         var writeWakeup: CheckedContinuation<Void, Never>?
         var writingEnded = false
+        /// Set by the first sync that fails, for good: the log may hold a gap the disk never got, past which
+        /// SQLite's recovery would drop every later commit, so nothing more is written until a restart.
+        var syncFailure: StoreError?
     }
 
     /// A commit the backend returned from: its answers, its size, when it began.
@@ -183,6 +186,7 @@ public final class StoreWriter: Sendable {
             guard let (batch, promises) = taken else { return }
             let written = Written(promises: promises, changes: batch.count, started: .now)
             do {
+                if let refused = state.withLock({ $0.syncFailure }) { throw refused }
                 try await backend.commit(batch)
                 state.withLock { $0.figures.committing = 0 }
                 if backend.commitsAreDurable {
@@ -236,7 +240,7 @@ public final class StoreWriter: Sendable {
     /// Syncs what the commit loop wrote, every commit written before a sync in that sync, until the
     /// commit loop has ended and nothing is left. A failed sync fails the answers of the commits it
     /// covered, as a failed commit does (they may be on disk: a provider that sends again may deliver
-    /// a push twice, which APNs allows too).
+    /// a push twice, which APNs allows too) — and every commit after it, until a restart (`syncFailure`).
     private func syncLoop() async {
         while true {
             enum Step {
@@ -267,6 +271,7 @@ public final class StoreWriter: Sendable {
                 }
             case .sync(let commits):
                 do {
+                    if let refused = state.withLock({ $0.syncFailure }) { throw refused }
                     try await backend.sync()
                     durable(commits)
                 } catch {
@@ -274,6 +279,11 @@ public final class StoreWriter: Sendable {
                     state.withLock {
                         $0.figures.failures += 1
                         $0.failing = true
+                        if $0.syncFailure == nil {
+                            $0.syncFailure = StoreError(
+                                "the store's log could not be synced (\(error)): no write is taken until the gateway restarts"
+                            )
+                        }
                     }
                     onFailure(error, changes)
                     for commit in commits { for promise in commit.promises { promise.fail(error) } }
