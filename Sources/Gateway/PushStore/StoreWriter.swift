@@ -213,11 +213,19 @@ public final class StoreWriter: Sendable {
 
     /// Returns once no written commit waits for the sync loop to take it.
     private func waitUntilSyncTookWhatWasWritten() async {
-        guard !backend.commitsAreDurable, state.withLock({ !$0.unsynced.isEmpty }) else { return }
+        guard !backend.commitsAreDurable else { return }
+        await park(in: \.writeWakeup, unless: { $0.unsynced.isEmpty })
+    }
+
+    /// Waits in `slot` until woken, unless `ready` holds already (checked under the lock that wakes it).
+    private func park(
+        in slot: WritableKeyPath<State, CheckedContinuation<Void, Never>?>, unless ready: (State) -> Bool
+    ) async {
+        guard !state.withLock({ ready($0) }) else { return }
         await withCheckedContinuation { continuation in
             let resumeNow = state.withLock { state -> Bool in
-                if state.unsynced.isEmpty { return true }
-                state.writeWakeup = continuation
+                if ready(state) { return true }
+                state[keyPath: slot] = continuation
                 return false
             }
             if resumeNow { continuation.resume() }
@@ -261,14 +269,7 @@ public final class StoreWriter: Sendable {
             switch step {
             case .stop: return
             case .wait:
-                await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLock { state -> Bool in
-                        if !state.unsynced.isEmpty || state.writingEnded { return true }
-                        state.syncWakeup = continuation
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
-                }
+                await park(in: \.syncWakeup, unless: { !$0.unsynced.isEmpty || $0.writingEnded })
             case .sync(let commits):
                 do {
                     if let refused = state.withLock({ $0.syncFailure }) { throw refused }
@@ -333,14 +334,7 @@ public final class StoreWriter: Sendable {
             case .take(let batch, let promises): return (batch, promises)
             case .stop: return nil
             case .wait:
-                await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLock { state -> Bool in
-                        if !state.batch.isEmpty || !state.promises.isEmpty || state.finishing { return true }
-                        state.wakeup = continuation
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
-                }
+                await park(in: \.wakeup, unless: { !$0.batch.isEmpty || !$0.promises.isEmpty || $0.finishing })
             }
         }
     }
