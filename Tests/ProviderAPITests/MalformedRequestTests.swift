@@ -99,6 +99,35 @@ import Testing
         }
     }
 
+    /// RFC 9113 §8.1: a HEADERS frame after the request's head ends the stream. A client that sends trailers
+    /// without END_STREAM (NIO's own client refuses to) has its stream reset with PROTOCOL_ERROR; the
+    /// connection's next request is answered. (NIO's codec closes the connection for it instead: its
+    /// stream state machine raises the error for the connection.)
+    @Test func trailersWithoutEndStreamResetTheStreamOnly() async throws {
+        try await TestGateway.with { gateway in
+            let client = try await gateway.rawClient()
+            try await client.headers(stream: 1, gateway.rawRequest(path: Self.path), endStream: false)
+            try await client.data(stream: 1, alertPayload, endStream: false)
+            try await client.headers(stream: 1, [("x-trace", "1")], endStream: false)
+            if testedCodec == .nio {
+                try await client.waitFor { _ in client.isClosed }
+                return #expect(client.isClosed)
+            }
+            let reset = try await client.waitFor { frames in
+                frames.contains { $0.type == RawHTTP2.Frame.rstStream && $0.stream == 1 }
+            }
+            #expect(reset.first { $0.type == RawHTTP2.Frame.rstStream && $0.stream == 1 }?.errorCode == 0x1)
+            try await client.headers(stream: 3, gateway.rawRequest(path: Self.path), endStream: false)
+            try await client.data(stream: 3, alertPayload, endStream: true)
+            let answered = try await client.waitFor { frames in
+                frames.contains { $0.type == RawHTTP2.Frame.headersType && $0.stream == 3 }
+            }
+            #expect(answered.first { $0.type == RawHTTP2.Frame.headersType && $0.stream == 3 }?.status == "200")
+            #expect(!answered.contains { $0.type == RawHTTP2.Frame.goAway })
+            await client.close()
+        }
+    }
+
     /// libnghttp2 hands a block over as bytes, NIO as `HPACKHeaders`: the block reads the same both ways,
     /// every case above and a good request (whose provider token, sent again, is the same value).
     @Test func aBlockReadsTheSameFromBytesAsFromDecodedHeaders() {

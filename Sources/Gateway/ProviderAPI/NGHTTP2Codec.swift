@@ -47,14 +47,19 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     /// The request header block being read: HTTP/2 sends a block's HEADERS and CONTINUATION frames
     /// together, so there is one at a time.
     private var pending: ReceivedHead?
+    /// A request's trailers being read (HEADERS on a stream already announced): handed up as a HEADERS frame
+    /// with their fields, for the handler's rules (no pseudo-header, END_STREAM).
+    private var trailers: (stream: Int32, fields: HPACKHeaders)?
     /// The bytes `nghttp2_session_mem_recv` is reading, and where they start, while it reads them.
     private var input: ByteBuffer?
     private var inputStart: UnsafeRawPointer?
     /// Values that repeat on a connection's requests (its provider token), kept to be reused, not made anew.
     private var repeated = RequestHeaderBlock.RepeatedValues()
     private static let noBytes = ByteBuffer()
-    /// Streams whose request headers were handed up (their close is told to the handler too).
-    private var announced: Set<Int32> = []
+    /// Streams whose request headers were handed up (their close is told to the handler too) are marked
+    /// in the session's own stream map (`isAnnounced`), looked up there in C rather than in a set of
+    /// ours (hashing an id in Swift, four times a request, cost ~1 % of the front door); this many are open.
+    private var announcedCount = 0
     /// A response's head waiting for its body (an error: HEADERS, then one DATA frame that ends it).
     private var heads: [Int32: HPACKHeaders] = [:]
     /// Response bodies being sent, read by the session's data callback.
@@ -129,6 +134,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
         nghttp2_option_set_no_closed_streams(option, 1)
+        nghttp2_option_set_no_http_messaging(option, 1)
         var allocator = pushgate_session_memory_nghttp2(memory)
         nghttp2_session_server_new3(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, &allocator)
         if context.channel.isActive { start(context: context) }
@@ -234,7 +240,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         context.fireChannelReadComplete()
         sendOutput(context: context)
         context.flush()
-        if announced.isEmpty { pushgate_session_memory_trim(memory) }
+        if announcedCount == 0 { pushgate_session_memory_trim(memory) }
         closeIfFinished(context: context)
     }
 
@@ -311,16 +317,25 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
         // A stream the session opened (not one it ignores, above its GOAWAY's last stream).
         closedStreams.opened(frame.stream_id)
-        // A request's trailers (HEADERS on a stream already announced) carry nothing the handler reads.
-        pending =
-            announced.contains(frame.stream_id) ? nil : ReceivedHead(streamID: HTTP2StreamID(Int(frame.stream_id)))
+        if isAnnounced(frame.stream_id) {
+            pending = nil
+            trailers = (frame.stream_id, [:])
+        } else {
+            pending = ReceivedHead(streamID: HTTP2StreamID(Int(frame.stream_id)))
+        }
         return 0
     }
 
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        guard let pending, pending.streamID == HTTP2StreamID(Int(frame.stream_id)) else { return 0 }
+        guard let pending, pending.streamID == HTTP2StreamID(Int(frame.stream_id)) else {
+            if trailers?.stream == frame.stream_id {
+                trailers!.fields.add(
+                    name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+            }
+            return 0
+        }
         // Lent, not retained, for the field (`pending` holds it): several fields a request.
         Unmanaged.passUnretained(pending)._withUnsafeGuaranteedRef { head in
             head.block.read(name: name, value: value, repeated: &repeated)
@@ -351,17 +366,20 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                 inbound.append(.data(stream, Self.noBytes, endStream: true))
             }
         case 0x1:  // HEADERS: a request's head, or its trailers.
-            // (A trailers block left `pending` empty.)
             if let head = pendingHead(of: frame.stream_id) {
                 pending = nil
-                announced.insert(frame.stream_id)
+                if nghttp2_session_set_stream_user_data(session, frame.stream_id, Self.announcedMark) == 0 {
+                    announcedCount += 1
+                }
                 head.block.finish()
                 head.endStream = endStream
                 inbound.append(.head(head))
             } else {
+                let fields = trailers?.stream == frame.stream_id ? trailers!.fields : [:]
+                trailers = nil
                 inbound.append(
                     .frame(
-                        HTTP2Frame(streamID: stream, payload: .headers(.init(headers: [:], endStream: endStream)))))
+                        HTTP2Frame(streamID: stream, payload: .headers(.init(headers: fields, endStream: endStream)))))
             }
         case 0x3:  // RST_STREAM
             inbound.append(.frame(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))))
@@ -375,7 +393,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     }
 
     private func dataChunk(_ stream: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-        guard announced.contains(stream) else { return 0 }
+        guard isAnnounced(stream) else { return 0 }
         // A chunk is most often a span of the bytes being read: a slice of their buffer, not a copy.
         let data: ByteBuffer
         if let start = inputStart, let chunk = bytes.baseAddress, chunk >= start,
@@ -392,11 +410,23 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     private func streamClosed(_ stream: Int32, code: UInt32) -> Int32 {
         if pendingHead(of: stream) != nil { pending = nil }
-        heads.removeValue(forKey: stream)
-        bodies.removeValue(forKey: stream)
-        if announced.remove(stream) != nil { inbound.append(.closed(HTTP2StreamID(Int(stream)))) }
+        if trailers?.stream == stream { trailers = nil }
+        if !heads.isEmpty { heads.removeValue(forKey: stream) }
+        if !bodies.isEmpty { bodies.removeValue(forKey: stream) }
+        // The session calls this before it forgets the stream, so its mark is still there.
+        if isAnnounced(stream) {
+            announcedCount -= 1
+            inbound.append(.closed(HTTP2StreamID(Int(stream))))
+        }
         return 0
     }
+
+    private func isAnnounced(_ stream: Int32) -> Bool {
+        nghttp2_session_get_stream_user_data(session, stream) == Self.announcedMark
+    }
+
+    /// The stream user data that marks a stream announced (the session keeps the pointer, never follows it).
+    private static var announcedMark: UnsafeMutableRawPointer? { UnsafeMutableRawPointer(bitPattern: 1) }
 
     // MARK: Writing
 

@@ -72,7 +72,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     /// (never its authorization header).
     private var logger: Logger
     private var decider: PushRequestDecider?
-    private var streams: [HTTP2StreamID: StreamState] = [:]
+    private var streams = StreamTable<StreamState>()
     /// Submitted streams by the commit that answers them, oldest commit first.
     private var awaitingCommits: [(commit: EventLoopFuture<Void>, streams: [HTTP2StreamID])] = []
     private var lastStreamID: HTTP2StreamID = .rootStream
@@ -228,11 +228,14 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             startStream(id, block: block(), headers: headers(), endStream: endStream, context: context)
         } else if streams[id] != nil {
             if headers().contains(where: { $0.name.utf8.first == UInt8(ascii: ":") }) {
-                // RFC 9113 §8.1: trailers carry no pseudo-header (libnghttp2 resets such a stream itself,
-                // and hands up trailers without their fields).
+                // RFC 9113 §8.1: trailers carry no pseudo-header.
                 streams.removeValue(forKey: id)
                 resetMalformed(id, because: "a pseudo-header in trailers", context: context)
-            } else if endStream {
+            } else if !endStream {
+                // RFC 9113 §8.1: a second HEADERS ends the stream (NIO's codec raises this itself).
+                streams.removeValue(forKey: id)
+                resetMalformed(id, because: "trailers without END_STREAM", context: context)
+            } else {
                 // Trailers end the request.
                 finishStream(id, context: context)
             }
@@ -304,22 +307,26 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         }
         let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
+        let phase: Phase
+        var exhausted = false
         if draining || providerContext.isDraining {
-            streams[id] = StreamState(
-                responseID: responseID, started: lastActivity, phase: .rejected(Rejection(.shutdown)))
+            phase = .rejected(Rejection(.shutdown))
         } else {
             makeDecider(context: context)
             switch decider!.decideHead(block.head, now: now) {
             case .success(let accepted):
-                streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .collecting(accepted))
+                phase = .collecting(accepted)
             case .failure(let rejection):
-                streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .rejected(rejection))
-                // Too many bad tokens: this stream is answered, then the connection goes (GOAWAY).
-                if decider!.authenticationExhausted { beginDraining(context: context, reason: .invalidProviderToken) }
+                phase = .rejected(rejection)
+                exhausted = decider!.authenticationExhausted
             }
         }
+        let state = StreamState(responseID: responseID, started: lastActivity, phase: phase)
         // Before an END_STREAM on these headers is handled: a declared length with no DATA is malformed too.
-        if let declared = block.rules.contentLength { streams[id]?.contentLength = declared }
+        state.contentLength = block.rules.contentLength
+        streams.insert(state, for: id)
+        // Too many bad tokens: this stream is answered, then the connection goes (GOAWAY).
+        if exhausted { beginDraining(context: context, reason: .invalidProviderToken) }
         if endStream { finishStream(id, context: context) }
     }
 
@@ -332,8 +339,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         let responseID =
             request.requestID.flatMap { APNsID(header: $0) }
             ?? APNsID.generate(at: providerContext.clock(), using: &random)
-        streams[id] = StreamState(responseID: responseID, started: lastActivity, phase: .broadcast(request))
-        if let declared = block.rules.contentLength { streams[id]?.contentLength = declared }
+        let state = StreamState(responseID: responseID, started: lastActivity, phase: .broadcast(request))
+        state.contentLength = block.rules.contentLength
+        streams.insert(state, for: id)
         if endStream { finishStream(id, context: context) }
     }
 

@@ -112,6 +112,10 @@ int nghttp2_session_want_read(nghttp2_session *session);
 int nghttp2_session_want_write(nghttp2_session *session);
 /// The stream's object while it is open (NULL once closed: the session keeps no closed streams).
 void *nghttp2_session_find_stream(nghttp2_session *session, int32_t stream_id);
+/// A pointer kept with an open stream (NULL when none was set, or the stream is not open).
+void *nghttp2_session_get_stream_user_data(nghttp2_session *session, int32_t stream_id);
+/// 0, or NGHTTP2_ERR_INVALID_ARGUMENT when the stream is not open.
+int nghttp2_session_set_stream_user_data(nghttp2_session *session, int32_t stream_id, void *stream_user_data);
 /// Queues GOAWAY with `error_code` and ends the session once it is sent.
 int nghttp2_session_terminate_session(nghttp2_session *session, uint32_t error_code);
 
