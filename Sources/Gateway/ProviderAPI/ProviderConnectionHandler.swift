@@ -83,6 +83,10 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     private var draining = false
     private var windowOpened = false
     private var lastActivity = NIODeadline.uptimeNanoseconds(0)
+    /// The times a read's requests share, read by its first request and forgotten when the read is done
+    /// (`channelReadComplete`): the wall clock for the requests' rules and ids, the loop's for when they
+    /// arrived — two clock readings a read rather than three a request.
+    private var readTimes: (wall: UnixTime, loop: NIODeadline)?
     private var idleCheck: Scheduled<Void>?
     /// A read asked for while the output was over its limit, held until it drains.
     private var readHeld = false
@@ -251,6 +255,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        readTimes = nil
         flushIfNeeded(context: context)
         context.fireChannelReadComplete()
     }
@@ -279,12 +284,21 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         return error is NIOHTTP2Errors.RaisedGoawayLastStreamID
     }
 
+    /// Only while a read is handed up (what starts or finishes a stream): the read's end forgets them.
+    private func times(context: ChannelHandlerContext) -> (wall: UnixTime, loop: NIODeadline) {
+        if let readTimes { return readTimes }
+        let times = (wall: providerContext.clock(), loop: context.eventLoop.now)
+        readTimes = times
+        return times
+    }
+
     /// `headers`: the block as NIO decoded it, read again only for a broadcast (`BroadcastRequest`).
     private func startStream(
         _ id: HTTP2StreamID, block: RequestHeaderBlock, headers: @autoclosure () -> HPACKHeaders, endStream: Bool,
         context: ChannelHandlerContext
     ) {
-        lastActivity = context.eventLoop.now
+        let (now, arrived) = times(context: context)
+        lastActivity = arrived
         lastStreamID = id
         let limits = providerContext.settings.http2.streamLimits
         if openStreams > limits.concurrentStreams {
@@ -300,7 +314,6 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             return resetMalformed(id, because: malformed, context: context)
         }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
-        let now = providerContext.clock()
         if let path = block.head.path, path.hasPrefix(BroadcastRequest.pathPrefix) {
             return startBroadcast(
                 id, path: path, headers: headers(), block: block, endStream: endStream, context: context)
@@ -389,7 +402,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         case .broadcast(let request):
             finishBroadcast(id, state, request, context: context)
         case .collecting(let head):
-            let now = providerContext.clock()
+            let now = times(context: context).wall
             let notification: PushNotification
             switch decider!.decideBody(head, body: state.body, id: state.responseID, now: now) {
             case .success(let value): notification = value
