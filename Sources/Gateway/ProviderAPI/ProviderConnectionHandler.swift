@@ -186,7 +186,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     func received(_ head: ReceivedHead, context: ChannelHandlerContext) {
         establish(context: context)
         receiveHead(
-            head.streamID, block: head.block, headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
+            head.streamID, block: head.takeBlock(), headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
             context: context)
     }
 

@@ -6,7 +6,7 @@ import NIOHTTP2
 ///
 /// A class: the codec reads the block (a dozen strings) into it in place and hands it to the request
 /// handler as one reference, not copied (each copy of the block retained every string in it). The codec
-/// fills it until the block ends; the handler only reads it.
+/// fills it until the block ends; the handler takes the block (`takeBlock`).
 final class ReceivedHead {
     let streamID: HTTP2StreamID
     var block = RequestHeaderBlock()
@@ -16,5 +16,13 @@ final class ReceivedHead {
 
     init(streamID: HTTP2StreamID) {
         self.streamID = streamID
+    }
+
+    /// The block, moved out (an empty one left): the handler takes it once, without the retain of every
+    /// string in it that a copy would cost.
+    func takeBlock() -> RequestHeaderBlock {
+        var taken = RequestHeaderBlock()
+        swap(&taken, &block)
+        return taken
     }
 }
