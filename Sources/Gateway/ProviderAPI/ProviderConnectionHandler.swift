@@ -231,16 +231,15 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             openStreams += 1
             startStream(id, block: block(), headers: headers(), endStream: endStream, context: context)
         } else if streams[id] != nil {
-            if headers().contains(where: { $0.name.utf8.first == UInt8(ascii: ":") }) {
-                // RFC 9113 §8.1: trailers carry no pseudo-header.
+            // RFC 9113 §8.1: trailers carry no pseudo-header, and end the stream (NIO's codec raises the second
+            // itself); then they end the request.
+            let malformed =
+                headers().contains(where: { $0.name.utf8.first == UInt8(ascii: ":") })
+                ? "a pseudo-header in trailers" : endStream ? nil : "trailers without END_STREAM"
+            if let malformed {
                 streams.removeValue(forKey: id)
-                resetMalformed(id, because: "a pseudo-header in trailers", context: context)
-            } else if !endStream {
-                // RFC 9113 §8.1: a second HEADERS ends the stream (NIO's codec raises this itself).
-                streams.removeValue(forKey: id)
-                resetMalformed(id, because: "trailers without END_STREAM", context: context)
+                resetMalformed(id, because: malformed, context: context)
             } else {
-                // Trailers end the request.
                 finishStream(id, context: context)
             }
         }
@@ -316,7 +315,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
         if let path = block.head.path, path.hasPrefix(BroadcastRequest.pathPrefix) {
             return startBroadcast(
-                id, path: path, headers: headers(), block: block, endStream: endStream, context: context)
+                id, path: path, headers: headers(), block: block, now: now, endStream: endStream, context: context)
         }
         let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
@@ -345,13 +344,11 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     /// A broadcast's stream: its request id is the one sent (`apns-request-id`) or a new one.
     private func startBroadcast(
-        _ id: HTTP2StreamID, path: String, headers: HPACKHeaders, block: RequestHeaderBlock, endStream: Bool,
-        context: ChannelHandlerContext
+        _ id: HTTP2StreamID, path: String, headers: HPACKHeaders, block: RequestHeaderBlock, now: UnixTime,
+        endStream: Bool, context: ChannelHandlerContext
     ) {
         let request = BroadcastRequest(path: path, headers: headers)
-        let responseID =
-            request.requestID.flatMap { APNsID(header: $0) }
-            ?? APNsID.generate(at: providerContext.clock(), using: &random)
+        let responseID = request.requestID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
         let state = StreamState(responseID: responseID, started: lastActivity, phase: .broadcast(request))
         state.contentLength = block.rules.contentLength
         streams.insert(state, for: id)
@@ -460,7 +457,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         makeDecider(context: context)
         // The broadcast's apns-id in the store and on the devices: its request id.
         let decided = decider!.decideBroadcast(
-            request, id: state.responseID, channels: broadcasts.channels, now: providerContext.clock())
+            request, id: state.responseID, channels: broadcasts.channels, now: times(context: context).wall)
         switch decided {
         case .failure(let reason): return refuse(reason)
         case .success(let submission):

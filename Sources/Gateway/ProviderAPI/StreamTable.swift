@@ -2,7 +2,7 @@ import NIOHTTP2
 
 /// A connection's open request streams by id, for `ProviderConnectionHandler`: an open-addressing table
 /// (linear probing, deletion by backward shift) instead of a `Dictionary`, whose SipHash of the id — a
-/// stream was looked up five times a request: its start, its DATA, its end, its answer — cost ~1.5 % of the
+/// stream is looked up four times a request: its start, its DATA, its end, its answer — cost ~1.5 % of the
 /// front door's samples.
 ///
 /// The slot is multiply-shift hashing of the id with a random odd multiplier of the table's own (a
