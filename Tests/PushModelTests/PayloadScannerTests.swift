@@ -53,6 +53,23 @@ import Testing
         }
     }
 
+    /// Contiguous bytes are read through a buffer pointer, other collections through their subscript: the
+    /// same verdicts and the same offsets, counted in the collection's own indices.
+    @Test(arguments: [
+        #"{"aps":{"content-available":1},"job":{"id":"4f6a2b1c"}}"#, #"{"aps":{"a":01}}"#, #"{"aps":{"a":"\x"}}"#,
+        #"{"aps":{"alert":"é€😀"},"n":[1,2.5e3,-0,true,null]}"#, "[1]", #"{"aps":{"a":1,}}"#, "{\"a\":\"\u{01}\"}",
+        #"{"\u0061ps":{"event":"update"}}"#,
+    ])
+    func readsEveryCollectionAlike(_ text: String) {
+        let bytes = Array(text.utf8)
+        let padded = Array("xxxxx".utf8) + bytes
+        let slice = padded[5...]
+        let expected = PayloadScanner.scan(bytes).mapError { $0.offset(by: 5) }
+        #expect(PayloadScanner.scan(slice) == expected)
+        #expect(PayloadScanner.scan(slice.lazy.map { $0 }) == expected)
+        #expect(PayloadScanner.scan(bytes.lazy.map { $0 }) == PayloadScanner.scan(bytes))
+    }
+
     @Test func refusesInvalidUTF8() {
         let invalid: [[UInt8]] = [
             [0xC0, 0x80],  // overlong

@@ -46,7 +46,12 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var delivering: [Inbound] = []
     /// The request header block being read: HTTP/2 sends a block's HEADERS and CONTINUATION frames
     /// together, so there is one at a time.
-    private var pending: ReceivedHead?
+    private var pending: ReceivedHead? {
+        didSet { lentPending = pending.map(Unmanaged.passUnretained) }
+    }
+    /// `pending`, lent: each field of the block is read into it without a retain and a release (binding
+    /// the property took both, for every field of every request). `pending` keeps it alive.
+    private var lentPending: Unmanaged<ReceivedHead>?
     /// A request's trailers being read (HEADERS on a stream already announced): handed up as a HEADERS frame
     /// with their fields, for the handler's rules (no pseudo-header, END_STREAM).
     private var trailers: (stream: Int32, fields: HPACKHeaders)?
@@ -329,15 +334,16 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        guard let pending, pending.streamID == HTTP2StreamID(Int(frame.stream_id)) else {
+        guard let lent = lentPending,
+            lent._withUnsafeGuaranteedRef({ $0.streamID }) == HTTP2StreamID(Int(frame.stream_id))
+        else {
             if trailers?.stream == frame.stream_id {
                 trailers!.fields.add(
                     name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
             }
             return 0
         }
-        // Lent, not retained, for the field (`pending` holds it): several fields a request.
-        Unmanaged.passUnretained(pending)._withUnsafeGuaranteedRef { head in
+        lent._withUnsafeGuaranteedRef { head in
             head.block.read(name: name, value: value, repeated: &repeated)
             if head.broadcastHeaders != nil {
                 head.broadcastHeaders!.add(

