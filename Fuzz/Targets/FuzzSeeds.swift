@@ -175,6 +175,18 @@ public enum FuzzSeeds {
         let split = first.count / 2
         var fresh = HPACKEncoder(allocator: ByteBufferAllocator())
         let oversized = block(head + [("x-padding", String(repeating: "p", count: 9000))], encoder: &fresh)
+        // The provider token as libnghttp2's clients send it (never indexed): the same literal each request,
+        // which the nghttp2 codec reads once and then elides (`RepeatedTokenField`).
+        var neverIndexed = HPACKEncoder(allocator: ByteBufferAllocator())
+        let repeated = (0..<3).map { _ in
+            var headers = HPACKHeaders()
+            for (name, value) in head {
+                headers.add(name: name, value: value, indexing: name == "authorization" ? .neverIndexed : .indexable)
+            }
+            var buffer = ByteBuffer()
+            try! neverIndexed.encode(headers: headers, to: &buffer)
+            return Array(buffer.readableBytesView)
+        }
         return [
             "alert": settings + request,
             "two-streams": settings + request + frame(0x1, flags: 0x4, stream: 3, second)
@@ -186,6 +198,11 @@ public enum FuzzSeeds {
                 + frame(0x8, [0, 1, 0, 0]) + frame(0x7, [0, 0, 0, 0, 0, 0, 0, 0]),
             "oversized-headers": settings + frame(0x1, flags: 0x5, stream: 1, oversized),
             "no-settings": request,
+            "repeated-token": settings
+                + [1, 3, 5].enumerated().flatMap { index, stream in
+                    frame(0x1, flags: 0x4, stream: UInt32(stream), repeated[index])
+                        + frame(0x0, flags: 0x1, stream: UInt32(stream), body)
+                },
         ]
     }
 }

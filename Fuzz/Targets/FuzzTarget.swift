@@ -68,19 +68,23 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func http2Connection(_ input: UnsafeRawBufferPointer) {
         for codec in HTTP2Codec.allCases {
-            let written = connectionWrites(input, codec: codec)
-            // Whatever the client sent, the server spoke HTTP/2 first: its SETTINGS frame.
-            check(
-                written.first?.getInteger(at: written.first!.readerIndex + 3, as: UInt8.self) == 0x4,
-                "the \(codec) codec's first bytes are not a SETTINGS frame")
+            for perRequest in [false, true] {
+                let written = connectionWrites(input, codec: codec, readPerRequest: perRequest)
+                // Whatever the client sent, the server spoke HTTP/2 first: its SETTINGS frame.
+                check(
+                    written.first?.getInteger(at: written.first!.readerIndex + 3, as: UInt8.self) == 0x4,
+                    "the \(codec) codec's first bytes are not a SETTINGS frame")
+            }
         }
     }
 
     /// The `:status` a provider connection on `codec` answered each stream with, for `input` (frames read
     /// back from its bytes, its HEADERS blocks through NIO's HPACK decoder).
-    public static func answeredStatuses(_ input: [UInt8], codec: HTTP2Codec) -> [UInt32: String] {
+    public static func answeredStatuses(_ input: [UInt8], codec: HTTP2Codec, readPerRequest: Bool = false)
+        -> [UInt32: String]
+    {
         var bytes = ByteBuffer()
-        for buffer in input.withUnsafeBytes({ connectionWrites($0, codec: codec) }) {
+        for buffer in input.withUnsafeBytes({ connectionWrites($0, codec: codec, readPerRequest: readPerRequest) }) {
             bytes.writeImmutableBuffer(buffer)
         }
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
@@ -96,8 +100,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         return statuses
     }
 
-    /// The bytes a provider connection on `codec` wrote for `input` (sent after the client preface), in order.
-    public static func connectionWrites(_ input: UnsafeRawBufferPointer, codec: HTTP2Codec) -> [ByteBuffer] {
+    /// The bytes a provider connection on `codec` wrote for `input` (sent after the client preface), in order:
+    /// read at once, or a read from each HEADERS frame to the next (as a client that writes each request
+    /// apart is read: what one read teaches the codec, the next uses — the provider token it elides).
+    public static func connectionWrites(
+        _ input: UnsafeRawBufferPointer, codec: HTTP2Codec, readPerRequest: Bool = false
+    ) -> [ByteBuffer] {
         let channel = EmbeddedChannel()
         try! ProviderServer.addHTTP2Handlers(to: channel, context: Fixture.contexts[codec]!, logger: Fixture.logger)
         try! channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
@@ -105,7 +113,25 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         buffer.writeString("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         buffer.writeBytes(input)
         // A connection error closes the channel; what was written before is read below either way.
-        _ = try? channel.writeInbound(buffer)
+        if readPerRequest {
+            var reads: [ByteBuffer] = []
+            var start = buffer.readerIndex
+            var at = start + 24
+            while at + 9 <= buffer.writerIndex, let high = buffer.getInteger(at: at, as: UInt8.self),
+                let low = buffer.getInteger(at: at + 1, as: UInt16.self),
+                let type = buffer.getInteger(at: at + 3, as: UInt8.self)
+            {
+                if type == 0x1, at > start {
+                    reads.append(buffer.getSlice(at: start, length: at - start)!)
+                    start = at
+                }
+                at += 9 + (Int(high) << 16 | Int(low))
+            }
+            reads.append(buffer.getSlice(at: start, length: buffer.writerIndex - start)!)
+            for read in reads where channel.isActive { _ = try? channel.writeInbound(read) }
+        } else {
+            _ = try? channel.writeInbound(buffer)
+        }
         channel.embeddedEventLoop.advanceTime(by: .hours(2))
         var written: [ByteBuffer] = []
         while let data = try? channel.readOutbound(as: IOData.self) {

@@ -52,6 +52,12 @@ import Testing
         #expect(FuzzTarget.answeredStatuses(seeds["continuation"]!, codec: codec) == [1: "500"])
         #expect(FuzzTarget.answeredStatuses(seeds["oversized-headers"]!, codec: codec) == [1: "431"])
         #expect(FuzzTarget.answeredStatuses(seeds["reset"]!, codec: codec).isEmpty, "reset before its body")
+        // A request a read: the token the first request taught the codec is elided from the next two, which
+        // are answered as the first is.
+        let repeated = seeds["repeated-token"]!
+        #expect(FuzzTarget.answeredStatuses(repeated, codec: codec) == [1: "500", 3: "500", 5: "500"])
+        #expect(
+            FuzzTarget.answeredStatuses(repeated, codec: codec, readPerRequest: true) == [1: "500", 3: "500", 5: "500"])
     }
 
     @Test func theSeedsInTheRepositoryAreTheGeneratedOnes() throws {

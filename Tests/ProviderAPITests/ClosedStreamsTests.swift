@@ -107,9 +107,11 @@ import Testing
         + frame(type: 0x0, stream: 3, payload: 0)
 
     static let expected: [FrameScanner.FrameHeader] = [
-        .init(offset: 24, type: 0x4, flags: 0, stream: 0), .init(offset: 33, type: 0x1, flags: 0x4, stream: 1),
-        .init(offset: 62, type: 0x0, flags: 0x1, stream: 1), .init(offset: 171, type: 0x3, flags: 0, stream: 3),
-        .init(offset: 184, type: 0x0, flags: 0, stream: 3),
+        .init(offset: 24, type: 0x4, flags: 0, stream: 0, length: 0, inPlace: true),
+        .init(offset: 33, type: 0x1, flags: 0x4, stream: 1, length: 20, inPlace: true),
+        .init(offset: 62, type: 0x0, flags: 0x1, stream: 1, length: 100, inPlace: true),
+        .init(offset: 171, type: 0x3, flags: 0, stream: 3, length: 4, inPlace: true),
+        .init(offset: 184, type: 0x0, flags: 0, stream: 3, length: 0, inPlace: true),
     ]
 
     @Test func oneReadGivesEveryHeaderWhereItBegins() {
@@ -135,8 +137,11 @@ import Testing
                     let expected = Self.expected[found.count]
                     #expect(expected.offset + 9 > start && expected.offset + 9 <= end)
                     #expect(header.offset == max(0, expected.offset - start))
+                    // In place when it began in this read.
+                    #expect(header.inPlace == (expected.offset >= start))
                     var whole = header
                     whole.offset = expected.offset
+                    whole.inPlace = true
                     found.append(whole)
                 }
             }

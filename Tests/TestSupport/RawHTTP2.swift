@@ -119,12 +119,15 @@ public final class RawHTTP2: Sendable {
         self.reader = reader
     }
 
-    /// A HEADERS frame (END_HEADERS set) carrying `fields` in one block.
-    public func headers(stream: UInt32, _ fields: [(String, String)], endStream: Bool) async throws {
+    /// A HEADERS frame (END_HEADERS set) carrying `fields` in one block, each a literal without indexing (or as
+    /// `indexing` says).
+    public func headers(
+        stream: UInt32, _ fields: [(String, String)], endStream: Bool, indexing: HPACKIndexing = .nonIndexable
+    ) async throws {
         let block = try encoder.withLock { encoder -> ByteBuffer in
             var block = ByteBuffer()
             var headers = HPACKHeaders()
-            for (name, value) in fields { headers.add(name: name, value: value, indexing: .nonIndexable) }
+            for (name, value) in fields { headers.add(name: name, value: value, indexing: indexing) }
             try encoder.encode(headers: headers, to: &block)
             return block
         }

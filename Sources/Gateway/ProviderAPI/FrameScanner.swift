@@ -11,6 +11,10 @@ struct FrameScanner {
         var type: UInt8
         var flags: UInt8
         var stream: Int32
+        /// The payload's length.
+        var length: Int
+        /// The header's nine bytes are in the bytes scanned, at `offset` (it did not begin in an earlier read).
+        var inPlace: Bool
     }
 
     private var prefaceLeft = 24
@@ -40,10 +44,11 @@ struct FrameScanner {
             }
             if partial.isEmpty, count - offset >= 9 {
                 // The whole header is here (the usual case): read in place.
+                payloadLeft = Int(bytes[offset]) << 16 | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
                 let header = FrameHeader(
                     offset: offset, type: bytes[offset + 3], flags: bytes[offset + 4],
-                    stream: Self.stream(bytes[offset + 5], bytes[offset + 6], bytes[offset + 7], bytes[offset + 8]))
-                payloadLeft = Int(bytes[offset]) << 16 | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
+                    stream: Self.stream(bytes[offset + 5], bytes[offset + 6], bytes[offset + 7], bytes[offset + 8]),
+                    length: payloadLeft, inPlace: true)
                 offset += 9
                 each(header)
                 continue
@@ -53,10 +58,11 @@ struct FrameScanner {
             partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + taken)]))
             offset += taken
             guard partial.count == 9 else { continue }
+            payloadLeft = Int(partial[0]) << 16 | Int(partial[1]) << 8 | Int(partial[2])
             let header = FrameHeader(
                 offset: partialStart, type: partial[3], flags: partial[4],
-                stream: Self.stream(partial[5], partial[6], partial[7], partial[8]))
-            payloadLeft = Int(partial[0]) << 16 | Int(partial[1]) << 8 | Int(partial[2])
+                stream: Self.stream(partial[5], partial[6], partial[7], partial[8]), length: payloadLeft,
+                inPlace: false)
             partial.removeAll(keepingCapacity: true)
             each(header)
         }

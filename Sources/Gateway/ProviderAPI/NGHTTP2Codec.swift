@@ -78,6 +78,12 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var frames = FrameScanner()
     private var suspect: [(offset: Int, stream: Int32)] = []
     private var resetHere: [Int32] = []
+    /// The provider token a connection sends on every request, decoded once (`RepeatedTokenField`): the
+    /// token fields elided from this read's HEADERS frames (where the frame begins, the literal's octets),
+    /// and the place of the field being decoded in its block.
+    private var token = RepeatedTokenField()
+    private var elisions: [(frame: Int, literal: Range<Int>)] = []
+    private var blockField = 0
     private var firstSettingsSeen = false
     private var advertised = false
     private var closing = false
@@ -121,7 +127,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, frame, name, nameLength, value, valueLength, _, user in
             NGHTTP2Codec.with(user) {
-                $0.header(
+                $0.field(
                     NGHTTP2Codec.header(of: frame), name: UnsafeBufferPointer(start: name, count: nameLength),
                     value: UnsafeBufferPointer(start: value, count: valueLength))
             }
@@ -182,8 +188,10 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     // MARK: Reading
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let buffer = unwrapInboundIn(data)
+        var buffer = unwrapInboundIn(data)
         guard !closing else { return }
+        buffer.withUnsafeReadableBytes { scan($0) }
+        if !elisions.isEmpty { buffer = elide(buffer, allocator: context.channel.allocator) }
         input = buffer
         let result = buffer.withUnsafeReadableBytes { bytes in
             inputStart = bytes.baseAddress
@@ -191,6 +199,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             return receive(bytes)
         }
         input = nil
+        token.finishRead()
         deliverInbound(context: context)
         if result < 0 {
             // Fatal for the connection (a bad preface, a flood): what the session queued goes, then the close.
@@ -201,14 +210,14 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         }
     }
 
-    /// The session reads `bytes`; a DATA frame on a stream it may have forgotten is checked against
-    /// `ClosedStreams` when the session has read what comes before it (it would ignore the frame without a
-    /// callback). Negative: the session failed, or a rule ended the connection.
-    private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+    /// The frames of a read, before the session reads them: the DATA frames to check (`receive`), and the
+    /// HEADERS frames whose provider token can be elided.
+    private func scan(_ bytes: UnsafeRawBufferPointer) {
         // A stream opened in these bytes is above `highest` (the session knows it while it reads them); one
         // opened before may have closed, or be reset here.
         suspect.removeAll(keepingCapacity: true)
         resetHere.removeAll(keepingCapacity: true)
+        elisions.removeAll(keepingCapacity: true)
         frames.scan(bytes) { frame in
             switch frame.type {
             case 0x3: resetHere.append(frame.stream)
@@ -219,9 +228,56 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                 {
                     suspect.append((frame.offset, frame.stream))
                 }
+            case 0x1:
+                // HEADERS: its block, when whole in this read and in this frame (END_HEADERS; no PADDED, no
+                // PRIORITY), and no longer than every peer may send (shortened, a frame too long must not
+                // become one the session accepts).
+                let block = frame.offset + 9
+                let whole =
+                    frame.inPlace && frame.flags & 0x2C == 0x4 && block + frame.length <= bytes.count
+                    && frame.length <= 16_384
+                guard
+                    let literal = token.plan(
+                        stream: frame.stream,
+                        block: whole ? UnsafeRawBufferPointer(rebasing: bytes[block..<(block + frame.length)]) : nil)
+                else { return }
+                elisions.append((frame.offset, (literal.lowerBound + block)..<(literal.upperBound + block)))
             default: break
             }
         }
+    }
+
+    /// The read's bytes with each elided token's literal replaced (`RepeatedTokenField.replacement`) and
+    /// its frame's length shortened to match; the DATA frames to check move with them.
+    private func elide(_ buffer: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer {
+        buffer.withUnsafeReadableBytes { bytes in
+            var out = allocator.buffer(capacity: bytes.count)
+            var copied = 0
+            var removed: [(at: Int, total: Int)] = []
+            for (frame, literal) in elisions {
+                out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[copied..<frame]))
+                let shorter = literal.count - token.replacement.count
+                let length = (Int(bytes[frame]) << 16 | Int(bytes[frame + 1]) << 8 | Int(bytes[frame + 2])) - shorter
+                out.writeInteger(UInt8(truncatingIfNeeded: length >> 16))
+                out.writeInteger(UInt16(truncatingIfNeeded: length))
+                out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[(frame + 3)..<literal.lowerBound]))
+                out.writeBytes(token.replacement)
+                copied = literal.upperBound
+                if !suspect.isEmpty { removed.append((literal.upperBound, (removed.last?.total ?? 0) + shorter)) }
+            }
+            out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[copied...]))
+            for index in suspect.indices {
+                let offset = suspect[index].offset
+                suspect[index].offset -= removed.last(where: { $0.at <= offset })?.total ?? 0
+            }
+            return out
+        }
+    }
+
+    /// The session reads `bytes`; a DATA frame on a stream it may have forgotten is checked against
+    /// `ClosedStreams` when the session has read what comes before it (it would ignore the frame without a
+    /// callback). Negative: the session failed, or a rule ended the connection.
+    private func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         var read = 0
         for (offset, stream) in suspect {
             if offset > read {
@@ -322,6 +378,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func beginHeaders(_ frame: nghttp2_frame_hd) -> Int32 {
         // A stream the session opened (not one it ignores, above its GOAWAY's last stream).
         closedStreams.opened(frame.stream_id)
+        blockField = 0
         if isAnnounced(frame.stream_id) {
             pending = nil
             trailers = (frame.stream_id, [:])
@@ -329,6 +386,18 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             pending = ReceivedHead(streamID: HTTP2StreamID(Int(frame.stream_id)))
         }
         return 0
+    }
+
+    /// A field of a block, as the session decoded it: its value, or the provider token for a field elided.
+    private func field(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+        -> Int32
+    {
+        let field = blockField
+        blockField &+= 1
+        if let value = token.value(stream: frame.stream_id, field: field, name: name, received: value) {
+            return value.withUnsafeBufferPointer { header(frame, name: name, value: $0) }
+        }
+        return header(frame, name: name, value: value)
     }
 
     private func header(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
