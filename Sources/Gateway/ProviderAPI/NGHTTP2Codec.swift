@@ -78,9 +78,9 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var frames = FrameScanner()
     private var suspect: [(offset: Int, stream: Int32)] = []
     private var resetHere: [Int32] = []
-    /// The provider token a connection sends on every request, decoded once (`RepeatedTokenField`): the
-    /// token fields elided from this read's HEADERS frames (where the frame begins, the literal's octets),
-    /// and the place of the field being decoded in its block.
+    /// The provider token a connection sends on every request, decoded once (`RepeatedTokenField`); the
+    /// token literals to elide from this read's HEADERS frames (where each frame begins, the literal's
+    /// octets); the place of the field being decoded in its block (from 0).
     private var token = RepeatedTokenField()
     private var elisions: [(frame: Int, literal: Range<Int>)] = []
     private var blockField = 0
@@ -392,9 +392,9 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func field(_ frame: nghttp2_frame_hd, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
         -> Int32
     {
-        let field = blockField
+        let place = blockField
         blockField &+= 1
-        if let value = token.value(stream: frame.stream_id, field: field, name: name, received: value) {
+        if let value = token.value(stream: frame.stream_id, field: place, name: name, received: value) {
             return value.withUnsafeBufferPointer { header(frame, name: name, value: $0) }
         }
         return header(frame, name: name, value: value)
