@@ -23,8 +23,9 @@ public struct PayloadScanner {
     public static func scan<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Result<PayloadSummary, Failure>
     where Bytes.Index == Int {
         // Contiguous bytes (an array, every payload) are read through a buffer pointer, whose subscript
-        // checks no bounds in a release build: the scanner checks its own (`end`). Twice as fast as through
-        // the array's subscript, on every request's payload.
+        // checks no bounds in a release build: the scanner checks its own (`end`). A quarter to a third
+        // faster than through the array's subscript (`swiftc -O`: 147–172 → 109 ns for a silent push's
+        // payload, 245 → 183 ns for an alert's), on every request's payload.
         let contiguous = bytes.withContiguousStorageIfAvailable { buffer in
             scan(Scanner(bytes: buffer)).mapError { $0.offset(by: bytes.startIndex) }
         }
