@@ -3,8 +3,9 @@
 
 run() { # name uris shape -> "req/s p50 p99 ok total"
   # Two passes: throughput without h2load's per-request log (which costs h2load enough to cap nghttpd),
-  # then latency percentiles from the log of a second pass.
-  local name=$1 uris=$2 shape=$3 log="$WORK/$1.log"
+  # then latency percentiles from the log of a second pass. The log is NAME.requests: a server's own
+  # output is NAME.log in the callers, shown when it fails.
+  local name=$1 uris=$2 shape=$3 log="$WORK/$1.requests"
   rm -f "$log"
   # shellcheck disable=SC2086
   taskset -c 1 h2load $shape -D $DURATION --warm-up-time $WARMUP -d "$WORK/body.json" "${HEADERS[@]}" \
