@@ -9,9 +9,16 @@
 # shape for both: POST /3/device/<token> with a ~100-byte silent payload and the APNs headers; Pushgate
 # gets a valid provider token and checks everything, nghttpd just answers 200.
 #
-# Usage: Benchmarks/provider-api.sh [seconds per run, default 8]
+# Usage: [BEFORE=<another build's pushgate>] Benchmarks/provider-api.sh [seconds per run, default 8]
+# BEFORE adds a row for that binary (on its own data, made by it, and its default codec and store), measured
+# in the same run against the same nghttpd: a before and after in one table. It must take the settings
+# used here (builds since 9936226 do).
 # Needs: nghttp2-client (h2load), nghttp2-server (nghttpd), taskset, python3.
 set -euo pipefail
+if [ -n "${BEFORE:-}" ]; then
+  [ -f "$BEFORE" ] && [ -x "$BEFORE" ] || { echo "provider-api.sh: BEFORE is not an executable file: $BEFORE" >&2; exit 1; }
+  BEFORE=$(realpath "$BEFORE")
+fi
 cd "$(dirname "$0")/.."
 DURATION=${1:-8}
 WARMUP=${WARMUP:-2}
@@ -25,6 +32,8 @@ NG_TLS=22186
 MEM_PORT=22185
 MEM_TLS=22184
 SHAPES=("-c 16 -m 32" "-c 8 -m 100")
+BEFORE_PORT=22175
+BEFORE_TLS=22174
 
 for tool in h2load nghttpd taskset python3; do
   command -v $tool >/dev/null || { echo "missing $tool (apt-get install nghttp2-client nghttp2-server util-linux python3)"; exit 1; }
@@ -64,6 +73,25 @@ SETTINGS_MEM=("${SETTINGS_NH[@]}" --set "data_dir=$WORK/data-memory" --set store
   --set provider.tls.port=$MEM_TLS --set devices.port=22183 --set devices.tls.port=22182 --set admin.port=22181
   --set channels.tls.port=22180 --set channels.h2c.port=22179)
 
+# BEFORE's gateway: its own key, tokens and provider token, made by that binary.
+BEFORE_PID=
+if [ -n "${BEFORE:-}" ]; then
+  SETTINGS_BEFORE=(--set "data_dir=$WORK/data-before" --set event_loops=1 --set provider.h2c.port=$BEFORE_PORT
+    --set provider.tls.port=$BEFORE_TLS --set provider.rate.device_token.per_second=0
+    --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0
+    --set devices.port=22173 --set devices.tls.port=22172 --set admin.port=22171
+    --set channels.tls.port=22170 --set channels.h2c.port=22169)
+  mkdir -p "$WORK/before"
+  (cd "$WORK/before" && "$BEFORE" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app \
+    "${SETTINGS_BEFORE[@]}" >/dev/null) || fail "BEFORE ($BEFORE) could not make a provider key"
+  "$BEFORE" tokens register --topic com.example.app --count $TOKENS "${SETTINGS_BEFORE[@]}" > "$WORK/before/tokens.txt" \
+    || fail "BEFORE ($BEFORE) could not register tokens"
+  JWT_BEFORE=$("$BEFORE" keys token --key "$WORK/before/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+  sed "s#^#http://127.0.0.1:$BEFORE_PORT/3/device/#" "$WORK/before/tokens.txt" > "$WORK/before-uris.txt"
+  sed "s#^#https://127.0.0.1:$BEFORE_TLS/3/device/#" "$WORK/before/tokens.txt" > "$WORK/before-tls-uris.txt"
+  taskset -c 0 "$BEFORE" serve "${SETTINGS_BEFORE[@]}" 2> "$WORK/pushgate-before.log" &
+  BEFORE_PID=$!
+fi
 taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/pushgate.log" &
 PG_PID=$!
 taskset -c 0 "$PG" serve "${SETTINGS_NH[@]}" 2> "$WORK/pushgate-nghttp2.log" &
@@ -86,14 +114,18 @@ listening $PG_PORT $NG_PORT $NH_PORT $PG_TLS $NH_TLS $MEM_PORT $MEM_TLS || { sho
 taskset -c 0 nghttpd -d "$WORK/docroot" -n 1 $NG_TLS "$WORK/data/tls/server-key.pem" "$WORK/data/tls/server.pem" \
   2> "$WORK/nghttpd-tls.log" &
 listening $NG_TLS || { show_log "$WORK/nghttpd-tls.log"; fail "nghttpd (TLS) did not listen in 20 s"; }
+[ -z "$BEFORE_PID" ] || listening $BEFORE_PORT $BEFORE_TLS \
+  || { show_log "$WORK/pushgate-before.log"; fail "BEFORE's gateway ($BEFORE) did not listen in 20 s"; }
 
 HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
+[ -z "$BEFORE_PID" ] || HEADERS_BEFORE=(-H "authorization: bearer $JWT_BEFORE" "${HEADERS[@]:2}")
 
 # shellcheck source=Benchmarks/h2load-run.sh
 source Benchmarks/h2load-run.sh
 
 echo
 echo "Provider API vs nghttpd — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores, $(uname -m)"
+[ -z "$BEFORE_PID" ] || echo "before: $BEFORE"
 echo "POST /3/device/<one of $TOKENS tokens>, ${BODY_BYTES}-byte silent payload, ${DURATION}s after ${WARMUP}s warm-up; servers on core 0, h2load on core 1"
 echo
 echo "| shape | transport | server | requests/s | p50 ms | p99 ms | 200s / answered (latency pass) |"
@@ -108,9 +140,18 @@ for shape in "${SHAPES[@]}"; do
       || { show_log "$WORK/pushgate-nghttp2.log"; fail "pushgate (nghttp2, $transport), $shape: no figure"; }
     mem=$(run "pushgate-memory$suffix" "$WORK/mem$suffix-uris.txt" "$shape") \
       || { show_log "$WORK/pushgate-memory.log"; fail "pushgate (nghttp2, memory store, $transport), $shape: no figure"; }
+    rows=("nio $pg" "nghttp2 $nh" "nghttp2,_memory_store $mem")
+    if [ -n "$BEFORE_PID" ]; then
+      HEADERS_NOW=("${HEADERS[@]}")
+      HEADERS=("${HEADERS_BEFORE[@]}")
+      bf=$(run "pushgate-before$suffix" "$WORK/before$suffix-uris.txt" "$shape") \
+        || { show_log "$WORK/pushgate-before.log"; fail "BEFORE ($transport), $shape: no figure"; }
+      HEADERS=("${HEADERS_NOW[@]}")
+      rows+=("before $bf")
+    fi
     read -r ng_rps ng_p50 ng_p99 ng_ok ng_n <<< "$ng"
     echo "| \`$shape\` | $transport | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n |"
-    for row in "nio $pg" "nghttp2 $nh" "nghttp2,_memory_store $mem"; do
+    for row in "${rows[@]}"; do
       read -r codec rps p50 p99 ok n <<< "$row"
       codec=${codec//_/ }
       echo "| \`$shape\` | $transport | pushgate ($codec) | $rps | $p50 | $p99 | $ok / $n |"
@@ -122,4 +163,5 @@ RSS=$(awk '/VmHWM/ {print $2}' /proc/$PG_PID/status 2>/dev/null || echo '?')
 RSS_NH=$(awk '/VmHWM/ {print $2}' /proc/$NH_PID/status 2>/dev/null || echo '?')
 RSS_MEM=$(awk '/VmHWM/ {print $2}' /proc/$MEM_PID/status 2>/dev/null || echo '?')
 echo
-echo "Pushgate peak RSS: ${RSS} kB (nio), ${RSS_NH} kB (nghttp2), ${RSS_MEM} kB (nghttp2, memory store)"
+RSS_BEFORE=$([ -z "$BEFORE_PID" ] || echo ", $(awk '/VmHWM/ {print $2}' /proc/$BEFORE_PID/status 2>/dev/null || echo '?') kB (before)")
+echo "Pushgate peak RSS: ${RSS} kB (nio), ${RSS_NH} kB (nghttp2), ${RSS_MEM} kB (nghttp2, memory store)${RSS_BEFORE}"
