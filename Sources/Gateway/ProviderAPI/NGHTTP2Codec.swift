@@ -79,10 +79,10 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private var suspect: [(offset: Int, stream: Int32)] = []
     private var resetHere: [Int32] = []
     /// The provider token a connection sends on every request, decoded once (`RepeatedTokenField`); the
-    /// token literals to elide from this read's HEADERS frames (where each frame begins, the literal's
-    /// octets); the place of the field being decoded in its block (from 0).
+    /// token literals to elide from this read's HEADERS frames (where each frame begins, its payload's
+    /// length, the literal's octets); the place of the field being decoded in its block (from 0).
     private var token = RepeatedTokenField()
-    private var elisions: [(frame: Int, literal: Range<Int>)] = []
+    private var elisions: [(frame: Int, length: Int, literal: Range<Int>)] = []
     private var blockField = 0
     private var firstSettingsSeen = false
     private var advertised = false
@@ -241,7 +241,8 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                         stream: frame.stream,
                         block: whole ? UnsafeRawBufferPointer(rebasing: bytes[block..<(block + frame.length)]) : nil)
                 else { return }
-                elisions.append((frame.offset, (literal.lowerBound + block)..<(literal.upperBound + block)))
+                elisions.append(
+                    (frame.offset, frame.length, (literal.lowerBound + block)..<(literal.upperBound + block)))
             default: break
             }
         }
@@ -254,12 +255,12 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             var out = allocator.buffer(capacity: bytes.count)
             var copied = 0
             var removed: [(at: Int, total: Int)] = []
-            for (frame, literal) in elisions {
+            for (frame, length, literal) in elisions {
                 out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[copied..<frame]))
                 let shorter = literal.count - token.replacement.count
-                let length = (Int(bytes[frame]) << 16 | Int(bytes[frame + 1]) << 8 | Int(bytes[frame + 2])) - shorter
-                out.writeInteger(UInt8(truncatingIfNeeded: length >> 16))
-                out.writeInteger(UInt16(truncatingIfNeeded: length))
+                let shortened = length - shorter
+                out.writeInteger(UInt8(truncatingIfNeeded: shortened >> 16))
+                out.writeInteger(UInt16(truncatingIfNeeded: shortened))
                 out.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[(frame + 3)..<literal.lowerBound]))
                 out.writeBytes(token.replacement)
                 copied = literal.upperBound
