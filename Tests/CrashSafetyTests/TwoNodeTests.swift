@@ -106,6 +106,17 @@ import WallClock
             received.value.withLock { $0[id(2)] == "on_budget" && $0[id(3)] == "on_budget" }
         }
 
+        // B decided the third while the device was connected: held over budget (not yet offline).
+        func rules(of id: String, on node: Node) async throws -> [String] {
+            let lookup = try await AdminClient.get(
+                host: "127.0.0.1", port: node.admin, path: "/v1/notifications/\(id)", token: nil)
+            let json = try JSONSerialization.jsonObject(with: Data(lookup.body.utf8)) as? [String: Any]
+            return (json?["steps"] as? [[String: Any]] ?? []).compactMap { $0["rule"] as? String }
+        }
+        try await eventually("node B held the third over budget") {
+            (try? await rules(of: id(4), on: b))?.contains("held_over_budget") == true
+        }
+
         // The device moves to node A before a keep-alive releases the third (it stops at once).
         onB.stop()
         try await eventually("node B saw the device leave") {
@@ -123,12 +134,20 @@ import WallClock
         onA.start()
         defer { onA.stop() }
 
-        // Node A claimed it with its held push and its spent budget: the held one rides on the
-        // reconnection, and a silent push sent now (through B, so routed to A) is over budget too.
+        // Node A claimed it with its held push and its spent budget. The push held over budget keeps its
+        // reason: the reconnection is no delivery window (it hands over only what was kept while the
+        // device was away), so it waits for A's next keep-alive (every second here) — and a silent push
+        // sent now (through B, so routed to A) is over budget too.
         try await eventually("the push held on node B reached the device on node A") {
             received.value.withLock { $0[id(4)] } != nil
         }
-        #expect(received.value.withLock { $0[id(4)] } == "released_on_reconnect")
+        #expect(received.value.withLock { $0[id(4)] } == "released_piggyback_keep_alive")
+        // Each node's lookup shows its part: B held it over budget, A released it with a keep-alive.
+        let onNodeB = try await rules(of: id(4), on: b)
+        let onNodeA = try await rules(of: id(4), on: a)
+        #expect(onNodeB == ["held_over_budget"], "B's lookup: \(onNodeB)")
+        #expect(onNodeA.last == "released_piggyback_keep_alive", "A's lookup: \(onNodeA)")
+        #expect(!(onNodeA + onNodeB).contains("released_on_reconnect"))
         #expect(try await post(to: b, id: id(5), silent: true) == 200)
         try await eventually("the silent push sent through B reached the device on A") {
             received.value.withLock { $0[id(5)] } != nil

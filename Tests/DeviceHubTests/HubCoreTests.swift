@@ -166,10 +166,17 @@ import Testing
         #expect(core.deliveries.outstanding(of: 1).map(\.id) == [alert.id, wake.id])
         let session = FakeSession()
         let (_, writes) = connect(session, &core)
-        // The queue first, in order; then what the policy held, released by the reconnection (a release
-        // spends no budget: the over-budget wake goes too).
-        #expect(writes.map(\.item.id) == [alert.id, wake.id, undecided.id, overBudget.id])
-        #expect(writes.map(\.item.wake) == [false, true, false, true])
+        // The queue first, in order; then what the policy kept for the offline device (the undecided
+        // one), released by the reconnection. The push held over budget keeps its reason: a reconnect is
+        // no window for it, the next keep-alive is (a release spends no budget).
+        #expect(writes.map(\.item.id) == [alert.id, wake.id, undecided.id])
+        #expect(writes.map(\.item.wake) == [false, true, false])
+        var released: [HubWrite] = []
+        core.route(
+            core.policy.keepAlive(device: 1, now: Self.t0), device: 1, now: Self.t0, slot: { _ in 1 },
+            writes: &released)
+        #expect(released.map(\.item.id) == [overBudget.id])
+        #expect(released.map(\.item.rule) == [.piggybackKeepAlive])
         // The restored wake was paid for: acknowledging it starts its deadline, no second charge.
         var more: [HubWrite] = []
         _ = core.acknowledged(wake.id, by: 1, now: Self.t0, writes: &more)

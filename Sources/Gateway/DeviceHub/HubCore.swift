@@ -211,8 +211,10 @@ struct HubCore<Answer: Sendable>: Sendable {
                 deliveries.enqueue(
                     Outgoing(push: entry.push, rule: rule, wake: wake), for: device, now: now, into: &unused)
             } else {
-                // Over budget it waits for a piggyback as before; anything else was for a device now offline.
-                let rule: Rule = entry.rule == .overBudget ? .overBudget : .offline
+                // A held push keeps its reason (over budget it still waits for a window, its budget or its
+                // condition); one never decided (routed, or taken over before its decision) is for a device
+                // that is offline here.
+                let rule = entry.rule.flatMap { $0.isHeld ? $0 : nil } ?? .offline
                 held[bundleID, default: []].append(
                     HeldPush(notification: entry.push, expiresAt: entry.expiresAt, rule: rule))
             }

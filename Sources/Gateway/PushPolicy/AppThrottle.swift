@@ -130,17 +130,21 @@ public struct AppThrottle: Sendable, Equatable {
         }
     }
 
-    /// A delivery window opened on the device (an alert, a keep-alive, a reconnect, the app opened, a
-    /// power-saving condition ended): held pushes that may go now ride along without spending budget.
+    /// A delivery window opened on the device (an alert, a keep-alive, the app opened, a power-saving
+    /// condition ended): held pushes that may go now ride along without spending budget. A reconnect
+    /// is not such a window (002 names an alert and a keep-alive): it hands over only what was kept
+    /// while the device was away (`held_offline`), as APNs does; a push held over budget, at low
+    /// priority or by a condition keeps its reason and waits for a window, its budget or its condition.
     public mutating func release(
         carrier: Carrier, conditions: DeviceConditions, settings: PolicySettings, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
         guard conditions.online, hasHeld else { return }
         let silentAllowed = silentWakeBlocked(conditions) == nil
+        let onlyKeptAway = carrier == .reconnect
         var woken: [PushNotification] = []
         pending.removeAll { item in
-            guard case .held(let entry) = item else { return false }
+            guard case .held(let entry) = item, !onlyKeptAway || entry.rule == .offline else { return false }
             if let expiresAt = entry.expiresAt, expiresAt < now {
                 actions.append(.discard(entry.notification.id, rule: .expired))
             } else if !entry.isSilent {

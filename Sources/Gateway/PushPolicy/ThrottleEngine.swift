@@ -148,7 +148,8 @@ public struct ThrottleEngine: Sendable {
         releaseAll(device, carrier: .keepAlive, now: now, into: &actions)
     }
 
-    /// The device connected: what was stored while it was away is delivered.
+    /// The device connected: what was stored while it was away (`held_offline`) is delivered; what was
+    /// held for another reason keeps waiting (`AppThrottle.release`).
     public mutating func connected(device: DeviceSlot, now: UnixTime, into actions: inout [PolicyAction]) {
         ensureSlot(device)
         slots[Int(device)].conditions.online = true
@@ -354,15 +355,25 @@ public struct ThrottleEngine: Sendable {
         }
     }
 
-    /// Brings back a (device, app)'s state from the store, at start: the device is offline until it
-    /// connects, and its held pushes go out then; `sentWakes` are wakes it paid for and that are sent
-    /// again (their deadlines start when the device acknowledges them). Returns the ids of held pushes
-    /// beyond the limit, which the caller records as overflowed.
+    /// Brings back a (device, app)'s state from the store, at start or when this node takes the device
+    /// over: the device is offline until it connects. Its held pushes keep their reasons: those kept
+    /// while it was away go out when it connects, the others wait as they did where they were held. A
+    /// push held by Low Power Mode or Background App Refresh says the condition held when it was last
+    /// known (it would have been released when the condition ended), so the device's conditions are
+    /// restored from it, and the push goes when the device reports the condition over. `sentWakes` are
+    /// wakes it paid for and that are sent again (their deadlines start when the device acknowledges
+    /// them). Returns the ids of held pushes beyond the limit, which the caller records as overflowed.
     public mutating func restore(
         device: DeviceSlot, bundleID: String, budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = []
     ) -> [APNsID] {
         ensureSlot(device)
         slots[Int(device)].conditions.online = false
+        if held.contains(where: { $0.rule == .lowPowerMode || $0.rule == .deferredPowerSaving }) {
+            slots[Int(device)].conditions.lowPowerMode = true
+        }
+        if held.contains(where: { $0.rule == .backgroundAppRefreshOff }) {
+            slots[Int(device)].conditions.backgroundAppRefreshOff = true
+        }
         var overflow: [APNsID] = []
         let state = AppThrottle(restoring: budget, held: held, sentWakes: sentWakes, overflow: &overflow)
         let key = AppKey(device: device, app: appID(bundleID))
