@@ -255,21 +255,7 @@ func loadNamedYAML<T: Decodable>(_ name: String, directory: String, flag: String
     do {
         return try YAMLDecoder().decode(T.self, from: text)
     } catch {
-        throw ValidationError("\(flag) \(path): \(describe(error))")
-    }
-}
-
-/// A decoding error as a line naming the key.
-func describe(_ error: any Error) -> String {
-    switch error as? DecodingError {
-    case .dataCorrupted(let context), .typeMismatch(_, let context), .valueNotFound(_, let context):
-        let path = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        return "\(path.isEmpty ? "" : String(path.drop { $0 == "." }) + ": ")\(context.debugDescription)"
-    case .keyNotFound(let key, let context):
-        let path = (context.codingPath + [key]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        return "\(path.drop { $0 == "." }): missing"
-    default:
-        return "\(error)"
+        throw ValidationError("\(flag) \(path): \(describe(error, in: text))")
     }
 }
 

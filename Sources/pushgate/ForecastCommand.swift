@@ -23,7 +23,7 @@ struct ForecastCommand: AsyncParsableCommand {
             docs/forecast.md says what it models and how it was checked against a real run.
             """)
 
-    @Option(help: "How many iPhones.")
+    @Option(parsing: .unconditional, help: "How many iPhones.")
     var devices = 1000
 
     @Option(
@@ -32,10 +32,11 @@ struct ForecastCommand: AsyncParsableCommand {
             valueName: "name=weight,…"))
     var iphones = IPhoneMix.defaultFlag
 
-    @Option(help: "Hours of virtual time.")
+    @Option(parsing: .unconditional, help: "Hours of virtual time.")
     var hours: Double = 24
 
-    @Option(help: "Hour of the day (UTC) the forecast starts at (users' habits are times of day).")
+    @Option(
+        parsing: .unconditional, help: "Hour of the day (UTC) the forecast starts at (users' habits are times of day).")
     var startHour: Double = 0
 
     @Option(
@@ -45,12 +46,14 @@ struct ForecastCommand: AsyncParsableCommand {
     var startMs: Int64?
 
     @Option(
+        parsing: .unconditional,
         help:
             "Publish a new version every this many seconds (each announced as its apps' backends do); 0: one at the start."
     )
     var publishEvery: Double = 600
 
     @Option(
+        parsing: .unconditional,
         help:
             "Seconds the backends take to send each publication's pushes: they reach the gateway spread evenly over this span, device by device; 0: all at once."
     )
@@ -62,19 +65,24 @@ struct ForecastCommand: AsyncParsableCommand {
             valueName: "from-to"))
     var publishHours: String?
 
-    @Option(help: "Extra app opens per device per hour, added to every profile's users.")
+    @Option(parsing: .unconditional, help: "Extra app opens per device per hour, added to every profile's users.")
     var opensPerHour: Double = 0
 
-    @Option(help: "An item's size in bytes, when the app names none.")
+    @Option(parsing: .unconditional, help: "An item's size in bytes, when the app names none.")
     var itemBytes = 200_000
 
-    @Option(help: "Bytes per second a device's transfer gets (background sessions get less); 0: latency only.")
+    @Option(
+        parsing: .unconditional,
+        help: "Bytes per second a device's transfer gets (background sessions get less); 0: latency only.")
     var linkBytesPerSecond = 1_000_000
 
-    @Option(help: "Milliseconds from a request to its first byte (the median, with --latency-p90-ms).")
+    @Option(
+        parsing: .unconditional,
+        help: "Milliseconds from a request to its first byte (the median, with --latency-p90-ms).")
     var latencyMs: Int64 = 100
 
     @Option(
+        parsing: .unconditional,
         help:
             "The latency's 90th percentile in milliseconds: transfers' latencies spread log-normally between --latency-ms and it (default: every one --latency-ms)."
     )
@@ -83,7 +91,7 @@ struct ForecastCommand: AsyncParsableCommand {
     @Option(help: "Seed of the devices' runtimes, users and keep-alives (device i gets seed + i).")
     var seed: UInt64 = 1
 
-    @Option(help: "Threads to run on (default: one per core).")
+    @Option(parsing: .unconditional, help: "Threads to run on (default: one per core).")
     var threads = ProcessInfo.processInfo.activeProcessorCount
 
     @OptionGroup var config: ConfigOptions
@@ -300,7 +308,6 @@ struct ForecastCommand: AsyncParsableCommand {
         }
         var text = lines.joined(separator: "\n")
         if let front {
-            let best = front.max { fresh(results[$0]) < fresh(results[$1]) }
             text +=
                 "\n\nPareto front (no other variant is as fresh for less awake time): "
                 + front.map {
@@ -309,14 +316,46 @@ struct ForecastCommand: AsyncParsableCommand {
                             ? "" : " (\(percent(fresh(results[$0]))), \(ForecastResult.decimal(cost(results[$0]))) s)")
                 }
                 .joined(separator: "; ")
-            if let best {
+            if front.contains(0) {
+                text += "\nWhat runs today is on the front."
+            } else if let better = front.filter({ dominates(results[$0], results[0]) })
+                .max(by: { fresh(results[$0]) < fresh(results[$1]) })
+            {
                 text +=
-                    front.contains(0)
-                    ? "\nWhat runs today is on the front."
-                    : "\nWhat runs today is not on the front: \(names[best]) is fresher (\(percent(fresh(results[best]))) against \(percent(fresh(results[0])))) at \(ForecastResult.decimal(cost(results[best]))) awake s per device-day against \(ForecastResult.decimal(cost(results[0])))."
+                    "\nWhat runs today is not on the front: "
+                    + whyBetter(
+                        names[better], fresh: (fresh(results[better]), fresh(results[0])),
+                        cost: (cost(results[better]), cost(results[0])))
             }
         }
         return text
+    }
+
+    /// `a` is at least as fresh as `b` for no more awake time, and better on one.
+    static func dominates(_ a: ForecastResult, _ b: ForecastResult) -> Bool {
+        fresh(a) >= fresh(b) && cost(a) <= cost(b) && (fresh(a) > fresh(b) || cost(a) < cost(b))
+    }
+
+    /// How `name` beats today, in the figures as printed: a variant is called fresher only when its
+    /// printed share is higher, cheaper only when its printed awake time is lower.
+    static func whyBetter(
+        _ name: String, fresh: (better: Double, today: Double), cost: (better: Double, today: Double)
+    ) -> String {
+        let (freshBetter, freshToday) = (percent(fresh.better), percent(fresh.today))
+        let (costBetter, costToday) = (ForecastResult.decimal(cost.better), ForecastResult.decimal(cost.today))
+        let fresher = freshBetter != freshToday && fresh.better > fresh.today
+        let cheaper = costBetter != costToday && cost.better < cost.today
+        let freshness = fresher ? "fresher (\(freshBetter) against \(freshToday))" : "as fresh (\(freshBetter))"
+        let awake =
+            cheaper
+            ? "for less awake time (\(costBetter) s per device-day against \(costToday))"
+            : "for the same awake time (\(costBetter) s per device-day)"
+        if !fresher, !cheaper {
+            return
+                "\(name) is as fresh (\(freshBetter)) for as much awake time (\(costBetter) s per device-day) as far as the"
+                + " figures show; it is ahead only in digits not printed."
+        }
+        return "\(name) is \(freshness) \(awake)."
     }
 }
 

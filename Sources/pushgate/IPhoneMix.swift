@@ -100,9 +100,11 @@ struct IPhoneMix {
         do {
             profile = try YAMLDecoder().decode(IPhoneProfile.self, from: text)
         } catch {
-            throw ValidationError("\(option) \(path): \(describe(error))")
+            throw ValidationError("\(option) \(path): \(describe(error, in: text))")
         }
-        if let problem = profile.problem() { throw ValidationError("\(option) \(path): \(problem)") }
+        if let problem = profile.problem() {
+            throw ValidationError("\(option) \(path): \(locatedProblem(problem, in: text))")
+        }
         return profile
     }
 }

@@ -55,4 +55,31 @@ import Testing
         #expect(range.status != 0)
         #expect(range.output.contains("policy.budget.capacity"))
     }
+
+    /// A negative number is a value out of range, not a missing one; a malformed kind of iPhone names
+    /// its file, its line and its key.
+    @Test(.enabled(if: GatewayProcess.binary != nil, "the pushgate binary is not built"))
+    func aBadValueOrKindOfIPhoneNamesWhereItIs() async throws {
+        let negative = try await forecast(["--devices", "5", "--hours", "-1"])
+        #expect(negative.status != 0)
+        #expect(negative.output.contains("--hours: from more than 0 to 744, got -1"), "\(negative.output)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kind-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kinds = [
+            (
+                "fetch.yaml", "ios: 17\napps:\n  - bundle_id: com.example.x\n    fetch: banana\n",
+                "line 4: apps[0].fetch"
+            ),
+            ("missing.yaml", "ios: 17\napps:\n  - fetch: 3600\n", "line 3: apps[0].bundle_id: missing"),
+            ("yaml.yaml", "ios: 17\napps:\n  - bundle_id: com.x\n   bad: [\n", "not valid YAML: 4:"),
+        ]
+        for (name, text, expected) in kinds {
+            let path = directory.appendingPathComponent(name).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try await forecast(["--devices", "5", "--hours", "1", "--iphones", "\(path)=1"])
+            #expect(result.status != 0)
+            #expect(result.output.contains("--iphones \(path): \(expected)"), "\(result.output)")
+        }
+    }
 }

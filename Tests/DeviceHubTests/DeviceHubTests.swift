@@ -63,6 +63,26 @@ import Testing
         try await harness.stop()
     }
 
+    /// A device that did not wake the app (an iOS without silent notifications, a force-quit the gateway
+    /// had not heard of) says so: the wake is forgotten, and its deadline passes without a penalty.
+    @Test func aWakeTheDeviceDidNotRunIsNoMissedDeadline() async throws {
+        let harness = try await HubHarness()
+        let log = EventLog()
+        let (agent, token) = try await harness.installedAgent(behaviour: AgentBehaviour { _ in .never }, log: log)
+        #expect(try await harness.post(token: token, payload: silent).status == 200)
+        try await eventually("wake acknowledged") { harness.hub.counters.delivered == 1 }
+        agent.send(.notWoken(apnsID: log.deliveries[0].apnsID, bundleID: HubHarness.bundle, reason: "no_silent_pushes"))
+        try await eventually("the wake forgotten") { harness.hub.policyCounters.notWoken == 1 }
+        harness.clock.advance(seconds: 31)
+        harness.hub.tick()
+        #expect(harness.hub.policyCounters.deadlinePenalties == 0)
+        #expect(harness.hub.budget(device: 0, bundleID: HubHarness.bundle)?.coolingUntil == nil)
+        let steps = harness.hub.journey(of: APNsID(header: log.deliveries[0].apnsID)!).map(\.event.description)
+        #expect(steps.last == "not woken: no_silent_pushes")
+        agent.stop()
+        try await harness.stop()
+    }
+
     @Test func overBudgetIsHeldAndRidesTheKeepAlive() async throws {
         let harness = try await HubHarness()
         let log = EventLog()

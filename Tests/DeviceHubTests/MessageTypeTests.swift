@@ -12,6 +12,7 @@ import Testing
     static let fromDevices: [DeviceMessage] = [
         .register(enrolment: "secret"), .hello(deviceID: "d", secret: "s"), .install(bundleID: "a"),
         .uninstall(bundleID: "a"), .ack(apnsID: "x"), .complete(apnsID: "x", bundleID: "a", result: "newData"),
+        .notWoken(apnsID: "x", bundleID: "a", reason: "no_silent_pushes"),
         .keepAlive(sequence: 3), .appState(bundleID: "a", state: "background"),
         .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
         .activityToken(bundleID: "a", purpose: .pushToStart(attributesType: "GameAttributes")),

@@ -62,9 +62,12 @@ import Yams
         #expect(
             try problem("apps:\n  - bundle_id: a\n    live_activities: 1\n    live_activity_priority: 1")?.hasPrefix(
                 "apps[0].live_activity_priority") == true)
-        let sports = try YAMLDecoder().decode(
-            IPhoneProfile.self,
-            from: "apps:\n  - bundle_id: a\n    live_activities: 2\n    channels: 1\n    frequent_pushes: true")
+        // Activities on broadcast channels are iOS 18's.
+        let channelsOn17 = "apps:\n  - bundle_id: a\n    live_activities: 2\n    channels: 1\n    frequent_pushes: true"
+        #expect(
+            try problem(channelsOn17)
+                == "apps[0].channels: Live Activities on broadcast channels need ios: 18 or later, got ios: 17")
+        let sports = try YAMLDecoder().decode(IPhoneProfile.self, from: "ios: 18\n" + channelsOn17)
         #expect(sports.problem() == nil)
         #expect(sports.apps[0].behaviour.liveActivities == 2)
         #expect(sports.apps[0].tokenActivities == 1..<2)

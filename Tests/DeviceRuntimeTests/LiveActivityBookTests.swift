@@ -13,7 +13,8 @@ import Testing
         book.pushToStartToken(start, bundleID: "com.example.scores", attributesType: "GameAttributes")
         let outcome = book.received(
             LiveActivityPush(
-                event: .start, timestamp: now, contentState: #"{"home":0}"#, attributesType: "GameAttributes"),
+                event: .start, timestamp: now, contentState: #"{"home":0}"#, attributesType: "GameAttributes",
+                attributes: #"{"match":"A-B"}"#),
             token: start, now: now, newID: { "game-1" })
         #expect(outcome == .started(activityID: "game-1", bundleID: "com.example.scores"))
         book.updateToken("bb02", activityID: "game-1")
@@ -74,7 +75,10 @@ import Testing
         let cases: [(LiveActivityPush?, String)] = [
             (nil, "bb02"),
             (LiveActivityPush(event: .update, timestamp: now), start),
-            (LiveActivityPush(event: .start, timestamp: now, attributesType: "OtherAttributes"), start),
+            (
+                LiveActivityPush(event: .start, timestamp: now, attributesType: "OtherAttributes", attributes: "{}"),
+                start
+            ),
             (LiveActivityPush(event: .start, timestamp: now + 5), "bb02"),
             (LiveActivityPush(event: .update, timestamp: now + 5), "unknown"),
         ]
@@ -86,6 +90,42 @@ import Testing
             }
         }
         #expect(book.activities.count == 1)
+    }
+
+    /// A start needs `attributes-type` and `attributes` ("Construct the payload that starts a Live
+    /// Activity"); with `input-push-channel` the activity listens on the channel (iOS 18), and on an
+    /// older iOS such a start starts nothing.
+    @Test func aStartNeedsItsAttributesAndAChannelStartNeedsIOS18() {
+        func book(ios: Int) -> LiveActivityBook {
+            var book = LiveActivityBook(iosVersion: ios)
+            book.pushToStartToken(start, bundleID: "com.example.scores", attributesType: "GameAttributes")
+            return book
+        }
+        var ios18 = book(ios: 18)
+        let needs = LiveActivityBook.Outcome.notApplied(reason: "a start needs attributes-type and attributes")
+        for push in [
+            LiveActivityPush(event: .start, timestamp: now, attributesType: "GameAttributes"),
+            LiveActivityPush(event: .start, timestamp: now, attributes: #"{"match":"A-B"}"#),
+        ] {
+            #expect(ios18.received(push, token: start, now: now, newID: { "x" }) == needs)
+        }
+        #expect(ios18.activities.isEmpty)
+        let onChannel = LiveActivityPush(
+            event: .start, timestamp: now, contentState: #"{"home":0}"#, attributesType: "GameAttributes",
+            attributes: #"{"match":"A-B"}"#, inputPushChannel: "Y2hhbm5lbA==")
+        #expect(
+            ios18.received(onChannel, token: start, now: now, newID: { "game-2" })
+                == .startedOnChannel(activityID: "game-2", bundleID: "com.example.scores", channel: "Y2hhbm5lbA=="))
+        #expect(ios18.activities["game-2"]?.channel == "Y2hhbm5lbA==")
+        #expect(
+            ios18.receivedBroadcast(
+                LiveActivityPush(event: .update, timestamp: now + 1, contentState: #"{"home":1}"#),
+                channel: "Y2hhbm5lbA==", now: now + 1) == [.updated(activityID: "game-2")])
+        var ios17 = book(ios: 17)
+        #expect(
+            ios17.received(onChannel, token: start, now: now, newID: { "game-3" })
+                == .notApplied(reason: "input-push-channel needs iOS 18 (this device runs iOS 17)"))
+        #expect(ios17.activities.isEmpty)
     }
 
     /// An activity started on a broadcast channel takes the channel's broadcasts as updates (in timestamp

@@ -2,8 +2,8 @@ import DeviceRuntime
 import PushModel
 import Testing
 
-/// A simulated iPhone's Live Activities, with plain instants: each shows the newest version its updates
-/// brought (an older one is ignored, as iOS ignores an update older than the last `timestamp`), and the
+/// A simulated iPhone's Live Activities, with plain instants: each shows the content of the update with
+/// the latest `timestamp` (an older one is ignored, as iOS ignores it), and the
 /// user sees every one each time the screen comes on — by the user model's screen event or an open.
 @Suite struct LiveActivityScreenTests {
     let app = AppSlot(0)
@@ -16,21 +16,33 @@ import Testing
         actions.compactMap { if case .activityViewed(_, _, let version) = $0 { version } else { nil } }
     }
 
-    @Test func updatesApplyInVersionOrder() {
+    /// The timestamp decides, not the version the content carries (issue 51): a newer timestamp with a
+    /// lower version is shown, an older timestamp with a higher version is ignored.
+    @Test func updatesApplyInTimestampOrder() {
         var rig = rig()
         #expect(
-            rig.send(.liveActivityUpdated(app: app, activity: 0, version: 2)) == [
+            rig.send(.liveActivityUpdated(app: app, activity: 0, version: 2, timestamp: 100)) == [
                 .activityUpdated(app: app, activity: 0, version: 2)
             ])
-        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1)).isEmpty, "older: ignored")
-        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 2)).isEmpty, "the same: ignored")
-        #expect(rig.send(.liveActivityUpdated(app: app, activity: 5, version: 3)).isEmpty, "no such activity")
-        #expect(rig.runtime.app(app)?.activityVersions == [2, nil])
+        #expect(
+            rig.send(.liveActivityUpdated(app: app, activity: 0, version: 3, timestamp: 90)).isEmpty,
+            "an older timestamp: ignored, whatever its version")
+        #expect(
+            rig.send(.liveActivityUpdated(app: app, activity: 0, version: 4, timestamp: 100)).isEmpty, "as old: ignored"
+        )
+        #expect(
+            rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1, timestamp: 110)) == [
+                .activityUpdated(app: app, activity: 0, version: 1)
+            ], "a newer timestamp: shown, whatever its version")
+        #expect(
+            rig.send(.liveActivityUpdated(app: app, activity: 5, version: 3, timestamp: 120)).isEmpty,
+            "no such activity")
+        #expect(rig.runtime.app(app)?.activityVersions == [1, nil])
     }
 
     @Test func everyActivityIsSeenWhenTheScreenComesOn() {
         var rig = rig()
-        rig.send(.liveActivityUpdated(app: app, activity: 1, version: 4))
+        rig.send(.liveActivityUpdated(app: app, activity: 1, version: 4, timestamp: 4))
         #expect(viewed(rig.send(.screen(on: true))) == [nil, 4])
         #expect(viewed(rig.send(.screen(on: true))).isEmpty, "already on: no new look")
         #expect(viewed(rig.send(.userOpened(app: app))).isEmpty, "an open with the screen on")
@@ -42,16 +54,16 @@ import Testing
 
     @Test func aForceQuitLeavesTheActivitiesAsTheyAre() {
         var rig = rig()
-        rig.send(.liveActivityUpdated(app: app, activity: 0, version: 3))
+        rig.send(.liveActivityUpdated(app: app, activity: 0, version: 3, timestamp: 3))
         rig.send(.userOpened(app: app))
         rig.send(.userForceQuit(app: app))
         #expect(rig.runtime.app(app)?.activityVersions == [3, nil], "the system's, not the app's")
-        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 4)).count == 1)
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 4, timestamp: 4)).count == 1)
     }
 
     @Test func anAppWithoutActivitiesShowsNone() {
         var rig = rig(activities: 0)
         #expect(viewed(rig.send(.screen(on: true))).isEmpty)
-        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1)).isEmpty)
+        #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1, timestamp: 1)).isEmpty)
     }
 }

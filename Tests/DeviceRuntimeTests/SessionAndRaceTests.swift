@@ -98,7 +98,7 @@ import Testing
         quitFirst.send(.userForceQuit(app: app))
         #expect(
             quitFirst.send(.pushDelivered(app: app, apnsID: .a, silent: true)) == [
-                .wakeRefused(app: app, apnsID: .a)
+                .wakeRefused(app: app, apnsID: .a, reason: .forceQuit)
             ])
         // A silent push, then force-quit during the wake: the wake ends without a completion.
         var wakeFirst = Rig(.ios17)

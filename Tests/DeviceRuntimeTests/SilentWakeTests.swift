@@ -99,7 +99,24 @@ import Testing
                     == [.conditions(lowPowerMode: false, backgroundAppRefreshOff: true)])
         }
         let actions = rig.send(.pushDelivered(app: app, apnsID: .a, silent: true))
-        #expect(actions == [.wakeRefused(app: app, apnsID: .a)])
+        let reason: WakeRefusal =
+            condition == "force-quit" ? .forceQuit : condition == "low power" ? .lowPowerMode : .backgroundAppRefreshOff
+        #expect(actions == [.wakeRefused(app: app, apnsID: .a, reason: reason)])
+    }
+
+    /// R7: silent notifications are iOS 7+ (002): an iOS 6 iPhone is woken by none, and says so.
+    @Test func anIOS6IPhoneIsNotWokenBySilentPushes() {
+        var rig = Rig(.ios6)
+        for id in [APNsID.a, .x] {
+            #expect(
+                rig.send(.pushDelivered(app: app, apnsID: id, silent: true)) == [
+                    .wakeRefused(app: app, apnsID: id, reason: .noSilentPushes)
+                ])
+        }
+        rig.advance(seconds: 3600)
+        #expect(!rig.log.contains { if case .woken = $0 { true } else { false } })
+        #expect(rig.runtime.backgroundRunMilliseconds == 0)
+        #expect(rig.app.state == .notRunning)
     }
 
     @Test func aSecondSilentPushDuringAWakeIsAnsweredWithTheFirstsResult() throws {
@@ -113,7 +130,10 @@ import Testing
     }
 
     @Test func withoutBackgroundSessionsTheItemIsFetchedInsideTheWake() throws {
-        var rig = Rig(.ios6)
+        // (No generation has silent pushes without background sessions: iOS 7 with them taken away.)
+        var profile = IOSProfile.ios7
+        profile.backgroundSessions = false
+        var rig = Rig(profile)
         rig.send(.pushDelivered(app: app, apnsID: .a, silent: true))
         let manifest = try #require(rig.started().first)
         let item = try #require(

@@ -234,6 +234,96 @@ import WallClock
         }
     }
 
+    /// A push-to-start as ActivityKit needs it (issue 51): without `attributes-type` or `attributes` it is
+    /// answered 200 (APNs documents no reason) and starts nothing on the device, which says why; with
+    /// `input-push-channel` (iOS 18) it starts an activity that listens on the channel — subscribed, no
+    /// update token — so that the channel's next broadcast reaches it.
+    @Test(arguments: Transport.allCases) func aPushToStartNeedsItsAttributesAndMayStartOnAChannel(
+        over transport: Transport
+    ) async throws {
+        try await withHarness(transport: transport) { harness in
+            let channel = try await harness.createChannel(policy: 0)
+            let outcomes = Mutex<[LiveActivityBook.Outcome]>([])
+            let agent = DeviceAgent(
+                host: "127.0.0.1", port: harness.gateway.devicePort, apps: [Self.bundle],
+                enrolment: harness.gateway.services.hub.settings.enrolmentSecret,
+                behaviour: AgentBehaviour(liveActivityTypes: [Self.bundle: ["MatchAttributes"]]) { _ in .never },
+                group: harness.group,
+                onEvent: { event in
+                    if case .liveActivity(let outcome) = event { outcomes.withLock { $0.append(outcome) } }
+                })
+            agent.start()
+            defer { agent.stop() }
+            try await eventually("the push-to-start token") {
+                agent.activityTokens[Self.bundle]?["start:MatchAttributes"] != nil
+            }
+            let token = try #require(agent.activityTokens[Self.bundle]?["start:MatchAttributes"])
+            func start(_ fields: String) async throws -> Int {
+                try await harness.client.post(
+                    path: "/3/device/\(token)",
+                    headers: [
+                        ("authorization", harness.authorization),
+                        ("apns-topic", Self.bundle + ".push-type.liveactivity"), ("apns-push-type", "liveactivity"),
+                        ("apns-priority", "10"),
+                    ],
+                    body: Array(
+                        #"{"aps":{"event":"start","timestamp":1800000000,"content-state":{"home":0},\#(fields)}}"#.utf8)
+                ).status
+            }
+            let refused = LiveActivityBook.Outcome.notApplied(reason: "a start needs attributes-type and attributes")
+            #expect(try await start(#""attributes-type":"MatchAttributes""#) == 200)
+            #expect(try await start(#""attributes":{"match":"A-B"}"#) == 200)
+            try await eventually("both starts refused on the device") {
+                outcomes.withLock { $0.filter { $0 == refused }.count == 2 }
+            }
+            #expect(agent.liveActivities.activities.isEmpty)
+
+            #expect(
+                try await start(
+                    #""attributes-type":"MatchAttributes","attributes":{"match":"A-B"},"input-push-channel":"\#(channel)""#
+                ) == 200)
+            try await eventually("the started activity is subscribed to the channel") {
+                agent.subscribedChannels[channel] != nil
+            }
+            let activity = try #require(agent.liveActivities.activities.values.first)
+            #expect(activity.channel == channel)
+            #expect(agent.activityTokens[Self.bundle]?["update:\(activity.id)"] == nil, "no update token")
+            #expect(try await harness.broadcast(channel, Self.update(1_800_000_060, home: 1)).status == 200)
+            try await eventually("the broadcast updated it") {
+                agent.liveActivities.activities[activity.id]?.contentState == #"{"away":0,"home":1}"#
+            }
+        }
+    }
+
+    /// A No-Message-Stored channel's broadcast, or a stored channel's with `apns-expiration: 0`, never
+    /// reaches a device that subscribes after it, however soon (issue 51): Apple stores nothing for it,
+    /// and the reconnect grace is only for subscribers it was broadcast to.
+    @Test func aMessageTheChannelDoesNotStoreIsNotGivenToALaterSubscriber() async throws {
+        try await withHarness { harness in
+            let received = Received()
+            let late = harness.agent(0, received)
+            late.start()
+            defer { late.stop() }
+            try await eventually("installed") { !late.tokens.isEmpty }
+            for (policy, expiration) in [(0, nil), (1, "0")] as [(Int, String?)] {
+                let channel = try await harness.createChannel(policy: policy)
+                let answer = try await harness.broadcast(
+                    channel, Self.update(1_800_000_000, home: policy),
+                    headers: expiration.map { [("apns-expiration", $0)] } ?? [])
+                #expect(answer.status == 200)
+                late.subscribe(bundleID: Self.bundle, channelID: channel)
+                try await eventually("subscribed") { late.subscribedChannels[channel] != nil }
+            }
+            // A broadcast after, on a stored channel, is its first delivery: nothing came before it.
+            let after = try await harness.createChannel(policy: 1)
+            late.subscribe(bundleID: Self.bundle, channelID: after)
+            try await eventually("subscribed") { late.subscribedChannels[after] != nil }
+            #expect(try await harness.broadcast(after, Self.update(1_800_000_010, home: 9)).status == 200)
+            try await eventually("the later broadcast arrived") { !received.of(0).isEmpty }
+            #expect(received.of(0).map(\.channel) == [after])
+        }
+    }
+
     @Test func aDeviceThatComesBackIsGivenTheNewestStoredMessageOnly() async throws {
         try await withHarness(settings: ["broadcast.reconnect_grace_seconds=0"]) { harness in
             let stored = try await harness.createChannel(policy: 1)

@@ -78,7 +78,8 @@ import Yams
             defer { try? FileManager.default.removeItem(at: file) }
             var message = ""
             do { _ = try IPhoneMix(flag: file.path) } catch { message = "\(error)" }
-            #expect(message.contains("--iphones \(file.path): ios: expected one of 6, 7, 13, 17"), "\(message)")
+            #expect(
+                message.contains("--iphones \(file.path): line 1: ios: expected one of 6, 7, 13, 17, 18"), "\(message)")
             #expect(message.contains("got \(version)"))
         }
     }

@@ -8,12 +8,14 @@ import Testing
     let channel = ChannelID("Y2hhbm5lbC1vbmU=")!
     let other = ChannelID("b3RoZXI=")!
 
-    func message(_ sequence: Int64, on channel: ChannelID? = nil, until: Int64 = 60_000) -> BroadcastMessage {
+    func message(
+        _ sequence: Int64, on channel: ChannelID? = nil, until: Int64 = 60_000, expiration: Expiration = .storeByDefault
+    ) -> BroadcastMessage {
         let push = PushNotification(
             id: APNsID.generate(), deviceToken: DeviceToken(String(repeating: "0", count: 64))!,
             topic: Topic("com.example.app.push-type.liveactivity")!, bundleID: "com.example.app",
             pushType: .liveactivity,
-            priority: .immediate, expiration: .storeByDefault, collapseID: nil, notificationClass: .other,
+            priority: .immediate, expiration: expiration, collapseID: nil, notificationClass: .other,
             payload: Array(#"{"aps":{"event":"update","timestamp":1}}"#.utf8), teamID: "TEAM", receivedAt: t0,
             broadcast: BroadcastStamp(channel: channel ?? self.channel, sequence: sequence))
         return BroadcastMessage(push: push, deliverableUntil: UnixTime(milliseconds: t0.milliseconds + until))
@@ -21,11 +23,11 @@ import Testing
 
     @Test func connectedSubscribersAreGivenEachBroadcastOnce() {
         var book = ChannelSubscriptions()
-        let r1 = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
+        let r1 = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         #expect(r1?.deliver == nil)
-        let r2 = book.subscribe(2, to: channel, bundleID: "com.example.app", now: t0)
+        let r2 = book.subscribe(2, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         #expect(r2 != nil)
-        let r3 = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
+        let r3 = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         #expect(r3 == nil, "already subscribed")
         let first = message(10)
         #expect(Set(book.published(first)) == [1, 2])
@@ -51,9 +53,9 @@ import Testing
 
     @Test func movedCursorsAreTakenOnceEachForTheStore() {
         var book = ChannelSubscriptions()
-        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
-        _ = book.subscribe(1, to: other, bundleID: "com.example.app", now: t0)
-        _ = book.subscribe(2, to: channel, bundleID: "com.example.app", now: t0)
+        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
+        _ = book.subscribe(1, to: other, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
+        _ = book.subscribe(2, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         #expect(book.takeCursors().isEmpty, "nothing acknowledged")
         for sequence: Int64 in [10, 11] {
             let sent = message(sequence)
@@ -78,7 +80,7 @@ import Testing
 
     @Test func onlyTheNewestMessageIsGivenToADeviceThatComesBack() {
         var book = ChannelSubscriptions()
-        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
+        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         _ = book.published(message(10))
         _ = book.published(message(20))
         _ = book.published(message(15))
@@ -89,12 +91,14 @@ import Testing
 
     @Test func aMessagePastItsTimeIsNotGivenToADeviceThatComesBack() {
         var book = ChannelSubscriptions()
-        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
+        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         _ = book.published(message(10, until: 5_000))
         let r14 = book.caughtUp(1, now: t0.adding(seconds: 6))
         #expect(r14.isEmpty)
-        // Subscribing after it: not given either, and its cursor starts past it.
-        let late = book.subscribe(2, to: channel, bundleID: "com.example.app", now: t0.adding(seconds: 6))
+        // Subscribing after it (on a channel that stores nothing): not given either, and its cursor
+        // starts past it.
+        let late = book.subscribe(
+            2, to: channel, bundleID: "com.example.app", storage: .noMessageStored, now: t0.adding(seconds: 6))
         #expect(late?.deliver == nil)
         #expect(late?.subscription.acknowledged == 10)
     }
@@ -102,10 +106,46 @@ import Testing
     @Test func aSubscriberIsGivenTheStoredMessageWhenItSubscribes() {
         var book = ChannelSubscriptions()
         _ = book.published(message(10))
-        let subscribed = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0.adding(seconds: 1))
+        let subscribed = book.subscribe(
+            1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0.adding(seconds: 1))
         #expect(subscribed?.deliver?.sequence == 10)
         let r15 = book.caughtUp(1, now: t0.adding(seconds: 1))
         #expect(r15.isEmpty, "already written")
+    }
+
+    /// A channel that stores nothing, or a message sent with `apns-expiration: 0` (one attempt), is never
+    /// given to a device that subscribes after it was broadcast, however soon (issue 51); the reconnect
+    /// grace is for a subscriber it was broadcast to. A stored message goes to a new subscriber until its
+    /// `apns-expiration`.
+    @Test func aNewSubscriberIsGivenOnlyAMessageTheChannelStores() {
+        let grace: Int64 = 60_000
+        for (storage, expiration) in [
+            (MessageStoragePolicy.noMessageStored, Expiration.storeByDefault),
+            (.mostRecentMessageStored, .immediateOnly),
+        ] {
+            var book = ChannelSubscriptions()
+            _ = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: storage, now: t0)
+            let sent = message(10, until: grace, expiration: expiration)
+            _ = book.published(sent)
+            let written = book.fanOut(sent, to: 1, connected: false)
+            #expect(!written, "its connection was lost mid-fan-out")
+            let late = book.subscribe(
+                2, to: channel, bundleID: "com.example.app", storage: storage, now: t0.adding(seconds: 1))
+            #expect(late?.deliver == nil, "\(storage), \(expiration): a new subscriber is not given it")
+            #expect(late?.subscription.acknowledged == 10)
+            let second = book.caughtUp(2, now: t0.adding(seconds: 2))
+            #expect(second.isEmpty, "nor when it connects")
+            let first = book.caughtUp(1, now: t0.adding(seconds: 2))
+            #expect(first.map(\.sequence) == [10], "the grace covers device 1")
+        }
+        var book = ChannelSubscriptions()
+        _ = book.published(message(10, expiration: .at(unixSeconds: t0.seconds + 10)))
+        let within = book.subscribe(
+            1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0.adding(seconds: 5))
+        #expect(within?.deliver?.sequence == 10)
+        let after = book.subscribe(
+            2, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0.adding(seconds: 11))
+        #expect(after?.deliver == nil, "past its apns-expiration")
     }
 
     @Test func adoptedCursorsDecideWhatIsCaughtUp() {
@@ -130,7 +170,7 @@ import Testing
 
     @Test func unsubscribingStopsTheFanOut() {
         var book = ChannelSubscriptions()
-        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", now: t0)
+        _ = book.subscribe(1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: t0)
         let r18 = book.unsubscribe(1, from: channel)
         #expect(r18)
         let r19 = book.unsubscribe(1, from: channel)

@@ -92,6 +92,26 @@ import Testing
         #expect(ended.delivered.map(\.1) == [.conditionEnded])
     }
 
+    /// A wake the device did not run is forgotten: no deadline passes for it, no strike, no cooling; a
+    /// second word of it (or one about another push) changes nothing.
+    @Test mutating func aWakeTheDeviceDidNotRunIsForgottenWithoutAPenalty() {
+        var engine = ThrottleEngine()
+        let wake = pushes.make(.silent)
+        #expect(engine.received(wake, device: 1, now: t0).rules == [.onBudget])
+        engine.acknowledged(wake.id, device: 1, bundleID: "com.example.app", wake: true, now: t0)
+        let refused = engine.notWoken(
+            device: 1, bundleID: "com.example.app", id: wake.id, reason: .noSilentPushes, now: t0)
+        #expect(refused == [.notWoken(wake.id, .noSilentPushes)])
+        #expect(
+            engine.notWoken(device: 1, bundleID: "com.example.app", id: wake.id, reason: .forceQuit, now: t0).isEmpty)
+        #expect(engine.advance(to: t0.adding(seconds: 60)).isEmpty, "no deadline to miss")
+        #expect(engine.counters.notWoken == 1)
+        #expect(engine.counters.deadlinePenalties == 0)
+        #expect(
+            engine.snapshot(device: 1, bundleID: "com.example.app", now: t0.adding(seconds: 60))?.coolingUntil == nil)
+        #expect(engine.log.journey(of: wake.id).last?.event == .notWoken(.noSilentPushes))
+    }
+
     @Test mutating func timersFireDeadlinesAndCountersAndLogAgree() {
         var engine = ThrottleEngine()
         let wake = pushes.make(.silent)

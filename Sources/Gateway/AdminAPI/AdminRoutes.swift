@@ -204,7 +204,8 @@ public struct NotificationJourney: Codable, Sendable {
             case .delivered, .woken, .held, .discarded:
                 lastRule = entry.rule ?? lastRule
                 state = DeliveryState(rule: lastRule, acknowledged: false, discarded: entry.event == .discarded)
-            case .pushTypeMismatch, .sentAgain, .completed, .completedLate, .deadlineMissed, .notStored: break
+            case .pushTypeMismatch, .sentAgain, .completed, .completedLate, .deadlineMissed, .notWoken, .notStored:
+                break
             }
             return Step(
                 at: entry.at.milliseconds, event: entry.event.description, rule: entry.rule?.rawValue,

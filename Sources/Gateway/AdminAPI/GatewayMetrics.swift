@@ -82,6 +82,7 @@ public final class GatewayMetrics: Sendable {
             (completion("no_data"), \.completedNoData),
             (completion("failed"), \.completedFailed),
             (completion("late"), \.completedLate),
+            (completion("not_woken"), \.notWoken),
             (counter(.deadlineMisses), \.deadlinePenalties),
             (liveActivity("on_budget"), \.liveActivityOnBudget),
             (liveActivity("over_budget"), \.liveActivityOverBudget),

@@ -37,13 +37,15 @@ extension DeviceHub: BroadcastIntake {
         guard registry.apps(of: device).contains(where: { $0.bundleID == bundleID }) else {
             return .failure(.notInstalled)
         }
-        guard channels.channel(id, bundleID: bundleID) != nil else { return .failure(.unknownChannel) }
+        guard let channel = channels.channel(id, bundleID: bundleID) else { return .failure(.unknownChannel) }
         guard let deviceID = registry.deviceID(of: device) else { return .failure(.notInstalled) }
         let now = clock()
         var writes: [HubWrite] = []
         // Posted under the lock, so that the store has the subscription before any cursor of it.
         let stored = core.withLock { core -> EventLoopFuture<Void>? in
-            guard let (subscription, deliver) = core.broadcasts.subscribe(device, to: id, bundleID: bundleID, now: now)
+            guard
+                let (subscription, deliver) = core.broadcasts.subscribe(
+                    device, to: id, bundleID: bundleID, storage: channel.storagePolicy, now: now)
             else { return writer.map { $0.enqueue(answeringOn: eventLoop) { _ in } } }
             let future = writer?.enqueue(answeringOn: eventLoop) { batch in
                 batch.subscribe(

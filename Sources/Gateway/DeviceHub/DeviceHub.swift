@@ -291,6 +291,13 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
     }
 
+    func notWoken(_ device: DeviceSlot, bundleID: String, apnsID: APNsID, reason: WakeRefusal) {
+        let now = clock()
+        decideAndWrite(now: now, device: device) {
+            $0.policy.notWoken(device: device, bundleID: bundleID, id: apnsID, reason: reason, now: now)
+        }
+    }
+
     /// The app was uninstalled: its held pushes are discarded (Apple: "Discarded – Token Unregistered").
     func uninstalled(_ device: DeviceSlot, bundleID: String) {
         unsubscribeAll(device, bundleID: bundleID)

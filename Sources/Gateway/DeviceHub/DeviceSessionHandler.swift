@@ -207,6 +207,12 @@ final class DeviceSessionHandler: ChannelInboundHandler {
                     .error(message: "complete: needs an apns_id and a result of newData, noData or failed"), context)
             }
             hub.completed(device, bundleID: bundleID, apnsID: id, result: result)
+        case (.authenticated(let device), .notWoken(let apnsID, let bundleID, let reason)):
+            guard let id = APNsID(header: apnsID), let reason = WakeRefusal(rawValue: reason) else {
+                let reasons = WakeRefusal.allCases.map(\.rawValue).joined(separator: ", ")
+                return send(.error(message: "not_woken: needs an apns_id and a reason of \(reasons)"), context)
+            }
+            hub.notWoken(device, bundleID: bundleID, apnsID: id, reason: reason)
         case (.authenticated(let device), .keepAlive(let sequence)):
             send(hub.keepAlive(device, sequence: sequence), context)
         case (.authenticated(let device), .appState(let bundleID, let state)):

@@ -268,7 +268,7 @@ public enum ConfigKeys {
             to: \.hub.channelsPerApp),
         .int(
             "broadcast.reconnect_grace_seconds", "60", in: 0...86_400,
-            "A broadcast on a No-Message-Stored channel (or with apns-expiration 0) is still given to a subscriber that connects within this long of it: one whose connection or node was lost mid-fan-out (Apple gives no number).",
+            "A broadcast on a No-Message-Stored channel (or with apns-expiration 0) is still given to a subscriber it was broadcast to that connects again within this long of it: one whose connection or node was lost mid-fan-out (Apple gives no number). Never to a device that subscribes after it.",
             to: \.hub.broadcastGraceSeconds),
         .int(
             "broadcast.cursor_store_seconds", "5", in: 0...3600,

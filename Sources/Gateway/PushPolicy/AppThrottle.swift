@@ -218,6 +218,23 @@ public struct AppThrottle: Sendable, Equatable {
         frequentPushes = enabled
     }
 
+    /// The device did not wake the app for wake `id` (it was force-quit, in a condition the gateway had
+    /// not heard of, or its iOS has no silent notifications): forgotten, with no deadline and no penalty
+    /// — the app never ran. (What it cost the budget stays spent, as for a wake the app ran.)
+    public mutating func notWoken(_ id: APNsID, reason: WakeRefusal, into actions: inout [PolicyAction]) {
+        guard
+            let index = pending.firstIndex(where: {
+                switch $0 {
+                case .sent(id), .awaiting(id, _): return true
+                default: return false
+                }
+            })
+        else { return }
+        pending.remove(at: index)
+        actions.append(.notWoken(id, reason))
+        compact()
+    }
+
     /// The app answered a background wake.
     public mutating func completed(
         _ id: APNsID, result: CompletionResult, settings: PolicySettings, now: UnixTime,

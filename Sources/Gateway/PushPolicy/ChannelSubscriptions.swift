@@ -108,16 +108,22 @@ public struct ChannelSubscriptions: Sendable {
     public func newest(on channel: ChannelID) -> BroadcastMessage? { latest[channel] }
 
     /// The device subscribes (an activity started on the channel): from the channel's newest message on,
-    /// which it is given now if still deliverable (a stored message, or one broadcast moments ago) — the
-    /// returned one, already counted as written. Nil also when it was subscribed already.
+    /// which it is given now if the channel still stores it (`storage`: Most Recent Message Stored, within
+    /// eight hours and its `apns-expiration`) — the returned one, already counted as written. A No Message
+    /// Stored channel's message, or one sent with `apns-expiration: 0` (one attempt), is never given to a
+    /// device that subscribes after it was broadcast: the reconnect grace is for subscribers it was
+    /// broadcast to (`caughtUp`). Nil also when it was subscribed already.
     public mutating func subscribe(
-        _ device: DeviceSlot, to channel: ChannelID, bundleID: String, now: UnixTime
+        _ device: DeviceSlot, to channel: ChannelID, bundleID: String, storage: MessageStoragePolicy, now: UnixTime
     ) -> (subscription: Subscription, deliver: BroadcastMessage?)? {
         guard byDevice[device]?[channel] == nil else { return nil }
         var subscription = Subscription(bundleID: bundleID, acknowledged: 0)
         var deliver: BroadcastMessage?
         if let newest = latest[channel] {
-            if now <= newest.deliverableUntil {
+            let storedUntil = BroadcastMessage.deliverableUntil(
+                policy: storage, expiration: newest.push.expiration, acceptedAt: newest.push.receivedAt,
+                graceMilliseconds: 0)
+            if now < storedUntil {
                 subscription.queued = newest.sequence
                 deliver = newest
             } else {

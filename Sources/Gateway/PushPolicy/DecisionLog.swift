@@ -26,6 +26,8 @@ public struct DecisionLog: Sendable {
         case completed(CompletionResult)
         case completedLate(CompletionResult)
         case deadlineMissed
+        /// The device did not wake the app for it: no deadline, no penalty.
+        case notWoken(WakeRefusal)
         /// The store did not write it: its provider was answered with an error (500, or 503 when it waited
         /// past the store's wait limit), and it is never delivered.
         case notStored
@@ -43,6 +45,7 @@ public struct DecisionLog: Sendable {
             case .completed(let result): return "completed \(result.rawValue)"
             case .completedLate(let result): return "completed late \(result.rawValue)"
             case .deadlineMissed: return "deadline missed"
+            case .notWoken(let reason): return "not woken: \(reason.rawValue)"
             case .notStored: return "not stored: answered 500 or 503, never delivered"
             }
         }
@@ -88,6 +91,7 @@ public struct DecisionLog: Sendable {
         case .completed(let id, let result): record(id, .completed(result), rule: nil, at: now)
         case .completedLate(let id, let result): record(id, .completedLate(result), rule: nil, at: now)
         case .deadlineMissed(let id): record(id, .deadlineMissed, rule: nil, at: now)
+        case .notWoken(let id, let reason): record(id, .notWoken(reason), rule: nil, at: now)
         }
     }
 }

@@ -31,6 +31,9 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var completedFailed = 0
     public var completedLate = 0
     public var deadlinePenalties = 0
+    /// Wakes the device did not run (force-quit, a condition the gateway had not heard of, no silent
+    /// notifications on its iOS): forgotten without a penalty.
+    public var notWoken = 0
     /// Pushes held at this moment (a gauge: holds minus releases and discards of held pushes).
     public var heldNow = 0
 
@@ -81,6 +84,7 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
             }
         case .completedLate: completedLate += 1
         case .deadlineMissed: deadlinePenalties += 1
+        case .notWoken: notWoken += 1
         }
     }
 }

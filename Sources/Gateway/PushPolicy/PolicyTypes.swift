@@ -130,6 +130,8 @@ public enum PolicyAction: Sendable, Equatable {
     case completedLate(APNsID, CompletionResult)
     /// The deadline passed without an answer: the app was terminated and penalised.
     case deadlineMissed(APNsID)
+    /// The device did not wake the app for this wake (`WakeRefusal`): forgotten, no deadline, no penalty.
+    case notWoken(APNsID, WakeRefusal)
 }
 
 /// A push the policy keeps for later.

@@ -239,6 +239,28 @@ public struct ThrottleEngine: Sendable {
         record(actions[start...], now: now)
     }
 
+    /// The device did not wake `app` for wake `id` (`WakeRefusal`): the wake is forgotten without a penalty.
+    public mutating func notWoken(
+        device: DeviceSlot, app policyApp: PolicyApp, id: APNsID, reason: WakeRefusal, now: UnixTime,
+        into actions: inout [PolicyAction]
+    ) {
+        let start = actions.count
+        update(AppKey(device: device, app: policyApp.id), now: now, actions: &actions, createIfMissing: false) {
+            app, _, actions in
+            app.notWoken(id, reason: reason, into: &actions)
+        }
+        record(actions[start...], now: now)
+    }
+
+    public mutating func notWoken(
+        device: DeviceSlot, bundleID: String, id: APNsID, reason: WakeRefusal, now: UnixTime
+    ) -> [PolicyAction] {
+        guard let app = appIDs[bundleID] else { return [] }
+        var actions: [PolicyAction] = []
+        notWoken(device: device, app: PolicyApp(id: app), id: id, reason: reason, now: now, into: &actions)
+        return actions
+    }
+
     /// Runs the timers that are due: missed deadlines, expired held pushes, forgotten misses.
     public mutating func advance(to now: UnixTime, into actions: inout [PolicyAction]) {
         let start = actions.count

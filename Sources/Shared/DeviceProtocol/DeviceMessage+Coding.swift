@@ -16,6 +16,7 @@ public enum MessageType: String, CaseIterable, Sendable {
     case uninstall
     case ack
     case complete
+    case notWoken = "not_woken"
     case keepAlive = "keep_alive"
     case appState = "app_state"
     case conditions
@@ -149,6 +150,11 @@ extension DeviceMessage {
                 apnsID: try envelope.need(envelope.apns_id, "apns_id"),
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
                 result: try envelope.need(envelope.result, "result"))
+        case .notWoken:
+            return .notWoken(
+                apnsID: try envelope.need(envelope.apns_id, "apns_id"),
+                bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
+                reason: try envelope.need(envelope.reason, "reason"))
         case .keepAlive: return .keepAlive(sequence: try envelope.need(envelope.sequence, "sequence"))
         case .appState:
             return .appState(
@@ -201,6 +207,11 @@ extension DeviceMessage {
             envelope.apns_id = apnsID
             envelope.bundle_id = bundleID
             envelope.result = result
+        case .notWoken(let apnsID, let bundleID, let reason):
+            envelope = Envelope(type: .notWoken)
+            envelope.apns_id = apnsID
+            envelope.bundle_id = bundleID
+            envelope.reason = reason
         case .keepAlive(let sequence):
             envelope = Envelope(type: .keepAlive)
             envelope.sequence = sequence

@@ -17,6 +17,9 @@ public enum DeviceMessage: Equatable, Sendable {
     case ack(apnsID: String)
     /// The app finished the work of a background wake: `newData`, `noData` or `failed`.
     case complete(apnsID: String, bundleID: String, result: String)
+    /// The device did not wake the app for a silent push it received (`reason`: a `WakeRefusal`), so
+    /// there is no completion to wait for.
+    case notWoken(apnsID: String, bundleID: String, reason: String)
     /// The device's keep-alive; the answer carries any held pushes released to it.
     case keepAlive(sequence: Int)
     /// An app's state changed: foreground, background, suspended, not_running, force_quit.

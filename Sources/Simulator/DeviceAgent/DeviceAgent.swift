@@ -195,7 +195,11 @@ public final class DeviceAgent: Sendable {
         self.behaviour = behaviour
         self.group = group
         self.onEvent = onEvent
-        state.withLock { $0.identity = identity }
+        state.withLock {
+            $0.identity = identity
+            // A plain agent plays the newest iOS; an iPhone, its profile's.
+            $0.activities = LiveActivityBook(iosVersion: runtime?.iosVersion ?? LiveActivityBook.channelsSince)
+        }
     }
 
     public var identity: Identity? { state.withLock { $0.identity } }
@@ -516,10 +520,11 @@ public final class DeviceAgent: Sendable {
             // An iPhone's kept activities show the version the update carries (no wake); one with an alert
             // lights the device as an alert does ([LA]).
             guard let runtime else { return }
-            if let version = payload.version {
+            if let version = payload.version, let timestamp = payload.push?.timestamp {
                 for id in updated {
                     guard let index = AppProfile.keptActivityIndex(id, of: delivery.bundleID) else { continue }
-                    runtime.liveActivityUpdated(bundleID: delivery.bundleID, activity: index, version: version)
+                    runtime.liveActivityUpdated(
+                        bundleID: delivery.bundleID, activity: index, version: version, timestamp: timestamp)
                 }
             }
             if payload.alerts {
@@ -601,7 +606,7 @@ public final class DeviceAgent: Sendable {
 
     /// An ActivityKit push: applied to the device's activities in timestamp order; an activity a push
     /// started gets its update token from the gateway, as iOS hands one to the app. Returns the activity
-    /// it reached, if any (the runtime applies the version it carries in its own order).
+    /// it updated, if any (the runtime shows the version it carries, in the same timestamp order).
     private func applyLiveActivity(_ push: LiveActivityPush?, token: String) -> [String] {
         let now = Int64(Date().timeIntervalSince1970)
         let outcome = state.withLock {
@@ -612,9 +617,10 @@ public final class DeviceAgent: Sendable {
         case .started(let id, let bundleID):
             send(.activityToken(bundleID: bundleID, purpose: .update(activityID: id)))
             return []
-        // An older one too: the runtime orders by version, the content's own order (two versions
-        // published in the same second share a timestamp).
-        case .updated(let id), .ignoredOlder(let id): return [id]
+        case .startedOnChannel(_, let bundleID, let channel):
+            subscribe(bundleID: bundleID, channelID: channel)
+            return []
+        case .updated(let id): return [id]
         default: return []
         }
     }
@@ -625,10 +631,8 @@ public final class DeviceAgent: Sendable {
         let outcomes = state.withLock { $0.activities.receivedBroadcast(push, channel: channel, now: now) }
         for outcome in outcomes { onEvent(.liveActivity(outcome)) }
         return outcomes.compactMap {
-            switch $0 {
-            case .updated(let id), .ignoredOlder(let id): id
-            default: nil
-            }
+            if case .updated(let id) = $0 { return id }
+            return nil
         }
     }
 

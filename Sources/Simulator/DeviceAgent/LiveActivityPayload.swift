@@ -34,7 +34,11 @@ struct LiveActivityPayload {
             event: event, timestamp: timestamp, contentState: content, staleDate: seconds(aps["stale-date"]),
             dismissalDate: seconds(aps["dismissal-date"]),
             relevanceScore: (aps["relevance-score"] as? Double) ?? (aps["relevance-score"] as? Int).map(Double.init),
-            attributesType: aps["attributes-type"] as? String)
+            attributesType: aps["attributes-type"] as? String,
+            attributes: (aps["attributes"] as? [String: Any]).flatMap {
+                try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys])
+            }.map { String(decoding: $0, as: UTF8.self) },
+            inputPushChannel: aps["input-push-channel"] as? String)
     }
 
     /// A JSON number of seconds (an integer, or a whole part of a fraction).

@@ -88,6 +88,7 @@ public final class RuntimeShell: @unchecked Sendable {
         transferred: @escaping @Sendable (TransferFigures) -> Void = { _ in }
     ) {
         origin = settings.origin
+        iosVersion = settings.profile.version
         self.transferred = transferred
         bundleIDs = settings.apps.map(\.bundleID)
         itemBytes = settings.apps.map(\.behaviour.itemBytes)
@@ -100,6 +101,9 @@ public final class RuntimeShell: @unchecked Sendable {
             now: createdAt ?? clock())
         if let until = settings.usersUntil { iphone.usersUntil = until.milliseconds }
     }
+
+    /// The iOS the device plays.
+    public let iosVersion: Int
 
     /// When the device first connected (its runtime started then), or nil.
     public var connectedAt: UnixTime? {
@@ -138,10 +142,11 @@ public final class RuntimeShell: @unchecked Sendable {
         handle(.pushDelivered(app: AppSlot(app), apnsID: id, silent: silent))
     }
 
-    /// An update reached the app's kept Live Activity `activity` (from any thread), carrying `version`.
-    public func liveActivityUpdated(bundleID: String, activity: Int, version: Int) {
+    /// An update reached the app's kept Live Activity `activity` (from any thread), carrying `version`,
+    /// stamped `timestamp` (`aps.timestamp`, seconds: what orders it).
+    public func liveActivityUpdated(bundleID: String, activity: Int, version: Int, timestamp: Int64) {
         guard let app = bundleIDs.firstIndex(of: bundleID) else { return }
-        handle(.liveActivityUpdated(app: AppSlot(app), activity: activity, version: version))
+        handle(.liveActivityUpdated(app: AppSlot(app), activity: activity, version: version, timestamp: timestamp))
     }
 
     /// The app's state now, read on the device's loop.
@@ -199,8 +204,10 @@ public final class RuntimeShell: @unchecked Sendable {
             send(.complete(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], result: result.rawValue))
         case .conditions(let lowPowerMode, let refreshOff):
             send(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff))
+        case .wakeRefused(let app, let apnsID, let reason):
+            send(.notWoken(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], reason: reason.rawValue))
         case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,
-            .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused, .activityUpdated, .activityViewed:
+            .terminated, .relaunched, .opened, .contentUpdated, .activityUpdated, .activityViewed:
             break
         }
     }

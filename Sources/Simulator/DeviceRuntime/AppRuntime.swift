@@ -8,9 +8,10 @@ public struct AppRuntime: Sendable {
     public internal(set) var state: AppState = .notRunning
     /// The newest version whose item the app holds (nil: none yet).
     public internal(set) var contentVersion: Int?
-    /// The version each of its Live Activities shows (nil: none yet); updates apply in timestamp
-    /// (version) order, an older one is ignored as iOS ignores it.
+    /// The version each of its Live Activities shows (nil: none yet), and the `aps.timestamp` of the
+    /// update that brought it: updates apply in timestamp order, an older one is ignored as iOS ignores it.
     public internal(set) var activityVersions: [Int?]
+    var activityTimestamps: [Int64?]
 
     /// A background wake: the app is running for it until it calls the handler or the deadline passes.
     struct Wake: Sendable {
@@ -61,6 +62,7 @@ public struct AppRuntime: Sendable {
         self.bundleID = bundleID
         self.behaviour = behaviour
         activityVersions = Array(repeating: nil, count: max(0, behaviour.liveActivities))
+        activityTimestamps = activityVersions.map { _ in nil }
     }
 
     /// Running in the background for a reason (a wake, a task, DidEnterBackground): not yet suspended.

@@ -58,6 +58,7 @@ extension DeviceRuntime {
         cleared.fetch = was.fetch
         // Its Live Activities are the system's: they stay on the Lock Screen, and their updates go on.
         cleared.activityVersions = was.activityVersions
+        cleared.activityTimestamps = was.activityTimestamps
         table[app] = cleared
         actions.append(.appState(app: app, state: .forceQuit))
     }

@@ -15,15 +15,15 @@ extension DeviceRuntime {
             profile.backgroundSessions
         {
             table[app].transfers.removeValue(forKey: id)
-            let moved = takeID()
-            // Started while the app is in the background: discretionary (R9); it starts from the resume data.
-            let request = TransferRequest(
-                id: moved, app: app, content: .item(version: version),
-                session: .background(discretionary: true), resumeFrom: TransferRequest.resumeFromCancelled,
-                slowdown: profile.backgroundSessionSlowdown)
-            table[app].transfers[moved] = AppRuntime.Transfer(
-                request: request, startsAt: nil, forWake: transfer.forWake)
-            actions.append(.moveToBackgroundSession(from: id, to: request))
+            // Created while the app is in the background: discretionary (R9), so the system starts it
+            // later (`startTransfer`, from the resume data the move kept).
+            let moved = startTransfer(
+                app, .item(version: version), session: .background(discretionary: true), forWake: transfer.forWake,
+                resumeFrom: TransferRequest.resumeFromCancelled, now: now, &actions, announcing: false)
+            actions.append(.moveToBackgroundSession(from: id, to: table[app].transfers[moved]!.request))
+            if table[app].transfers[moved]?.startsAt == nil {
+                actions.append(.startTransfer(table[app].transfers[moved]!.request))
+            }
         } else {
             // Work cut off: lost.
             table[app].transfers.removeValue(forKey: id)

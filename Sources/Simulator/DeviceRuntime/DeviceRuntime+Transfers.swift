@@ -2,10 +2,12 @@ import PushModel
 
 /// Foreground and background URL sessions: transfers, their ends, the relaunch for session events (R9–R11).
 extension DeviceRuntime {
+    /// Files a transfer and asks the shell to start it — at once, or for a discretionary one when the
+    /// system starts it (R9). `announcing: false` files it without the start (the caller says when).
     @discardableResult
     mutating func startTransfer(
         _ app: AppSlot, _ content: TransferContent, session: TransferSession, forWake: WakeKind?,
-        resumeFrom: Int64 = 0, now: UnixTime, _ actions: inout [RuntimeAction]
+        resumeFrom: Int64 = 0, now: UnixTime, _ actions: inout [RuntimeAction], announcing: Bool = true
     ) -> Int {
         let id = takeID()
         var slowdown = 1.0
@@ -19,7 +21,7 @@ extension DeviceRuntime {
         let request = TransferRequest(
             id: id, app: app, content: content, session: session, resumeFrom: resumeFrom, slowdown: slowdown)
         table[app].transfers[id] = AppRuntime.Transfer(request: request, startsAt: startsAt, forWake: forWake)
-        if startsAt == nil { actions.append(.startTransfer(request)) }
+        if startsAt == nil, announcing { actions.append(.startTransfer(request)) }
         return id
     }
 
@@ -60,6 +62,20 @@ extension DeviceRuntime {
                 if waitedOn { decideWake(app, result: .noData, now: now) }
                 return
             }
+            // A download of this version already under way (paused while the device slept, or in a
+            // background session) goes on: it is not joined by another. One of an older version is
+            // replaced.
+            replaceOlderDownloads(app, than: version, &actions)
+            if let running = download(app, of: version) {
+                if waitedOn {
+                    if running.request.session == .foreground {
+                        table[app].wake!.waitingOn.append(running.request.id)
+                    } else {
+                        decideWake(app, result: .newData, now: now)
+                    }
+                }
+                return
+            }
             if waitedOn, table[app].state != .foreground,
                 table[app].behaviour.downloadsInBackgroundSession,
                 profile.backgroundSessions
@@ -83,6 +99,30 @@ extension DeviceRuntime {
             if waitedOn { decideWake(app, result: .newData, now: now) }
         case .failed:
             if waitedOn { decideWake(app, result: .failed, now: now) }
+        }
+    }
+
+    /// The app's download of `version` (or a newer one) under way, if any.
+    func download(_ app: AppSlot, of version: Int) -> AppRuntime.Transfer? {
+        table[app].transfers.items.first {
+            if case .item(let other) = $0.request.content { return other >= version }
+            return false
+        }
+    }
+
+    /// Cancels the app's downloads of versions older than `version` (a newer one replaces them), with
+    /// the background tasks that protected them.
+    mutating func replaceOlderDownloads(_ app: AppSlot, than version: Int, _ actions: inout [RuntimeAction]) {
+        var replaced: [Int] = []
+        table[app].transfers.remove(
+            where: {
+                if case .item(let other) = $0.request.content { return other < version }
+                return false
+            }, { replaced.append($0) })
+        for id in replaced {
+            actions.append(.cancelTransfer(id: id))
+            table[app].tasks.removeAll { $0.protects == id }
+            table[app].wake?.waitingOn.removeAll { $0 == id }
         }
     }
 

@@ -2,17 +2,27 @@ import PushModel
 
 /// Background wakes: silent pushes and location changes wake a suspended app for a limited time (R6–R8).
 extension DeviceRuntime {
-    /// R7: a silent push wakes the app for `silentWakeSeconds`, unless it was force-quit or the device
-    /// is in Low Power Mode or has Background App Refresh off.
+    /// R7: a silent push wakes the app for `silentWakeSeconds`, unless its iOS has no silent
+    /// notifications (before 7), it was force-quit, or the device is in Low Power Mode or has Background
+    /// App Refresh off.
     mutating func silentPush(
         _ app: AppSlot, apnsID: APNsID, now: UnixTime, _ actions: inout [RuntimeAction]
     ) {
         guard let state = table.state(of: app) else { return }
-        guard state != .forceQuit, !lowPowerMode, backgroundAppRefresh else {
-            actions.append(.wakeRefused(app: app, apnsID: apnsID))
+        if let reason = wakeRefusal(state) {
+            actions.append(.wakeRefused(app: app, apnsID: apnsID, reason: reason))
             return
         }
         beginWake(app, .silentPush(apnsID: apnsID), seconds: profile.silentWakeSeconds, now: now, &actions)
+    }
+
+    /// Why a silent push would not wake an app in `state` now, or nil.
+    func wakeRefusal(_ state: AppState) -> WakeRefusal? {
+        if !profile.silentPushes { return .noSilentPushes }
+        if state == .forceQuit { return .forceQuit }
+        if lowPowerMode { return .lowPowerMode }
+        if !backgroundAppRefresh { return .backgroundAppRefreshOff }
+        return nil
     }
 
     /// R8: a location event gives the app `locationWakeSeconds` in the background.

@@ -29,8 +29,13 @@ public struct DeviceRuntime: Sendable {
     var awakeUntil: UnixTime?
     public internal(set) var lowPowerMode = false
     public internal(set) var backgroundAppRefresh = true
-    /// Background tasks are charged up to this time.
+    /// Background tasks are charged, and running time counted, up to this time.
     var chargedTo: UnixTime
+    /// Milliseconds apps ran in the background (a battery proxy): an app in a wake, a location wake or
+    /// its DidEnterBackground runs for all of it; one kept only by background tasks runs only while the
+    /// device is awake from iOS 7 (R4: its tasks are charged, and its work done, only then), and not at
+    /// all once its tasks are used up (it is suspended or terminated).
+    public internal(set) var backgroundRunMilliseconds: Int64 = 0
     var nextID = 1
     var random: FastRandom
     /// Foreground transfers paused while the device sleeps (R4: their task runs only while it is awake).
@@ -85,8 +90,10 @@ public struct DeviceRuntime: Sendable {
                 awakeUntil = max(awakeUntil ?? now, now.adding(seconds: profile.interruptionAwakeSeconds))
             }
         case .locationChanged(let app): if table.contains(app) { locationWake(app, now: now, &actions) }
-        case .liveActivityUpdated(let app, let activity, let version):
-            if table.contains(app) { liveActivityUpdated(app, activity: activity, version: version, &actions) }
+        case .liveActivityUpdated(let app, let activity, let version, let timestamp):
+            if table.contains(app) {
+                liveActivityUpdated(app, activity: activity, version: version, timestamp: timestamp, &actions)
+            }
         case .transferFinished(let id, let result): transferFinished(id, result, now: now, &actions)
         case .tick: break
         }
@@ -173,13 +180,24 @@ public struct DeviceRuntime: Sendable {
     // MARK: Time
 
     /// Charges open background tasks for the time since the last event: all of it on iOS 6, only the
-    /// time the device was awake from iOS 7 (R4).
+    /// time the device was awake from iOS 7 (R4); and counts the time each app ran in the background
+    /// (`backgroundRunMilliseconds`). The state is the same throughout: every change is an event.
     mutating func charge(to now: UnixTime) {
         let elapsed = now.milliseconds - chargedTo.milliseconds
         guard elapsed > 0 else { return }
         let awake: Int64 =
             !profile.opportunisticTasks || screenOn
             ? elapsed : max(0, min(now.milliseconds, (awakeUntil ?? chargedTo).milliseconds) - chargedTo.milliseconds)
+        for app in table.slots where table[app].state == .background {
+            let runtime = table[app]
+            if runtime.wake != nil || runtime.locationEndsAt != nil || runtime.watchdogAt != nil {
+                backgroundRunMilliseconds += elapsed
+            } else if !runtime.tasks.isEmpty {
+                // Kept by its tasks alone: it runs while they are charged, never past the longest one.
+                let longest = runtime.tasks.map(\.remaining).max() ?? 0
+                backgroundRunMilliseconds += max(0, min(awake, longest))
+            }
+        }
         if awake > 0 {
             for app in table.slots where table[app].state != .foreground && !table[app].tasks.isEmpty {
                 for index in table[app].tasks.indices {

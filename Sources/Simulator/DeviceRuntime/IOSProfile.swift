@@ -20,6 +20,9 @@ public struct IOSProfile: Sendable, Equatable {
     public var fetchCompletionSeconds: Int64
     /// R6: the system's shortest interval between two fetches of one app (`Minimum`).
     public var minimumFetchIntervalSeconds: Int64
+    /// R7: silent notifications exist (`content-available`, iOS 7+, 002): before, a silent push wakes
+    /// nothing.
+    public var silentPushes: Bool
     /// R7: a silent push's wake must call its completion handler within this, or the app is terminated.
     public var silentWakeSeconds: Int64
     /// R8: a location wake's background time, unless the app starts a background task.
@@ -38,14 +41,16 @@ public struct IOSProfile: Sendable, Equatable {
     public static let ios6 = IOSProfile(
         version: 6, backgroundTaskAllowanceSeconds: 600, expirationWarningSeconds: 5, opportunisticTasks: false,
         didEnterBackgroundSeconds: 5, backgroundFetch: false, fetchCompletionSeconds: 30,
-        minimumFetchIntervalSeconds: 900, silentWakeSeconds: 30, locationWakeSeconds: 10, backgroundSessions: false,
+        minimumFetchIntervalSeconds: 900, silentPushes: false, silentWakeSeconds: 30, locationWakeSeconds: 10,
+        backgroundSessions: false,
         discretionaryDelaySeconds: 0, backgroundSessionSlowdown: 1, sessionEventsSeconds: 30,
         interruptionAwakeSeconds: 10)
 
     public static let ios7 = IOSProfile(
         version: 7, backgroundTaskAllowanceSeconds: 180, expirationWarningSeconds: 5, opportunisticTasks: true,
         didEnterBackgroundSeconds: 5, backgroundFetch: true, fetchCompletionSeconds: 30,
-        minimumFetchIntervalSeconds: 900, silentWakeSeconds: 30, locationWakeSeconds: 10, backgroundSessions: true,
+        minimumFetchIntervalSeconds: 900, silentPushes: true, silentWakeSeconds: 30, locationWakeSeconds: 10,
+        backgroundSessions: true,
         discretionaryDelaySeconds: 300, backgroundSessionSlowdown: 4, sessionEventsSeconds: 30,
         interruptionAwakeSeconds: 10)
 
@@ -62,8 +67,18 @@ public struct IOSProfile: Sendable, Equatable {
         return profile
     }()
 
+    /// iOS 18: the background rules of 17; a Live Activity can listen on a broadcast channel
+    /// (`input-push-channel`, `.channel(id)`; docs/live-activities.md).
+    public static let ios18: IOSProfile = {
+        var profile = ios17
+        profile.version = 18
+        return profile
+    }()
+
     /// The iOS generations modelled (docs/device-runtime.md), each with its rules: a profile's `ios`.
-    public static let versions: [(major: Int, profile: IOSProfile)] = [(6, ios6), (7, ios7), (13, ios13), (17, ios17)]
+    public static let versions: [(major: Int, profile: IOSProfile)] = [
+        (6, ios6), (7, ios7), (13, ios13), (17, ios17), (18, ios18),
+    ]
 
     /// The generation `n` plays: the latest modelled one not after it (`versions`; a profile file may
     /// only name one of them).

@@ -48,6 +48,10 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
         for (index, app) in apps.enumerated() {
             if let problem = app.problem() { return "apps[\(index)].\(problem)" }
             if !seen.insert(app.bundle_id).inserted { return "apps[\(index)].bundle_id: '\(app.bundle_id)' twice" }
+            if app.channels > 0, ios < LiveActivityBook.channelsSince {
+                return
+                    "apps[\(index)].channels: Live Activities on broadcast channels need ios: \(LiveActivityBook.channelsSince) or later, got ios: \(ios)"
+            }
         }
         if let problem = users.problem() { return "users.\(problem)" }
         return nil

@@ -16,10 +16,16 @@ public struct LiveActivityPush: Sendable, Equatable {
     public var relevanceScore: Double?
     /// A start's `attributes-type`.
     public var attributesType: String?
+    /// A start's `attributes` (as JSON text), which the activity is built from.
+    public var attributes: String?
+    /// A start's `input-push-channel` (iOS 18): the channel the started activity listens on, instead of
+    /// an update token of its own.
+    public var inputPushChannel: String?
 
     public init(
         event: Event, timestamp: Int64, contentState: String? = nil, staleDate: Int64? = nil,
-        dismissalDate: Int64? = nil, relevanceScore: Double? = nil, attributesType: String? = nil
+        dismissalDate: Int64? = nil, relevanceScore: Double? = nil, attributesType: String? = nil,
+        attributes: String? = nil, inputPushChannel: String? = nil
     ) {
         self.event = event
         self.timestamp = timestamp
@@ -28,6 +34,8 @@ public struct LiveActivityPush: Sendable, Equatable {
         self.dismissalDate = dismissalDate
         self.relevanceScore = relevanceScore
         self.attributesType = attributesType
+        self.attributes = attributes
+        self.inputPushChannel = inputPushChannel
     }
 }
 
@@ -63,6 +71,9 @@ public struct LiveActivityBook: Sendable, Equatable {
     public enum Outcome: Sendable, Equatable {
         /// A push-to-start started an activity: the device asks for its update token.
         case started(activityID: String, bundleID: String)
+        /// A push-to-start with `input-push-channel` started an activity on that channel: the device
+        /// subscribes it to the channel (no update token).
+        case startedOnChannel(activityID: String, bundleID: String, channel: String)
         case updated(activityID: String)
         case ended(activityID: String)
         /// Older than (or as old as) the content shown: ignored, as iOS ignores it.
@@ -88,8 +99,13 @@ public struct LiveActivityBook: Sendable, Equatable {
     /// Push-to-start tokens, by token.
     public private(set) var pushToStart: [String: StartToken] = [:]
     private var byUpdateToken: [String: String] = [:]
+    /// The iOS the device runs: a start with `input-push-channel` needs 18 (ActivityKit's channels).
+    public let iosVersion: Int
 
-    public init() {}
+    /// The iOS where an activity can listen on a broadcast channel (`input-push-channel`, `.channel(id)`).
+    public static let channelsSince = 18
+
+    public init(iosVersion: Int = LiveActivityBook.channelsSince) { self.iosVersion = iosVersion }
 
     // MARK: Events
 
@@ -147,14 +163,27 @@ public struct LiveActivityBook: Sendable, Equatable {
             guard push.event == .start else {
                 return .notApplied(reason: "\(push.event.rawValue) sent to a push-to-start token")
             }
-            if let named = push.attributesType, named != attributesType {
+            // ActivityKit builds the activity from both ("Construct the payload that starts a Live
+            // Activity"); APNs documents no reason to refuse a start without them, so it is accepted and
+            // not started here.
+            guard let named = push.attributesType, push.attributes != nil else {
+                return .notApplied(reason: "a start needs attributes-type and attributes")
+            }
+            guard named == attributesType else {
                 return .notApplied(reason: "attributes-type \(named) sent to the token of \(attributesType)")
+            }
+            if push.inputPushChannel != nil, iosVersion < Self.channelsSince {
+                return .notApplied(
+                    reason: "input-push-channel needs iOS \(Self.channelsSince) (this device runs iOS \(iosVersion))")
             }
             let id = newID()
             activities[id] = Activity(
                 id: id, bundleID: bundleID, attributesType: attributesType, updateToken: nil,
                 timestamp: push.timestamp, contentState: push.contentState, staleDate: push.staleDate,
-                relevanceScore: push.relevanceScore, updatesApplied: 1)
+                relevanceScore: push.relevanceScore, updatesApplied: 1, channel: push.inputPushChannel)
+            if let channel = push.inputPushChannel {
+                return .startedOnChannel(activityID: id, bundleID: bundleID, channel: channel)
+            }
             return .started(activityID: id, bundleID: bundleID)
         }
         guard let id = byUpdateToken[token], activities[id] != nil else {

@@ -88,8 +88,9 @@ public enum RuntimeEvent: Sendable, Equatable {
     /// A region or significant-location change for an app that monitors it (R8).
     case locationChanged(app: AppSlot)
     /// An update reached one of the app's Live Activities (pushed to its token, or broadcast on its
-    /// channel): its content-state carries `version`. No wake, no alert.
-    case liveActivityUpdated(app: AppSlot, activity: Int, version: Int)
+    /// channel): its `aps.timestamp` (seconds) orders it, its content-state carries `version`. No wake,
+    /// no alert.
+    case liveActivityUpdated(app: AppSlot, activity: Int, version: Int, timestamp: Int64)
     case transferFinished(id: Int, result: TransferResult)
     /// Time passed: whatever was due by now happens (`DeviceRuntime.nextDeadline` says when).
     case tick
@@ -107,8 +108,9 @@ public enum RuntimeAction: Sendable, Equatable {
     case pauseTransfer(id: Int)
     /// R4: go on with paused transfer `id` from where it stopped (a download; an upload starts over).
     case resumeTransfer(id: Int)
-    /// R11: cancel transfer `from` keeping its resume data, and go on in a background session with `to`
-    /// from the bytes it had (a download; an upload would start over).
+    /// R11: cancel transfer `from` keeping its resume data for `to`, a download in a background session
+    /// that goes on from those bytes when it starts (its own `startTransfer`, with `resumeFrom`
+    /// `resumeFromCancelled`: discretionary, so later, R9).
     case moveToBackgroundSession(from: Int, to: TransferRequest)
     case woken(app: AppSlot, kind: WakeKind)
     case terminated(app: AppSlot, cause: TerminationCause)
@@ -120,8 +122,9 @@ public enum RuntimeAction: Sendable, Equatable {
     case contentUpdated(app: AppSlot, version: Int, by: WakeKind?)
     /// `conditions` to the gateway: Low Power Mode or Background App Refresh changed.
     case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
-    /// A silent push the app could not be woken for (force-quit, Low Power Mode, Background App Refresh off).
-    case wakeRefused(app: AppSlot, apnsID: APNsID)
+    /// A silent push the app was not woken for (force-quit, Low Power Mode, Background App Refresh off,
+    /// or an iOS without silent notifications): `not_woken` to the gateway, which forgets the wake.
+    case wakeRefused(app: AppSlot, apnsID: APNsID, reason: WakeRefusal)
     /// A Live Activity shows a newer version (an older update is ignored: no action).
     case activityUpdated(app: AppSlot, activity: Int, version: Int)
     /// The screen came on: the user sees each Live Activity with the version it shows (nil: none yet) —

@@ -21,11 +21,12 @@ public struct SimulatedIPhone: Sendable {
     public private(set) var user: UserModel?
     /// Transfers paused while the device sleeps (R4), with the bytes they had: resumed from there.
     private var paused: [Int: (request: TransferRequest, bytes: Int64)] = [:]
-    /// Apps in the background state since (ms), for the awake time (a battery proxy). A handful at
-    /// most: scanned, not hashed.
-    private var backgroundSince: [(app: AppSlot, since: Int64)] = []
-    /// Milliseconds apps spent running in the background (woken, finishing a task, fetching).
-    public private(set) var awakeMilliseconds: Int64 = 0
+    /// Resume data a download moved to a background session kept, by the new transfer's id (R11): it
+    /// starts from there when the system starts it.
+    private var resumeData: [Int: Int64] = [:]
+    /// Milliseconds apps spent running in the background (woken, finishing a task while the device is
+    /// awake, fetching): the runtime counts it as it charges their tasks (R4), a battery proxy.
+    public var awakeMilliseconds: Int64 { runtime.backgroundRunMilliseconds }
     /// The users do nothing at or after this instant (ms; a run with a planned end, so that its users'
     /// opens do not depend on when the run is stopped).
     public var usersUntil: Int64 = .max
@@ -113,26 +114,21 @@ public struct SimulatedIPhone: Sendable {
         handle(.tick, at: now, link: &link, into: &actions)
     }
 
-    /// Ends the run: the awake time of apps still in the background is counted up to `now`.
+    /// Ends the run: the awake time of apps still running in the background is counted up to `now`.
     public mutating func finish(at now: UnixTime) {
-        for index in backgroundSince.indices {
-            awakeMilliseconds += max(0, now.milliseconds - backgroundSince[index].since)
-            backgroundSince[index].since = now.milliseconds
-        }
+        runtime.charge(to: now)
     }
 
     private mutating func perform<Link: TransferLink>(_ action: RuntimeAction, at now: UnixTime, link: inout Link) {
         switch action {
-        case .appState(let app, let state):
-            if let index = backgroundSince.firstIndex(where: { $0.app == app }) {
-                awakeMilliseconds += max(0, now.milliseconds - backgroundSince[index].since)
-                backgroundSince.remove(at: index)
-            }
-            if state == .background { backgroundSince.append((app, now.milliseconds)) }
         case .startTransfer(let request):
-            link.start(request, from: max(0, request.resumeFrom), at: now)
+            let from =
+                request.resumeFrom == TransferRequest.resumeFromCancelled
+                ? resumeData.removeValue(forKey: request.id) ?? 0 : request.resumeFrom
+            link.start(request, from: from, at: now)
         case .cancelTransfer(let id):
             paused.removeValue(forKey: id)
+            resumeData.removeValue(forKey: id)
             _ = link.cancel(id, at: now)
         case .pauseTransfer(let id):
             guard let bytes = link.cancel(id, at: now), let request = runningRequest(id) else { break }
@@ -144,10 +140,10 @@ public struct SimulatedIPhone: Sendable {
         case .moveToBackgroundSession(let from, let to):
             let had = link.cancel(from, at: now) ?? paused.removeValue(forKey: from)?.bytes ?? 0
             paused.removeValue(forKey: from)
-            // A download resumes from its resume data (R11).
-            link.start(to, from: had, at: now)
-        case .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated, .wakeRefused,
-            .activityUpdated, .activityViewed:
+            // The download resumes from its resume data when it starts (R11).
+            resumeData[to.id] = had
+        case .appState, .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated,
+            .wakeRefused, .activityUpdated, .activityViewed:
             break
         }
     }

@@ -318,7 +318,11 @@ final class ForecastShard {
             for (slot, app) in live[kind].enumerated() {
                 for activity in 0..<app.channels {
                     costs[kind].broadcastWrites += 1
-                    deviceEvent(device, .liveActivityUpdated(app: AppSlot(slot), activity: activity, version: version))
+                    deviceEvent(
+                        device,
+                        .liveActivityUpdated(
+                            app: AppSlot(slot), activity: activity, version: version,
+                            timestamp: publishTimes[version - 1] / 1000))
                 }
             }
         }
@@ -451,10 +455,13 @@ final class ForecastShard {
                     wake: wake, now: time)
                 if push.id.low & Self.liveActivityMark != 0 {
                     let low = push.id.low
+                    let version = Int((low & ~Self.liveActivityMark) >> 16)
+                    // Stamped with its version's publication, as the backend stamps it (`announce`).
                     deviceEvent(
                         device,
                         .liveActivityUpdated(
-                            app: app, activity: Int(low & 0xFF), version: Int((low & ~Self.liveActivityMark) >> 16)))
+                            app: app, activity: Int(low & 0xFF), version: version,
+                            timestamp: publishTimes[version - 1] / 1000))
                 } else {
                     deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
                 }
@@ -474,6 +481,11 @@ final class ForecastShard {
                 let device = self.device(of: id)
                 costs[Int(kindOf[device])].deadlineMisses += 1
                 if isTraced(device) { record(device, #""event":"deadline_missed","apns_id":"\#(id)""#) }
+            case .notWoken(let id, let reason):
+                let device = self.device(of: id)
+                if isTraced(device) {
+                    record(device, #""event":"not_woken","apns_id":"\#(id)","reason":"\#(reason.rawValue)""#)
+                }
             case .completed, .completedLate:
                 break
             }
@@ -546,6 +558,10 @@ final class ForecastShard {
             case .complete(let id, let app, let result):
                 engine.completed(
                     device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], id: id, result: result,
+                    now: time, into: &decided)
+            case .wakeRefused(let app, let id, let reason):
+                engine.notWoken(
+                    device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], id: id, reason: reason,
                     now: time, into: &decided)
             case .conditions(let lowPowerMode, let refreshOff):
                 engine.conditionsChanged(
@@ -685,10 +701,10 @@ final class ForecastShard {
                 device,
                 #""event":"push_delivered","app":"\#(name(app, device))","apns_id":"\#(id)","silent":\#(silent)"#)
         case .locationChanged(let app): record(device, #""event":"location_changed","app":"\#(name(app, device))""#)
-        case .liveActivityUpdated(let app, let activity, let version):
+        case .liveActivityUpdated(let app, let activity, let version, let timestamp):
             record(
                 device,
-                #""event":"live_activity_update","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version)"#
+                #""event":"live_activity_update","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version),"timestamp":\#(timestamp)"#
             )
         case .transferFinished(let id, let result):
             let what: String
@@ -753,8 +769,11 @@ final class ForecastShard {
             record(
                 device,
                 #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
-        case .wakeRefused(let app, let id):
-            record(device, #""event":"wake_refused","app":"\#(name(app, device))","apns_id":"\#(id)""#)
+        case .wakeRefused(let app, let id, let reason):
+            record(
+                device,
+                #""event":"wake_refused","app":"\#(name(app, device))","apns_id":"\#(id)","reason":"\#(reason.rawValue)""#
+            )
         case .activityUpdated(let app, let activity, let version):
             record(
                 device,
