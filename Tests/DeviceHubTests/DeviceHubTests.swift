@@ -83,6 +83,33 @@ import Testing
         try await harness.stop()
     }
 
+    /// The field's throttle over the device protocol: a device that says a debugger is attached gets every
+    /// silent push as a wake (no budget); one that says it rebooted has its silent wakes wait out the herd
+    /// window, and the first keep-alive after it takes them.
+    @Test func aDebuggerTurnsTheThrottleOffAndARebootStartsTheHerdWindow() async throws {
+        let harness = try await HubHarness()
+        let log = EventLog()
+        let (agent, token) = try await harness.installedAgent(log: log)
+        agent.send(.conditions(lowPowerMode: false, backgroundAppRefreshOff: false, debuggerAttached: true))
+        try await eventually("the debugger is attached") { harness.hub.conditions(of: 0).debuggerAttached }
+        for _ in 0..<5 { #expect(try await harness.post(token: token, payload: silent).status == 200) }
+        try await eventually("five wakes") { log.deliveries.count == 5 }
+        #expect(log.deliveries.allSatisfy { $0.rule == "woken_debugger_attached" })
+
+        agent.send(.conditions(lowPowerMode: false, backgroundAppRefreshOff: false))
+        agent.send(.rebooted)
+        try await eventually("the herd window") { harness.hub.conditions(of: 0).herdUntil != nil }
+        #expect(try await harness.post(token: token, payload: silent).status == 200)
+        try await eventually("held for the herd") { harness.hub.policyCounters.heldBy[.thunderingHerd] == 1 }
+        agent.send(.keepAlive(sequence: 1))
+        harness.clock.advance(seconds: 301)
+        agent.send(.keepAlive(sequence: 2))
+        try await eventually("released after the window") { log.deliveries.count == 6 }
+        #expect(log.deliveries[5].rule == "released_piggyback_keep_alive")
+        agent.stop()
+        try await harness.stop()
+    }
+
     @Test func overBudgetIsHeldAndRidesTheKeepAlive() async throws {
         let harness = try await HubHarness()
         let log = EventLog()

@@ -14,7 +14,9 @@ import Testing
         .uninstall(bundleID: "a"), .ack(apnsID: "x"), .complete(apnsID: "x", bundleID: "a", result: "newData"),
         .notWoken(apnsID: "x", bundleID: "a", reason: "no_silent_pushes"),
         .keepAlive(sequence: 3), .appState(bundleID: "a", state: "background"),
-        .conditions(lowPowerMode: true, backgroundAppRefreshOff: false),
+        .conditions(
+            lowPowerMode: true, backgroundAppRefreshOff: false, debuggerAttached: true, otherAppsWakesPerDay: 24),
+        .rebooted,
         .activityToken(bundleID: "a", purpose: .pushToStart(attributesType: "GameAttributes")),
         .subscribeChannel(bundleID: "a", channelID: "Y2hhbm5lbA=="), .unsubscribeChannel(channelID: "Y2hhbm5lbA=="),
         .frequentPushes(bundleID: "a", enabled: true),

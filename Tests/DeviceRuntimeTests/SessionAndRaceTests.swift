@@ -116,4 +116,22 @@ import Testing
         #expect(rig.runtime.apps["com.example.chat"]!.state == .background)
         #expect(rig.runtime.apps["com.example.news"]!.state == .notRunning)
     }
+
+    /// A restart ends every running app without blame (not a termination the app caused), leaves a
+    /// background session's download going and a force-quit app as it was, and tells the gateway.
+    @Test func aRebootEndsTheRunningAppsWithoutBlameAndKeepsBackgroundSessions() throws {
+        var rig = Rig(
+            .ios17, .with { $0.downloadsInBackgroundSession = true }, apps: ["com.example.news", "com.example.chat"])
+        rig.send(.pushDelivered(app: app, apnsID: .a, silent: true))
+        let manifest = try #require(rig.started().first)
+        rig.send(.transferFinished(id: manifest.id, result: .manifest(version: 3)))
+        let download = try #require(rig.started(rig.advance(seconds: 301)).last)
+        #expect(download.session == .background(discretionary: true))
+        rig.send(.userOpened(app: AppSlot(1)))
+        let actions = rig.send(.rebooted)
+        #expect(rig.terminations(actions) == [.reboot, .reboot])
+        #expect(actions.last == .rebooted)
+        #expect(!actions.contains(.cancelTransfer(id: download.id)), "the system's session goes on")
+        #expect(rig.runtime.apps.values.allSatisfy { $0.state == .notRunning })
+    }
 }

@@ -155,6 +155,20 @@ private let b: AppSlot = 1
         #expect(none.isEmpty, "no app monitors them")
     }
 
+    /// The phone restarts at its rate, from a stream of its own: the user's other events are those of the
+    /// same seed without restarts.
+    @Test func rebootsComeAtTheirRateAndMoveNoOtherEvent() {
+        var profile = UserProfile()
+        profile.reboots_per_day = 2
+        let events = run(profile, days: 10)
+        let reboots = events.filter { $0.1 == .rebooted }
+        #expect((8...35).contains(reboots.count), "\(reboots.count) in 10 days at 2 a day")
+        let others = events.filter { $0.1 != .rebooted }
+        let without = run(UserProfile(), days: 10)
+        #expect(others.map(\.0) == without.map(\.0))
+        #expect(others.map(\.1) == without.map(\.1))
+    }
+
     @Test func profilesWithProblemsNameTheKey() {
         var profile = UserProfile()
         profile.habit_hours = [25]

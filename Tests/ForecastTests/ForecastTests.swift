@@ -89,6 +89,24 @@ import Testing
         #expect(cost.piggybacked == 0)
     }
 
+    /// The device-wide daily budget alone decides (issue 51): three apps on one device, each sent a silent
+    /// push per publication for a day, share a budget of five — exactly five wakes among them in the
+    /// device's 24-hour period (device 0 resets at midnight UTC), however often keep-alives come.
+    @Test func threeAppsSharingADailyBudgetOfFiveWakeFiveTimesADay() async {
+        var policy = PolicySettings()
+        policy.budgetModel = .deviceDaily
+        policy.deviceDailyCapacity = 5
+        var kind = Self.kind()
+        for name in ["two", "three"] { kind.profile.apps.append(Self.kind(name).profile.apps[0]) }
+        let scenario = ForecastScenario(
+            kinds: [kind], start: Self.midnight, hours: 24, publications: PublicationSchedule(everySeconds: 600),
+            policy: policy, keepAliveSeconds: 60)
+        let result = await Forecast.run(scenario)
+        #expect(result.costs[0].silentSent == 3 * 144)
+        #expect(result.report.rows[0].silentWakes == 5)
+        #expect(result.costs[0].deadlineMisses == 0)
+    }
+
     @Test func heldSilentPushesRideTheNextAlert() async {
         var policy = PolicySettings()
         policy.budgetCapacity = 3

@@ -72,9 +72,9 @@ import Testing
     @Test mutating func keepAliveReconnectAndConditions() {
         var engine = ThrottleEngine()
         for _ in 0..<4 { _ = engine.received(pushes.make(.silent), device: 7, now: t0) }
-        #expect(engine.keepAliveReleases(device: 7))
+        #expect(engine.keepAliveReleases(device: 7, now: t0))
         #expect(engine.keepAlive(device: 7, now: t0.plus(minutes: 1)).delivered.map(\.1) == [.piggybackKeepAlive])
-        #expect(!engine.keepAliveReleases(device: 7))
+        #expect(!engine.keepAliveReleases(device: 7, now: t0))
 
         engine.disconnected(device: 7, now: t0.plus(minutes: 2))
         let stored = pushes.make(.alerting)
@@ -85,7 +85,7 @@ import Testing
             device: 7, lowPowerMode: true, backgroundAppRefreshOff: false, now: t0.plus(minutes: 5))
         let silent = pushes.make(.silent)
         #expect(engine.received(silent, device: 7, now: t0.plus(minutes: 5)).rules == [.lowPowerMode])
-        #expect(!engine.keepAliveReleases(device: 7))
+        #expect(!engine.keepAliveReleases(device: 7, now: t0))
         #expect(engine.keepAlive(device: 7, now: t0.plus(minutes: 6)).isEmpty)
         let ended = engine.conditionsChanged(
             device: 7, lowPowerMode: false, backgroundAppRefreshOff: false, now: t0.plus(minutes: 7))
@@ -292,7 +292,7 @@ import Testing
                 if (conditions[device] ?? DeviceConditions()).online {
                     // A forecast sends only the keep-alives said to release something; the others must
                     // change nothing but expired pushes (the policy timer's anyway).
-                    let releases = engine.keepAliveReleases(device: device)
+                    let releases = engine.keepAliveReleases(device: device, now: now)
                     let actions = engine.keepAlive(device: device, now: now)
                     if !releases,
                         actions.contains(where: { if case .discard(_, .expired) = $0 { false } else { true } })

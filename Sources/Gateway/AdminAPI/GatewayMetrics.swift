@@ -66,28 +66,33 @@ public final class GatewayMetrics: Sendable {
             counter(.liveActivityUpdates, [("outcome", value)])
         }
         // One row per counter the policy keeps: the metric it feeds, and where to read it.
-        policyCounters = [
-            (outcome("woken_on_budget"), \.wokenOnBudget),
-            (outcome("held"), \.held),
-            (outcome("released_on_alert"), \.releasedOnAlert),
-            (outcome("released_on_keep_alive"), \.releasedOnKeepAlive),
-            (outcome("released_on_reconnect"), \.releasedOnReconnect),
-            (outcome("released_on_app_opened"), \.releasedOnAppOpened),
-            (outcome("released_on_condition_ended"), \.releasedOnConditionEnded),
-            (outcome("coalesced"), \.coalesced),
-            (outcome("expired"), \.expired),
-            (outcome("overflowed"), \.overflowed),
-            (outcome("not_stored"), \.notStored),
-            (completion("new_data"), \.completedNewData),
-            (completion("no_data"), \.completedNoData),
-            (completion("failed"), \.completedFailed),
-            (completion("late"), \.completedLate),
-            (completion("not_woken"), \.notWoken),
-            (counter(.deadlineMisses), \.deadlinePenalties),
-            (liveActivity("on_budget"), \.liveActivityOnBudget),
-            (liveActivity("over_budget"), \.liveActivityOverBudget),
-            (liveActivity("opportunistic"), \.liveActivityOpportunistic),
-        ]
+        policyCounters =
+            [
+                (outcome("woken_on_budget"), \.wokenOnBudget),
+                (outcome("held"), \.held),
+                (outcome("released_on_alert"), \.releasedOnAlert),
+                (outcome("released_on_keep_alive"), \.releasedOnKeepAlive),
+                (outcome("released_on_reconnect"), \.releasedOnReconnect),
+                (outcome("released_on_app_opened"), \.releasedOnAppOpened),
+                (outcome("released_on_condition_ended"), \.releasedOnConditionEnded),
+                (outcome("coalesced"), \.coalesced),
+                (outcome("expired"), \.expired),
+                (outcome("overflowed"), \.overflowed),
+                (outcome("not_stored"), \.notStored),
+                (completion("new_data"), \.completedNewData),
+                (completion("no_data"), \.completedNoData),
+                (completion("failed"), \.completedFailed),
+                (completion("late"), \.completedLate),
+                (completion("not_woken"), \.notWoken),
+                (counter(.deadlineMisses), \.deadlinePenalties),
+                (liveActivity("on_budget"), \.liveActivityOnBudget),
+                (liveActivity("over_budget"), \.liveActivityOverBudget),
+                (liveActivity("opportunistic"), \.liveActivityOpportunistic),
+                (outcome("woken_debugger_attached"), \.wokenDebuggerAttached),
+            ]
+            + Rule.heldReasons.map { rule in
+                (counter(.heldReasons, [("reason", rule.rawValue)]), \PolicyCounters.heldBy[rule])
+            }
         hubCounters = [
             (counter(.keepAlives), \.keepAlives),
             (counter(.sent), \.sent),

@@ -319,12 +319,22 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
     }
 
-    func conditionsChanged(_ device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool) {
+    func conditionsChanged(
+        _ device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, debuggerAttached: Bool = false,
+        otherAppsWakesPerDay: Double = 0
+    ) {
         let now = clock()
         decideAndWrite(now: now, device: device) {
             $0.policy.conditionsChanged(
-                device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now)
+                device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff,
+                debuggerAttached: debuggerAttached, otherAppsWakesPerDay: otherAppsWakesPerDay, now: now)
         }
+    }
+
+    /// The device restarted: the herd window begins.
+    func rebooted(_ device: DeviceSlot) {
+        let now = clock()
+        core.withLock { $0.policy.rebooted(device: device, now: now) }
     }
 
     // MARK: Time

@@ -220,8 +220,12 @@ final class DeviceSessionHandler: ChannelInboundHandler {
                 return send(.error(message: "app_state: unknown state '\(state)'"), context)
             }
             hub.appStateChanged(device, bundleID: bundleID, state: state)
-        case (.authenticated(let device), .conditions(let lowPowerMode, let backgroundAppRefreshOff)):
-            hub.conditionsChanged(device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff)
+        case (.authenticated(let device), .conditions(let lowPower, let refreshOff, let debugger, let others)):
+            hub.conditionsChanged(
+                device, lowPowerMode: lowPower, backgroundAppRefreshOff: refreshOff, debuggerAttached: debugger,
+                otherAppsWakesPerDay: others)
+        case (.authenticated(let device), .rebooted):
+            hub.rebooted(device)
         case (.authenticated(let device), .frequentPushes(let bundleID, let enabled)):
             guard hub.registry.apps(of: device).contains(where: { $0.bundleID == bundleID }) else {
                 return send(.error(message: "frequent_pushes: '\(bundleID)' is not installed"), context)

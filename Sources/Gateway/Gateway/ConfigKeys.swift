@@ -281,6 +281,22 @@ public enum ConfigKeys {
         .int(
             "policy.budget.refill_seconds", "1200", in: 1...(30 * 86400),
             "One silent wake is refilled per this many seconds.", to: \.policy.refillIntervalSeconds),
+        .choice(
+            "policy.budget.model", PolicySettings.BudgetModel.both,
+            "Which budgets a silent wake must fit: per_app (the token bucket above: Apple's 'two or three per hour'), device_daily (one budget a day shared by every app on the device, reset every 24 hours: Apple DTS, forum thread 776933), or both (each source describes one; neither excludes the other).",
+            to: \.policy.budgetModel),
+        .int(
+            "policy.budget.device_daily.capacity", "72", in: 1...100_000,
+            "Background wakes a device's daily budget allows, shared by every app on it and by its other apps' traffic (Apple gives no number: 'up to several background push notifications per hour across all apps'; three an hour for a day).",
+            to: \.policy.deviceDailyCapacity),
+        .int(
+            "policy.inactive_app_days", "14", in: 0...3650,
+            "An app the user has not launched for this many days gets no silent wakes until it is opened (Apple DTS: 'if the user has not launched the app for a while'; Apple gives no number). 0: off.",
+            to: \.policy.inactiveAppDays),
+        .int(
+            "policy.herd_seconds", "300", in: 0...86_400,
+            "After a device reboots its silent wakes wait this long (dasd's ThunderingHerdPolicy, about 300 s in device logs quoted in the field; Apple documents none). 0: off.",
+            to: \.policy.herdSeconds),
         .int(
             "policy.live_activity.budget.capacity", "10", in: 1...100_000,
             "Priority-10 updates a Live Activity may get in a burst (token bucket per activity); over it an update waits for the device's next delivery window. Apple publishes no number.",

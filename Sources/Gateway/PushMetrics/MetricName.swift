@@ -14,6 +14,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     case pushTypeMismatches = "pushgate_push_type_mismatches_total"
     // Policy (read from its counters when scraped)
     case silentOutcomes = "pushgate_silent_outcomes_total"
+    case heldReasons = "pushgate_held_total"
     case completions = "pushgate_completions_total"
     case liveActivityUpdates = "pushgate_live_activity_updates_total"
     case deadlineMisses = "pushgate_completion_deadline_misses_total"
@@ -64,7 +65,10 @@ public enum MetricName: String, CaseIterable, Sendable {
             "Live-feed (/v1/live) events not written because the client had not taken the previous one (skipped), and feed connections closed for taking nothing for admin.live.stalled_close_seconds (closed)."
         case .silentOutcomes:
             "What the policy did with silent pushes and held ones: woken on budget, held, released (how), coalesced, expired, overflowed, not stored."
-        case .completions: "Background wakes completed by the app, by result (new_data, no_data, failed, late)."
+        case .heldReasons:
+            "Pushes the policy held, by reason (the decision log's rule: held_over_budget, held_device_budget, held_thundering_herd, held_app_inactive, held_offline, …)."
+        case .completions:
+            "Background wakes completed by the app, by result (new_data, no_data, failed, late), and wakes the device did not run (not_woken)."
         case .liveActivityUpdates:
             "Live Activity updates by outcome: on_budget (priority 10, delivered at once), over_budget (priority 10 past its activity's budget, held for the next window), opportunistic (priority 5, held for the next window)."
         case .deadlineMisses: "Background wakes not completed within the 30-second deadline (each penalises the app)."

@@ -30,6 +30,9 @@ public struct AppThrottle: Sendable, Equatable {
     /// (`frequentPushesEnabled`): its activities' budgets are the larger pair. Told by the device on every
     /// connection, not stored.
     public private(set) var frequentPushes = false
+    /// When the user last opened the app (milliseconds; 0: not seen since the policy started), for
+    /// `PolicySettings.inactiveAppDays`.
+    private var launchedAt: Int64 = 0
     /// When `advance` next has something to do (milliseconds; `Int64.max`: nothing), kept up to date
     /// after every event so the engine's timer bookkeeping does not walk `pending`.
     private var nextDue: Int64 = .max
@@ -66,9 +69,9 @@ public struct AppThrottle: Sendable, Equatable {
 
     /// Whether a delivery window opening now would take a held push along: one that is not silent, or
     /// a silent one while its app may be woken. (Expired ones are discarded by `advance` anyway.)
-    func releasable(conditions: DeviceConditions) -> Bool {
+    func releasable(conditions: DeviceConditions, settings: PolicySettings, now: UnixTime) -> Bool {
         guard conditions.online, hasHeld else { return false }
-        let silentAllowed = silentWakeBlocked(conditions) == nil
+        let silentAllowed = silentWakeBlocked(conditions, settings, now) == nil
         return pending.contains {
             if case .held(let entry) = $0 { return silentAllowed || !entry.isSilent }
             return false
@@ -97,11 +100,13 @@ public struct AppThrottle: Sendable, Equatable {
 
         switch push.notificationClass {
         case .silent:
-            if let blocked = silentWakeBlocked(conditions) {
+            if let blocked = silentWakeBlocked(conditions, settings, now) {
                 return keep(push, expiresAt, blocked, conditions, settings, &actions)
             }
             if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
-            if takeToken(settings: settings, now: now) {
+            if conditions.debuggerAttached {
+                wake(push, rule: .debuggerAttached, into: &actions)
+            } else if !settings.budgetModel.perApp || takeToken(settings: settings, now: now) {
                 wake(push, rule: .onBudget, into: &actions)
             } else {
                 keep(push, expiresAt, .overBudget, conditions, settings, &actions)
@@ -140,7 +145,9 @@ public struct AppThrottle: Sendable, Equatable {
         into actions: inout [PolicyAction]
     ) {
         guard conditions.online, hasHeld else { return }
-        let silentAllowed = silentWakeBlocked(conditions) == nil
+        let silentAllowed = silentWakeBlocked(conditions, settings, now) == nil
+        // The device-wide budget bounds how many wakes go at once.
+        var allowance = conditions.debuggerAttached ? Int.max : conditions.wakesLeft
         let onlyKeptAway = carrier == .reconnect
         var woken: [PushNotification] = []
         pending.removeAll { item in
@@ -149,7 +156,8 @@ public struct AppThrottle: Sendable, Equatable {
                 actions.append(.discard(entry.notification.id, rule: .expired))
             } else if !entry.isSilent {
                 actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
-            } else if silentAllowed {
+            } else if silentAllowed, allowance > 0 {
+                allowance -= 1
                 woken.append(entry.notification)
             } else {
                 return false
@@ -200,14 +208,18 @@ public struct AppThrottle: Sendable, Equatable {
         compact()
     }
 
-    /// The app's state changed. Opening a force-quit app (foreground) releases what it held.
+    /// The app's state changed. Opening a force-quit app, or one held as inactive (foreground),
+    /// releases what it held.
     public mutating func appStateChanged(
         to state: AppState, conditions: DeviceConditions, settings: PolicySettings, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
         let previous = appState
+        let wasInactive = inactive(settings, now)
         appState = state
-        if previous == .forceQuit, state == .foreground {
+        guard state == .foreground else { return }
+        launchedAt = now.milliseconds
+        if previous == .forceQuit || wasInactive {
             release(carrier: .appOpened, conditions: conditions, settings: settings, now: now, into: &actions)
         }
     }
@@ -354,6 +366,8 @@ public struct AppThrottle: Sendable, Equatable {
     /// no strikes, and a full bucket.
     public func isIdle(settings: PolicySettings, now: UnixTime) -> Bool {
         guard appState != .forceQuit, !frequentPushes, coolingUntil <= now.milliseconds else { return false }
+        // Its last launch is what the inactivity rule reads: kept while the rule is on.
+        if settings.inactiveAppDays > 0, launchedAt > 0 { return false }
         // Live Activity budgets refilled to the brim are nothing to remember; anything else pending is.
         let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         let onlyFullBudgets = pending.allSatisfy {
@@ -369,11 +383,25 @@ public struct AppThrottle: Sendable, Equatable {
 
     // MARK: Rules
 
-    private func silentWakeBlocked(_ conditions: DeviceConditions) -> Rule? {
+    /// Why a silent push may not wake the app now, or nil: the device's own conditions first, then the
+    /// throttle as the field describes it (off while a debugger is attached): the herd window after a
+    /// reboot, an app not launched for a while, the device-wide budget.
+    private func silentWakeBlocked(_ conditions: DeviceConditions, _ settings: PolicySettings, _ now: UnixTime) -> Rule?
+    {
         if appState == .forceQuit { return .forceQuit }
         if conditions.lowPowerMode { return .lowPowerMode }
         if conditions.backgroundAppRefreshOff { return .backgroundAppRefreshOff }
+        if conditions.debuggerAttached { return nil }
+        if let herd = conditions.herdUntil, now < herd { return .thunderingHerd }
+        if inactive(settings, now) { return .appInactive }
+        if conditions.wakesLeft < 1 { return .deviceBudget }
         return nil
+    }
+
+    /// Not launched for `inactiveAppDays` (as far as the policy saw: an app it never saw opened is not).
+    private func inactive(_ settings: PolicySettings, _ now: UnixTime) -> Bool {
+        settings.inactiveAppDays > 0 && launchedAt > 0
+            && now.milliseconds - launchedAt > Int64(settings.inactiveAppDays) * 86_400_000
     }
 
     /// A background wake: sent now, its deadline set when the device acknowledges it (`delivered`).

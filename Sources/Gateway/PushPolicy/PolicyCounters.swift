@@ -36,6 +36,20 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
     public var notWoken = 0
     /// Pushes held at this moment (a gauge: holds minus releases and discards of held pushes).
     public var heldNow = 0
+    /// Holds by their reason (`held_over_budget`, `held_device_budget`, `held_thundering_herd`, …).
+    public var heldBy = HeldCounts()
+    /// Silent pushes woken for a device with a debugger attached (no throttle).
+    public var wokenDebuggerAttached = 0
+
+    /// Every counter but `heldBy` (the admin API's counters are plain numbers; `/metrics` has the reasons).
+    enum CodingKeys: String, CodingKey {
+        case silentAccepted, alertingAccepted, otherAccepted, wokenOnBudget, held, heldOffline
+        case releasedOnAlert, releasedOnKeepAlive, releasedOnReconnect, releasedOnAppOpened
+        case releasedOnConditionEnded, deliveredImmediately, liveActivityOnBudget, liveActivityOverBudget
+        case liveActivityOpportunistic, coalesced, overflowed, expired, notStored, unregistered
+        case completedNewData, completedNoData, completedFailed, completedLate, deadlinePenalties, notWoken
+        case heldNow, wokenDebuggerAttached
+    }
 
     public init() {}
 
@@ -52,6 +66,7 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
         case .deliver(_, let rule, _):
             switch rule {
             case .onBudget: wokenOnBudget += 1
+            case .debuggerAttached: wokenDebuggerAttached += 1
             case .liveActivityOnBudget: liveActivityOnBudget += 1
             case .piggybackAlert: releasedOnAlert += 1
             case .piggybackKeepAlive: releasedOnKeepAlive += 1
@@ -63,6 +78,7 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
             if rule.isRelease { heldNow -= 1 }
         case .hold(_, let rule):
             held += 1
+            heldBy[rule] += 1
             if rule == .offline { heldOffline += 1 }
             if rule == .liveActivityOverBudget { liveActivityOverBudget += 1 }
             if rule == .opportunistic { liveActivityOpportunistic += 1 }
@@ -85,6 +101,42 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
         case .completedLate: completedLate += 1
         case .deadlineMissed: deadlinePenalties += 1
         case .notWoken: notWoken += 1
+        }
+    }
+}
+
+/// A count per held reason, in a fixed array (counted on the request path: no hashing).
+public struct HeldCounts: Sendable, Equatable, Codable {
+    private var counts = [Int](repeating: 0, count: Rule.heldReasons.count)
+
+    public init() {}
+
+    public subscript(rule: Rule) -> Int {
+        get { rule.heldIndex.map { counts[$0] } ?? 0 }
+        set { if let index = rule.heldIndex { counts[index] = newValue } }
+    }
+}
+
+extension Rule {
+    /// Every reason to hold a push, in one order (the metrics' `reason` label values).
+    public static let heldReasons: [Rule] = allCases.filter(\.isHeld)
+
+    /// This rule's place in `heldReasons`, nil for a rule that holds nothing.
+    var heldIndex: Int? {
+        switch self {
+        case .overBudget: 0
+        case .forceQuit: 1
+        case .lowPowerMode: 2
+        case .backgroundAppRefreshOff: 3
+        case .offline: 4
+        case .lowPriority: 5
+        case .deferredPowerSaving: 6
+        case .liveActivityOverBudget: 7
+        case .opportunistic: 8
+        case .deviceBudget: 9
+        case .thunderingHerd: 10
+        case .appInactive: 11
+        default: nil
         }
     }
 }

@@ -6,6 +6,18 @@ public struct PolicySettings: Sendable, Equatable {
     public var budgetCapacity: Int = 3
     /// One silent wake is refilled per this interval (Apple: "no more than two or three per hour").
     public var refillIntervalSeconds: Int64 = 20 * 60
+    /// Which budgets a silent wake must fit: the per-app bucket above, the device-wide daily budget, or
+    /// both (docs/throttling.md, "The throttle in the field").
+    public var budgetModel: BudgetModel = .both
+    /// Wakes a device's daily budget allows, shared by every app on it (Apple gives no number: "up to
+    /// several background push notifications per hour across all apps" — three an hour, a day of them).
+    public var deviceDailyCapacity: Int = 72
+    /// An app the user has not launched for this many days is not woken (DTS: "if the user has not
+    /// launched the app for a while"; Apple gives no number); 0: the rule is off.
+    public var inactiveAppDays: Int = 14
+    /// After a reboot the device's silent wakes wait this long (dasd's ThunderingHerdPolicy, about 300 s
+    /// in logs quoted in the field); 0: off.
+    public var herdSeconds: Int64 = 300
 
     /// A Live Activity's priority-10 updates in a burst (a token bucket per activity, named by its update
     /// token); over it an update is held for the next delivery window. Apple publishes no number.
@@ -56,6 +68,15 @@ public struct PolicySettings: Sendable, Equatable {
             case .upTo(let count): return max(1, count)
             }
         }
+    }
+
+    public enum BudgetModel: String, Sendable, Equatable, CaseIterable {
+        case perApp = "per_app"
+        case deviceDaily = "device_daily"
+        case both
+
+        var perApp: Bool { self != .deviceDaily }
+        var deviceDaily: Bool { self != .perApp }
     }
 
     public enum PiggybackScope: String, Sendable, Equatable, CaseIterable {

@@ -1,15 +1,29 @@
 import PushModel
 
-/// Device-wide conditions that stop silent wakes for every app.
-public struct DeviceConditions: Sendable, Equatable, Codable {
+/// Device-wide conditions that stop (or free) silent wakes for every app.
+public struct DeviceConditions: Sendable, Equatable {
     public var online: Bool
     public var lowPowerMode: Bool
     public var backgroundAppRefreshOff: Bool
+    /// A debugger is attached to the device's app (Xcode): the throttle is off — no budget, no herd
+    /// window, no inactivity rule (DTS, forum thread 776933: "a best-case scenario").
+    public var debuggerAttached: Bool
+    /// The device rebooted: until then its silent wakes wait (dasd's ThunderingHerdPolicy).
+    public var herdUntil: UnixTime?
+    /// Wakes the device-wide daily budget allows now (`Int.max` when it does not apply); the engine
+    /// fills it in for each decision.
+    public var wakesLeft: Int
 
-    public init(online: Bool = true, lowPowerMode: Bool = false, backgroundAppRefreshOff: Bool = false) {
+    public init(
+        online: Bool = true, lowPowerMode: Bool = false, backgroundAppRefreshOff: Bool = false,
+        debuggerAttached: Bool = false, herdUntil: UnixTime? = nil, wakesLeft: Int = .max
+    ) {
         self.online = online
         self.lowPowerMode = lowPowerMode
         self.backgroundAppRefreshOff = backgroundAppRefreshOff
+        self.debuggerAttached = debuggerAttached
+        self.herdUntil = herdUntil
+        self.wakesLeft = wakesLeft
     }
 
     /// Whether the device saves power (priority-5 alerts wait for the next delivery window).
@@ -22,6 +36,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case alerting = "alerting"
     case immediate = "immediate"
     case onBudget = "on_budget"
+    /// A silent push to a device with a debugger attached: no throttle.
+    case debuggerAttached = "woken_debugger_attached"
     /// A priority-10 Live Activity update within its activity's budget.
     case liveActivityOnBudget = "live_activity_on_budget"
     /// A channel's broadcast, written to a subscriber connected when it was broadcast.
@@ -38,6 +54,13 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case liveActivityOverBudget = "held_live_activity_over_budget"
     /// A priority-5 Live Activity update: outside the budget, delivered with the device's next window.
     case opportunistic = "held_opportunistic"
+    /// The device-wide daily budget is spent (dasd's EnergyBudgetPolicy and DataBudgetPolicy): waits for
+    /// its reset, then a delivery window.
+    case deviceBudget = "held_device_budget"
+    /// The device rebooted moments ago (dasd's ThunderingHerdPolicy): waits out the herd window.
+    case thunderingHerd = "held_thundering_herd"
+    /// The user has not launched the app for `policy.inactive_app_days`: waits for a launch.
+    case appInactive = "held_app_inactive"
     // released
     case piggybackAlert = "released_piggyback_alert"
     case piggybackKeepAlive = "released_piggyback_keep_alive"
@@ -62,7 +85,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// and a restart or a node change sends it again rather than holding or coalescing it.
     public var isDelivery: Bool {
         switch self {
-        case .alerting, .immediate, .onBudget, .liveActivityOnBudget, .broadcast: return true
+        case .alerting, .immediate, .onBudget, .debuggerAttached, .liveActivityOnBudget, .broadcast: return true
         default: return isRelease
         }
     }
@@ -71,7 +94,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     public var isHeld: Bool {
         switch self {
         case .overBudget, .forceQuit, .lowPowerMode, .backgroundAppRefreshOff, .offline, .lowPriority,
-            .deferredPowerSaving, .liveActivityOverBudget, .opportunistic:
+            .deferredPowerSaving, .liveActivityOverBudget, .opportunistic, .deviceBudget, .thunderingHerd, .appInactive:
             return true
         default: return false
         }

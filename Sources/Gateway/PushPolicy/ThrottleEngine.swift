@@ -30,6 +30,8 @@ public struct ThrottleEngine: Sendable {
     struct DeviceState: Sendable {
         var conditions = DeviceConditions()
         var apps = SlotApps()
+        /// The device-wide daily budget (`PolicySettings.budgetModel`).
+        var daily = DeviceDailyBudget()
     }
 
     /// A device's app states: the first inline in the slot (most devices have one app with state, and
@@ -59,10 +61,13 @@ public struct ThrottleEngine: Sendable {
         func state(at index: Int) -> AppThrottle { index == 0 ? first!.state : rest[index - 1].state }
 
         /// Whether a delivery window now would take a held push of any app along (`AppThrottle.releasable`).
-        func anyReleasable(conditions: DeviceConditions) -> Bool {
+        func anyReleasable(conditions: DeviceConditions, settings: PolicySettings, now: UnixTime) -> Bool {
             guard let first else { return false }
-            if first.state.releasable(conditions: conditions) { return true }
-            for index in rest.indices where rest[index].state.releasable(conditions: conditions) { return true }
+            if first.state.releasable(conditions: conditions, settings: settings, now: now) { return true }
+            for index in rest.indices
+            where rest[index].state.releasable(conditions: conditions, settings: settings, now: now) {
+                return true
+            }
             return false
         }
 
@@ -123,7 +128,7 @@ public struct ThrottleEngine: Sendable {
             if let mismatch = push.mismatch { log.record(push.id, .pushTypeMismatch(mismatch), rule: nil, at: now) }
         }
         let app = appID(push.bundleID)
-        let conditions = self.conditions(of: device)
+        var conditions = self.decisionConditions(device, now: now)
         let start = actions.count
         update(AppKey(device: device, app: app), now: now, actions: &actions) { app, settings, actions in
             app.received(push, conditions: conditions, settings: settings, now: now, into: &actions)
@@ -134,13 +139,14 @@ public struct ThrottleEngine: Sendable {
             actions[start...].contains(where: { $0.isAlertDelivery(of: push.id) })
         {
             for other in slots[Int(device)].apps.ids where other != app {
+                conditions.wakesLeft = wakesLeft(device, now: now, after: actions[start...])
                 update(AppKey(device: device, app: other), now: now, actions: &actions, createIfMissing: false) {
                     app, settings, actions in
                     app.release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
                 }
             }
         }
-        record(actions[start...], now: now)
+        record(actions[start...], device: device, now: now)
     }
 
     /// The device's keep-alive: every app's releasable held pushes go in its answer.
@@ -161,20 +167,33 @@ public struct ThrottleEngine: Sendable {
         slots[Int(device)].conditions.online = false
     }
 
-    /// Low Power Mode or Background App Refresh changed; when a condition ends, held pushes go.
+    /// Low Power Mode, Background App Refresh, a debugger or the other apps' background traffic changed;
+    /// when a condition ends (or a debugger turns the throttle off), held pushes go. `nil`: unchanged.
     public mutating func conditionsChanged(
-        device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime,
-        into actions: inout [PolicyAction]
+        device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, debuggerAttached: Bool? = nil,
+        otherAppsWakesPerDay: Double? = nil, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         var conditions = self.conditions(of: device)
+        let debugger = debuggerAttached ?? conditions.debuggerAttached
         let ended =
             (conditions.lowPowerMode && !lowPowerMode)
             || (conditions.backgroundAppRefreshOff && !backgroundAppRefreshOff)
+            || (!conditions.debuggerAttached && debugger)
         conditions.lowPowerMode = lowPowerMode
         conditions.backgroundAppRefreshOff = backgroundAppRefreshOff
+        conditions.debuggerAttached = debugger
         ensureSlot(device)
         slots[Int(device)].conditions = conditions
+        if let otherAppsWakesPerDay { slots[Int(device)].daily.othersPerDay = Float(max(0, otherAppsWakesPerDay)) }
         if ended { releaseAll(device, carrier: .conditionEnded, now: now, into: &actions) }
+    }
+
+    /// The device rebooted: its silent wakes wait out the herd window (`PolicySettings.herdSeconds`,
+    /// dasd's ThunderingHerdPolicy); held ones go with the first delivery window after it.
+    public mutating func rebooted(device: DeviceSlot, now: UnixTime) {
+        ensureSlot(device)
+        slots[Int(device)].conditions.herdUntil =
+            settings.herdSeconds > 0 ? now.adding(seconds: settings.herdSeconds) : nil
     }
 
     /// App `bundleID`, interned: the engine's name for it in the calls that take a `PolicyApp`.
@@ -190,12 +209,12 @@ public struct ThrottleEngine: Sendable {
         device: DeviceSlot, app policyApp: PolicyApp, to state: AppState, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
-        let conditions = self.conditions(of: device)
+        let conditions = self.decisionConditions(device, now: now)
         let start = actions.count
         update(AppKey(device: device, app: policyApp.id), now: now, actions: &actions) { app, settings, actions in
             app.appStateChanged(to: state, conditions: conditions, settings: settings, now: now, into: &actions)
         }
-        record(actions[start...], now: now)
+        record(actions[start...], device: device, now: now)
     }
 
     /// The device said whether an app has frequent Live Activity pushes (`frequentPushesEnabled`).
@@ -249,7 +268,7 @@ public struct ThrottleEngine: Sendable {
             app, _, actions in
             app.notWoken(id, reason: reason, into: &actions)
         }
-        record(actions[start...], now: now)
+        record(actions[start...], device: device, now: now)
     }
 
     public mutating func notWoken(
@@ -308,12 +327,13 @@ public struct ThrottleEngine: Sendable {
         return actions
     }
     public mutating func conditionsChanged(
-        device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, now: UnixTime
+        device: DeviceSlot, lowPowerMode: Bool, backgroundAppRefreshOff: Bool, debuggerAttached: Bool? = nil,
+        otherAppsWakesPerDay: Double? = nil, now: UnixTime
     ) -> [PolicyAction] {
         var actions: [PolicyAction] = []
         conditionsChanged(
-            device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff, now: now,
-            into: &actions)
+            device: device, lowPowerMode: lowPowerMode, backgroundAppRefreshOff: backgroundAppRefreshOff,
+            debuggerAttached: debuggerAttached, otherAppsWakesPerDay: otherAppsWakesPerDay, now: now, into: &actions)
         return actions
     }
     public mutating func appStateChanged(device: DeviceSlot, bundleID: String, to state: AppState, now: UnixTime)
@@ -343,13 +363,30 @@ public struct ThrottleEngine: Sendable {
         return state.snapshot(settings: settings, now: now)
     }
 
-    /// Whether a keep-alive from `device` now would release a held push (one that is not silent, or a
-    /// silent one whose app may be woken). While it would not, keep-alives change nothing until the
-    /// device's conditions or an app's state change, or a push is held.
-    public func keepAliveReleases(device: DeviceSlot) -> Bool {
+    /// Whether a keep-alive from `device` at `now` would release a held push (one that is not silent,
+    /// or a silent one whose app may be woken). While it would not, keep-alives change nothing until the
+    /// device's conditions or an app's state change, a push is held, or a time-bound block ends
+    /// (`nextReleasingKeepAlive`).
+    public func keepAliveReleases(device: DeviceSlot, now: UnixTime) -> Bool {
         guard Int(device) < slots.count else { return false }
+        let conditions = decisionConditions(device, now: now)
         // Read in place: a forecast asks after every decision (a copy of the slot retained its arrays).
-        return slots[Int(device)].apps.anyReleasable(conditions: slots[Int(device)].conditions)
+        return slots[Int(device)].apps.anyReleasable(conditions: conditions, settings: settings, now: now)
+    }
+
+    /// The first instant from `now` at which a keep-alive from `device` would release a held push: now,
+    /// the end of its herd window, or its daily budget's reset; nil if none of them would (then a
+    /// change of conditions, an app's state or a new push is what can).
+    public func nextReleasingKeepAlive(device: DeviceSlot, now: UnixTime) -> UnixTime? {
+        guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return nil }
+        if keepAliveReleases(device: device, now: now) { return now }
+        var candidates: [UnixTime] = []
+        if let herd = slots[Int(device)].conditions.herdUntil, herd > now { candidates.append(herd) }
+        if settings.budgetModel.deviceDaily {
+            candidates.append(slots[Int(device)].daily.resetsAt(device: device, now: now))
+        }
+        for at in candidates.sorted() where keepAliveReleases(device: device, now: at) { return at }
+        return nil
     }
 
     public func conditions(of device: DeviceSlot) -> DeviceConditions {
@@ -542,26 +579,68 @@ public struct ThrottleEngine: Sendable {
         _ device: DeviceSlot, carrier: Carrier, now: UnixTime, into actions: inout [PolicyAction]
     ) {
         guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return }
-        let conditions = self.conditions(of: device)
+        var conditions = self.decisionConditions(device, now: now)
         let start = actions.count
-        let release: (inout AppThrottle, PolicySettings, inout [PolicyAction]) -> Void = { app, settings, actions in
-            app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
-        }
         if let sole = slots[Int(device)].apps.soleID {
-            update(AppKey(device: device, app: sole), now: now, actions: &actions, createIfMissing: false, release)
+            update(AppKey(device: device, app: sole), now: now, actions: &actions, createIfMissing: false) {
+                app, settings, actions in
+                app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
+            }
         } else {
             for app in slots[Int(device)].apps.ids {
-                update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false, release)
+                // Each app's release leaves the device-wide budget smaller for the next.
+                conditions.wakesLeft = wakesLeft(device, now: now, after: actions[start...])
+                update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
+                    app, settings, actions in
+                    app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
+                }
             }
         }
-        record(actions[start...], now: now)
+        record(actions[start...], device: device, now: now)
     }
 
-    private mutating func record(_ actions: ArraySlice<PolicyAction>, now: UnixTime) {
+    /// The conditions a decision for `device` reads at `now`: the device's own, with the wakes its daily
+    /// budget still allows when that budget applies (`budgetModel`) and no debugger is attached.
+    private func decisionConditions(_ device: DeviceSlot, now: UnixTime) -> DeviceConditions {
+        var conditions = self.conditions(of: device)
+        guard settings.budgetModel.deviceDaily, !conditions.debuggerAttached else { return conditions }
+        conditions.wakesLeft =
+            Int(device) < slots.count
+            ? slots[Int(device)].daily.left(capacity: settings.deviceDailyCapacity, device: device, now: now)
+            : settings.deviceDailyCapacity
+        return conditions
+    }
+
+    /// The device-wide budget's wakes left after the wakes among `actions` (not yet spent).
+    private func wakesLeft(_ device: DeviceSlot, now: UnixTime, after actions: ArraySlice<PolicyAction>)
+        -> Int
+    {
+        let left = decisionConditions(device, now: now).wakesLeft
+        return left == .max ? left : max(0, left - Self.budgetedWakes(in: actions))
+    }
+
+    /// Wakes the device-wide budget pays for among `actions`, less those the device did not run.
+    private static func budgetedWakes(in actions: ArraySlice<PolicyAction>) -> Int {
+        var count = 0
+        for action in actions {
+            switch action {
+            case .deliver(_, let rule, true) where rule != .debuggerAttached: count += 1
+            case .notWoken: count -= 1
+            default: continue
+            }
+        }
+        return count
+    }
+
+    /// Counts and logs `actions`; with `device`, the wakes among them are spent from its daily budget.
+    private mutating func record(_ actions: ArraySlice<PolicyAction>, device: DeviceSlot? = nil, now: UnixTime) {
         for action in actions {
             counters.count(action)
             if log.capacity > 0 { log.record(action, at: now) }
         }
+        guard let device, settings.budgetModel.deviceDaily, Int(device) < slots.count else { return }
+        let wakes = Self.budgetedWakes(in: actions)
+        if wakes != 0 { slots[Int(device)].daily.spend(wakes, device: device, now: now) }
     }
 }
 

@@ -20,6 +20,7 @@ public enum MessageType: String, CaseIterable, Sendable {
     case keepAlive = "keep_alive"
     case appState = "app_state"
     case conditions
+    case rebooted
     case requestActivityToken = "request_activity_token"
     case subscribeChannel = "subscribe_channel"
     case unsubscribeChannel = "unsubscribe_channel"
@@ -49,6 +50,8 @@ struct Envelope: Codable {
     var sequence: Int?
     var state: String?
     var low_power_mode: Bool?
+    var debugger_attached: Bool?
+    var other_apps_wakes_per_day: Double?
     var background_app_refresh_off: Bool?
     var apps: [InstalledApp]?
     var token: String?
@@ -161,9 +164,15 @@ extension DeviceMessage {
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"),
                 state: try envelope.need(envelope.state, "state"))
         case .conditions:
+            let others = envelope.other_apps_wakes_per_day ?? 0
+            guard others.isFinite, others >= 0 else {
+                throw ProtocolError("conditions: other_apps_wakes_per_day must be a number of 0 or more")
+            }
             return .conditions(
                 lowPowerMode: envelope.low_power_mode ?? false,
-                backgroundAppRefreshOff: envelope.background_app_refresh_off ?? false)
+                backgroundAppRefreshOff: envelope.background_app_refresh_off ?? false,
+                debuggerAttached: envelope.debugger_attached ?? false, otherAppsWakesPerDay: others)
+        case .rebooted: return .rebooted
         case .requestActivityToken:
             return .activityToken(
                 bundleID: try envelope.need(envelope.bundle_id, "bundle_id"), purpose: try envelope.purpose())
@@ -219,9 +228,13 @@ extension DeviceMessage {
             envelope = Envelope(type: .appState)
             envelope.bundle_id = bundleID
             envelope.state = state
-        case .conditions(let lowPowerMode, let backgroundAppRefreshOff):
+        case .rebooted:
+            envelope = Envelope(type: .rebooted)
+        case .conditions(let lowPowerMode, let backgroundAppRefreshOff, let debuggerAttached, let others):
             envelope = Envelope(type: .conditions)
             envelope.low_power_mode = lowPowerMode
+            if debuggerAttached { envelope.debugger_attached = true }
+            if others > 0 { envelope.other_apps_wakes_per_day = others }
             envelope.background_app_refresh_off = backgroundAppRefreshOff
         case .activityToken(let bundleID, let purpose):
             envelope = Envelope(type: .requestActivityToken)

@@ -24,8 +24,14 @@ public enum DeviceMessage: Equatable, Sendable {
     case keepAlive(sequence: Int)
     /// An app's state changed: foreground, background, suspended, not_running, force_quit.
     case appState(bundleID: String, state: String)
-    /// Device conditions changed.
-    case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
+    /// Device conditions changed (each message carries them all): Low Power Mode, Background App Refresh,
+    /// a debugger attached (the throttle is off), and how many background wakes a day the device's other
+    /// apps draw from its daily budget.
+    case conditions(
+        lowPowerMode: Bool, backgroundAppRefreshOff: Bool, debuggerAttached: Bool = false,
+        otherAppsWakesPerDay: Double = 0)
+    /// The device restarted: its silent wakes wait out the herd window.
+    case rebooted
     /// Asks for a Live Activity token of an installed app: the answer (`activityToken`) carries it;
     /// asking again for the same one gives the same token.
     case activityToken(bundleID: String, purpose: ActivityTokenPurpose)

@@ -202,8 +202,13 @@ public final class RuntimeShell: @unchecked Sendable {
             send(.appState(bundleID: bundleIDs[Int(app.index)], state: state.rawValue))
         case .complete(let apnsID, let app, let result):
             send(.complete(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], result: result.rawValue))
-        case .conditions(let lowPowerMode, let refreshOff):
-            send(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff))
+        case .conditions(let lowPowerMode, let refreshOff, let debugger, let others):
+            send(
+                .conditions(
+                    lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff, debuggerAttached: debugger,
+                    otherAppsWakesPerDay: others))
+        case .rebooted:
+            send(.rebooted)
         case .wakeRefused(let app, let apnsID, let reason):
             send(.notWoken(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], reason: reason.rawValue))
         case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,

@@ -29,6 +29,10 @@ public struct DeviceRuntime: Sendable {
     var awakeUntil: UnixTime?
     public internal(set) var lowPowerMode = false
     public internal(set) var backgroundAppRefresh = true
+    /// Told to the gateway with the conditions: a debugger attached (the throttle is off), and the
+    /// background wakes a day the device's other apps draw from its daily budget.
+    public internal(set) var debuggerAttached = false
+    public internal(set) var otherAppsWakesPerDay: Double = 0
     /// Background tasks are charged, and running time counted, up to this time.
     var chargedTo: UnixTime
     /// Milliseconds apps ran in the background (a battery proxy): an app in a wake, a location wake or
@@ -74,15 +78,16 @@ public struct DeviceRuntime: Sendable {
         case .lowPowerMode(let on):
             if lowPowerMode != on {
                 lowPowerMode = on
-                actions.append(.conditions(lowPowerMode: on, backgroundAppRefreshOff: !backgroundAppRefresh))
+                actions.append(conditions)
             }
         case .backgroundAppRefresh(let enabled):
             if backgroundAppRefresh != enabled {
                 backgroundAppRefresh = enabled
-                actions.append(.conditions(lowPowerMode: lowPowerMode, backgroundAppRefreshOff: !enabled))
+                actions.append(conditions)
             }
         case .memoryPressure(let app):
             if table.state(of: app) == .suspended { terminate(app, .memoryPressure, &actions) }
+        case .rebooted: reboot(&actions)
         case .pushDelivered(let app, let apnsID, let silent):
             if silent {
                 silentPush(app, apnsID: apnsID, now: now, &actions)
@@ -165,6 +170,29 @@ public struct DeviceRuntime: Sendable {
             }
         }
         return earliest == .max ? nil : UnixTime(milliseconds: earliest)
+    }
+
+    /// The device's conditions, all of them, as the gateway is told.
+    public var conditions: RuntimeAction {
+        .conditions(
+            lowPowerMode: lowPowerMode, backgroundAppRefreshOff: !backgroundAppRefresh,
+            debuggerAttached: debuggerAttached,
+            otherAppsWakesPerDay: otherAppsWakesPerDay)
+    }
+
+    /// The device restarts: every app that runs ends, without blame (its foreground transfers, tasks and
+    /// wake with it); background sessions are the system's and go on; the gateway is told.
+    mutating func reboot(_ actions: inout [RuntimeAction]) {
+        for app in table.slots {
+            switch table[app].state {
+            case .foreground, .background, .suspended: terminate(app, .reboot, &actions)
+            case .notRunning, .forceQuit: continue
+            }
+        }
+        paused.removeAll()
+        screenOn = false
+        awakeUntil = nil
+        actions.append(.rebooted)
     }
 
     /// Whether an app out of the foreground has a background task open.

@@ -132,7 +132,7 @@ public struct FreshnessLedger: Sendable {
                 tallies[profile].foregroundTransfers += 1
             }
         case .appState, .complete, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession,
-            .conditions:
+            .conditions, .rebooted:
             break
         }
     }
@@ -380,6 +380,7 @@ extension TerminationCause {
         case .watchdog: 2
         case .sessionHandlerNotCalled: 3
         case .memoryPressure: 4
+        case .reboot: 5
         }
     }
 }

@@ -12,6 +12,8 @@ public enum TerminationCause: String, Sendable, Equatable, CaseIterable {
     case sessionHandlerNotCalled = "session_handler_not_called"
     /// The system reclaimed a suspended app's memory (not counted against the app).
     case memoryPressure = "memory_pressure"
+    /// The device restarted (not counted against the app).
+    case reboot
 }
 
 /// What woke an app in the background.
@@ -83,6 +85,8 @@ public enum RuntimeEvent: Sendable, Equatable {
     case backgroundAppRefresh(enabled: Bool)
     /// The system reclaims memory: a suspended app is terminated.
     case memoryPressure(app: AppSlot)
+    /// The device restarts: every running app ends (not counted against it); background sessions go on.
+    case rebooted
     /// A push was delivered: silent (a background wake) or alerting (it wakes the device, R4).
     case pushDelivered(app: AppSlot, apnsID: APNsID, silent: Bool)
     /// A region or significant-location change for an app that monitors it (R8).
@@ -120,8 +124,13 @@ public enum RuntimeAction: Sendable, Equatable {
     case opened(app: AppSlot, contentVersion: Int?)
     /// A wake, fetch or session delivered new content to the app.
     case contentUpdated(app: AppSlot, version: Int, by: WakeKind?)
-    /// `conditions` to the gateway: Low Power Mode or Background App Refresh changed.
-    case conditions(lowPowerMode: Bool, backgroundAppRefreshOff: Bool)
+    /// `conditions` to the gateway (all of them): Low Power Mode or Background App Refresh changed, or
+    /// the device says at its start that a debugger is attached or its other apps draw on its budget.
+    case conditions(
+        lowPowerMode: Bool, backgroundAppRefreshOff: Bool, debuggerAttached: Bool = false,
+        otherAppsWakesPerDay: Double = 0)
+    /// `rebooted` to the gateway: the device restarted (its silent wakes wait out the herd window).
+    case rebooted
     /// A silent push the app was not woken for (force-quit, Low Power Mode, Background App Refresh off,
     /// or an iOS without silent notifications): `not_woken` to the gateway, which forgets the wake.
     case wakeRefused(app: AppSlot, apnsID: APNsID, reason: WakeRefusal)

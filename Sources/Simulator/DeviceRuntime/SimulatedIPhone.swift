@@ -45,7 +45,9 @@ public struct SimulatedIPhone: Sendable {
         }
     }
 
-    /// What the device does when it first connects: a user without Background App Refresh turns it off.
+    /// What the device does when it connects: a user without Background App Refresh turns it off, and a
+    /// device whose conditions are not the defaults (Low Power Mode, a debugger attached, other apps on
+    /// its budget) says them again — the gateway it reaches may be another node.
     public mutating func start<Link: TransferLink>(at now: UnixTime, link: inout Link) -> [RuntimeAction] {
         var actions: [RuntimeAction] = []
         start(at: now, link: &link, into: &actions)
@@ -56,8 +58,17 @@ public struct SimulatedIPhone: Sendable {
     public mutating func start<Link: TransferLink>(
         at now: UnixTime, link: inout Link, into actions: inout [RuntimeAction]
     ) {
-        guard user?.refreshOff == true else { return }
-        handle(.backgroundAppRefresh(enabled: false), at: now, link: &link, into: &actions)
+        if let profile = user?.profile {
+            runtime.debuggerAttached = profile.debugger_attached
+            runtime.otherAppsWakesPerDay = profile.other_apps_wakes_per_day
+        }
+        if user?.refreshOff == true, runtime.backgroundAppRefresh {
+            handle(.backgroundAppRefresh(enabled: false), at: now, link: &link, into: &actions)
+        } else if runtime.lowPowerMode || !runtime.backgroundAppRefresh || runtime.debuggerAttached
+            || runtime.otherAppsWakesPerDay > 0
+        {
+            actions.append(runtime.conditions)
+        }
     }
 
     /// Whether the users have nothing left to do before their end (`usersUntil`).
@@ -143,7 +154,7 @@ public struct SimulatedIPhone: Sendable {
             // The download resumes from its resume data when it starts (R11).
             resumeData[to.id] = had
         case .appState, .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated,
-            .wakeRefused, .activityUpdated, .activityViewed:
+            .wakeRefused, .activityUpdated, .activityViewed, .rebooted:
             break
         }
     }

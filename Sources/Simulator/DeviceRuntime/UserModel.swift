@@ -46,6 +46,9 @@ public struct UserModel: Sendable {
     /// The apps that monitor significant location changes, and when the user's next one is.
     private let locationApps: [AppSlot]
     private var locationAt: UnixTime?
+    /// Restarts: drawn from a stream of their own, so a profile with them keeps every other draw.
+    private var reboots: FastRandom
+    private var rebootAt: UnixTime?
 
     static let day: Int64 = 86_400_000
     static let hour: Int64 = 3_600_000
@@ -57,6 +60,7 @@ public struct UserModel: Sendable {
         self.locationApps = locationApps
         random = FastRandom(seed: seed ^ 0x5EED_0F05_E700)
         prompts = FastRandom(seed: seed ^ 0xA1E7_0F05_E700)
+        reboots = FastRandom(seed: seed ^ 0xB007_0F05_E700)
         shift = Int64((Self.uniform(&random) * 2 - 1) * profile.habit_shift_hours * Double(Self.hour))
         refreshOff = Self.uniform(&random) < profile.refresh_off_share
         if profile.low_power_hours_per_day > 0 {
@@ -64,6 +68,7 @@ public struct UserModel: Sendable {
         }
         planOpen(after: now)
         planLocationChange(after: now)
+        planReboot(after: now)
         nextAt = earliest()
     }
 
@@ -80,6 +85,7 @@ public struct UserModel: Sendable {
         consider(lowPowerAt)
         consider(lowPowerUntil)
         consider(locationAt)
+        consider(rebootAt)
         consider(ownOpen?.at)
         if let visit { consider(visit.leaveAt) } else { consider(promptedOpen?.at) }
         return earliest
@@ -103,6 +109,10 @@ public struct UserModel: Sendable {
         if let at = locationAt, at <= now {
             events += locationApps.map { .locationChanged(app: $0) }
             planLocationChange(after: at)
+        }
+        if let at = rebootAt, at <= now {
+            events.append(.rebooted)
+            planReboot(after: at)
         }
         if let current = visit, current.leaveAt <= now {
             events += [leaving(current), .screen(on: false)]
@@ -150,6 +160,13 @@ public struct UserModel: Sendable {
         locationAt = now.adding(
             milliseconds: max(
                 1, Int64(Self.exponential(mean: Double(Self.day) / profile.location_changes_per_day, &random))))
+    }
+
+    /// The device's next restart (exponential, `reboots_per_day`).
+    private mutating func planReboot(after now: UnixTime) {
+        guard profile.reboots_per_day > 0 else { return }
+        rebootAt = now.adding(
+            milliseconds: max(1, Int64(Self.exponential(mean: Double(Self.day) / profile.reboots_per_day, &reboots))))
     }
 
     /// An alert of `app` was shown: a user who is not using an app opens it, `alert_open_share` of
@@ -228,13 +245,22 @@ public struct UserProfile: Sendable, Equatable, Decodable {
     /// Significant location changes per day (the user moving about); each wakes the apps that monitor
     /// them (R8).
     public var location_changes_per_day: Double = 0
+    /// Restarts per day (an update, a flat battery, the user): after each the device's silent wakes wait
+    /// out the herd window (`policy.herd_seconds`).
+    public var reboots_per_day: Double = 0
+    /// Background wakes a day the phone's other apps (not the ones modelled) draw from its device-wide
+    /// daily budget (`policy.budget.model`).
+    public var other_apps_wakes_per_day: Double = 0
+    /// The developer's phone with Xcode attached: the throttle is off ("works from Xcode, not from
+    /// TestFlight").
+    public var debugger_attached = false
 
     public init() {}
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case habit_hours, habit_shift_hours, habit_jitter_minutes, extra_opens_per_day, session_seconds
         case force_quit_share, low_power_hours_per_day, refresh_off_share, alert_open_share, alert_open_seconds
-        case location_changes_per_day
+        case location_changes_per_day, reboots_per_day, other_apps_wakes_per_day, debugger_attached
     }
 
     public init(from decoder: any Decoder) throws {
@@ -263,6 +289,12 @@ public struct UserProfile: Sendable, Equatable, Decodable {
         location_changes_per_day =
             try values.decodeIfPresent(Double.self, forKey: .location_changes_per_day)
             ?? defaults.location_changes_per_day
+        reboots_per_day = try values.decodeIfPresent(Double.self, forKey: .reboots_per_day) ?? defaults.reboots_per_day
+        other_apps_wakes_per_day =
+            try values.decodeIfPresent(Double.self, forKey: .other_apps_wakes_per_day)
+            ?? defaults.other_apps_wakes_per_day
+        debugger_attached =
+            try values.decodeIfPresent(Bool.self, forKey: .debugger_attached) ?? defaults.debugger_attached
     }
 
     /// No habits and no extra opens: valid in a file (a command's `--opens-per-hour` may add opens), but
@@ -284,6 +316,12 @@ public struct UserProfile: Sendable, Equatable, Decodable {
         {
             return
                 "extra_opens_per_day, habit_shift_hours, habit_jitter_minutes, location_changes_per_day: must not be negative"
+        }
+        if !(0...100).contains(reboots_per_day) {
+            return "reboots_per_day: must be from 0 to 100, got \(reboots_per_day)"
+        }
+        if !(0...100_000).contains(other_apps_wakes_per_day) {
+            return "other_apps_wakes_per_day: must be from 0 to 100000, got \(other_apps_wakes_per_day)"
         }
         if !(0...24).contains(low_power_hours_per_day) { return "low_power_hours_per_day: must be from 0 to 24" }
         return nil

@@ -508,8 +508,8 @@ final class ForecastShard {
     /// they are not simulated: a device is looked at again when a push is held, or its conditions or an
     /// app's state change (a force-quit app relaunched, Low Power Mode ending).
     private func armKeepAlive(_ device: Int) {
-        guard keepAliveAt[device] == .max, Self.releases(&engine, device) else { return }
-        let at = keepAlives[device].first(atOrAfter: UnixTime(milliseconds: now)).milliseconds
+        guard keepAliveAt[device] == .max, let from = Self.releases(&engine, device, now) else { return }
+        let at = keepAlives[device].first(atOrAfter: from).milliseconds
         keepAliveAt[device] = at
         queue.schedule(at: at, .keepAlive, target: UInt32(device))
     }
@@ -563,11 +563,12 @@ final class ForecastShard {
                 engine.notWoken(
                     device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], id: id, reason: reason,
                     now: time, into: &decided)
-            case .conditions(let lowPowerMode, let refreshOff):
+            case .conditions(let lowPowerMode, let refreshOff, let debugger, let others):
                 engine.conditionsChanged(
                     device: DeviceSlot(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff,
-                    now: time,
-                    into: &decided)
+                    debuggerAttached: debugger, otherAppsWakesPerDay: others, now: time, into: &decided)
+            case .rebooted:
+                engine.rebooted(device: DeviceSlot(device), now: time)
             default:
                 continue
             }
@@ -584,8 +585,10 @@ final class ForecastShard {
         iphone.nextDeadline?.milliseconds ?? .max
     }
 
-    private static func releases(_ engine: inout ThrottleEngine, _ device: Int) -> Bool {
-        engine.keepAliveReleases(device: DeviceSlot(device))
+    /// From when a keep-alive of `device` would release something (now, or when a herd window or a
+    /// daily budget's period ends), or nil.
+    private static func releases(_ engine: inout ThrottleEngine, _ device: Int, _ now: Int64) -> UnixTime? {
+        engine.nextReleasingKeepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now))
     }
 
     private static func nextTimer(_ engine: inout ThrottleEngine) -> Int64? {
@@ -696,6 +699,7 @@ final class ForecastShard {
         case .lowPowerMode(let on): record(device, #""event":"low_power_mode","on":\#(on)"#)
         case .backgroundAppRefresh(let on): record(device, #""event":"background_app_refresh","on":\#(on)"#)
         case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(name(app, device))""#)
+        case .rebooted: record(device, #""event":"reboot""#)
         case .pushDelivered(let app, let id, let silent):
             record(
                 device,
@@ -765,10 +769,12 @@ final class ForecastShard {
                 device,
                 #""event":"content_updated","app":"\#(name(app, device))","version":\#(version),"by":"\#(by?.name ?? "foreground")""#
             )
-        case .conditions(let lowPower, let refreshOff):
+        case .conditions(let lowPower, let refreshOff, let debugger, let others):
             record(
                 device,
-                #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff)"#)
+                #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff),"debugger_attached":\#(debugger),"other_apps_wakes_per_day":\#(others)"#
+            )
+        case .rebooted: record(device, #""event":"rebooted""#)
         case .wakeRefused(let app, let id, let reason):
             record(
                 device,
