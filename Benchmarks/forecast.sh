@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pushgate forecast: a day of N iPhones (default 100,000) of the shipped mix, a version every 10 minutes
 # announced as each app's backend does, on one thread and on every core; then a day of M iPhones
-# (default 1,000,000) on every core, and a --search over 24 variants of 10,000 iPhones. Prints wall
+# (default 1,000,000) on every core, a --search over 24 variants of 10,000 iPhones, and the same search
+# under 3 assumptions (--assume policy.budget.capacity=2,3,5: 72 runs). Prints wall
 # time, events per second and peak resident memory (GNU time), and per device above a 1-device run's.
 # Fails (non-zero) if a run fails or prints no figure.
 # Usage: Benchmarks/forecast.sh [devices, default 100000] [large fleet, default 1000000; 0 skips it]
@@ -48,5 +49,16 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 grep -q "Pareto front" "$WORK/search.txt" || { echo "forecast.sh: the search printed no front" >&2; cat "$WORK/search.txt" >&2; exit 1; }
 echo "| --search, 24 variants of $SEARCHED iPhones, $CORES threads | $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f s", b - a}') | | | |"
+start=$(date +%s.%N)
+"$PG" forecast --devices "$SEARCHED" --threads "$CORES" --search app.com.example.news.announce=silent,silent_and_alert,none \
+  --search app.com.example.news.fetch=minimum,3600 --search policy.budget.refill_seconds=600,1200,2400,3600 \
+  --assume policy.budget.capacity=2,3,5 > "$WORK/assume.txt" \
+  || { cat "$WORK/assume.txt" >&2; echo "forecast.sh: the search under assumptions failed" >&2; exit 1; }
+end=$(date +%s.%N)
+grep -q "Best worst case" "$WORK/assume.txt" \
+  || { echo "forecast.sh: the search under assumptions named no recommendation" >&2; cat "$WORK/assume.txt" >&2; exit 1; }
+echo "| --search under --assume, 24 variants × 3 assumptions of $SEARCHED iPhones, $CORES threads | $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f s", b - a}') | | | |"
 echo
 sed -n '/^| variant/,$p' "$WORK/search.txt"
+echo
+sed -n '/^Under each assumption/,$p' "$WORK/assume.txt"

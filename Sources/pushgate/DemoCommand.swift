@@ -219,6 +219,7 @@ struct DemoCommand: AsyncParsableCommand {
             )
             print(forecast.report.text)
             print(forecast.costText)
+            print(ForecastResult.assumptions(day.policy))
         }
         try write(result, json: json, html: html)
         if dashboard {

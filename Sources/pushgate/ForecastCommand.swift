@@ -113,6 +113,19 @@ struct ForecastCommand: AsyncParsableCommand {
     @Option(help: "With --search: run this many combinations, chosen by the seed, instead of all.")
     var sample: Int?
 
+    @Option(
+        name: .customLong("assume"),
+        help: ArgumentHelp(
+            "A number Apple does not publish, and the values to try: key=value1,value2,… (policy.* keys, as for --compare); repeatable. Every variant runs under every combination, and the variant with the best worst case and the best average is named, with where the recommendation changes.",
+            valueName: "key=values"))
+    var assumptions: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Whose freshness ranks the variants: all (the fleet), or kinds of iPhone by name (news,chat). Default: the kinds whose apps the variants change, else all.",
+            valueName: "all|kind,…"))
+    var objective: String?
+
     @Option(help: "Write every event of this many devices (chosen by the seed) as JSON lines to --trace-file.")
     var trace = 0
 
@@ -158,6 +171,11 @@ struct ForecastCommand: AsyncParsableCommand {
         }
         if let sample, sample < 1 { throw ValidationError("--sample: at least 1") }
         if sample != nil, dimensions.isEmpty { throw ValidationError("--sample goes with --search") }
+        if let bad = assumptions.first(where: { !$0.hasPrefix("policy.") }) {
+            throw ValidationError(
+                "--assume '\(bad)': an assumption is a policy.* key (a number Apple does not publish), e.g. policy.budget.capacity=2,3,5"
+            )
+        }
         _ = try publicationHours()
     }
 
@@ -203,17 +221,60 @@ struct ForecastCommand: AsyncParsableCommand {
         return chosen
     }
 
+    /// Whose freshness ranks the variants: `--objective`, else the kinds whose apps a variant changes
+    /// (`app.<bundle id>.…`), else the fleet.
+    func rankedObjective(_ variants: [ForecastVariant], _ base: ForecastScenario) throws -> ForecastObjective {
+        let kinds = Set(base.kinds.map(\.name))
+        if let objective {
+            if objective == "all" { return .fleet }
+            let named = Set(objective.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            if let unknown = named.subtracting(kinds).sorted().first {
+                throw ValidationError(
+                    "--objective: no kind of iPhone '\(unknown)' in this fleet (\(kinds.sorted().joined(separator: ", ")), or all)"
+                )
+            }
+            return ForecastObjective(kinds: named)
+        }
+        let bundles = Set(
+            variants.flatMap(\.overrides).map(\.key).filter { $0.hasPrefix("app.") }.compactMap { key -> String? in
+                let rest = key.dropFirst("app.".count)
+                return rest.lastIndex(of: ".").map { String(rest[..<$0]) }
+            })
+        let changed = base.kinds.filter { kind in kind.profile.apps.contains { bundles.contains($0.bundle_id) } }
+        let names = Set(changed.map(\.name))
+        return names.isEmpty || names == kinds ? .fleet : ForecastObjective(kinds: names)
+    }
+
     func run() async throws {
         let base = try scenario()
         var variants = [ForecastVariant(name: "as configured", overrides: [])]
         variants += try self.variants.map { try ForecastVariant(flag: $0, option: "--compare") }
         if !dimensions.isEmpty { variants += try ForecastVariant.search(dimensions, sample: sample, seed: seed) }
-        let scenarios = try variants.map { try $0.apply(to: base, config: config, option: "--compare") }
-        var results: [ForecastResult] = []
-        for (index, scenario) in scenarios.enumerated() {
-            let label = scenarios.count > 1 ? "\(variants[index].name) (\(index + 1) of \(scenarios.count))" : nil
-            results.append(await Self.run(scenario, threads: threads, label: label))
+        let assumed =
+            assumptions.isEmpty
+            ? [ForecastVariant(name: "as configured", overrides: [])]
+            : try ForecastVariant.search(assumptions, sample: nil, seed: seed, option: "--assume")
+        let objective = try rankedObjective(variants, base)
+        // Every variant under every assumption, made (and checked) before any runs.
+        let grid = try variants.map { variant in
+            try assumed.map { assumption in
+                try ForecastVariant(name: variant.name, overrides: variant.overrides + assumption.overrides)
+                    .apply(to: base, config: config, option: assumptions.isEmpty ? "--compare" : "--assume")
+            }
         }
+        var runs: [[ForecastResult]] = []
+        let count = variants.count * assumed.count
+        for (index, scenarios) in grid.enumerated() {
+            var row: [ForecastResult] = []
+            for (which, scenario) in scenarios.enumerated() {
+                let name = assumed.count > 1 ? "\(variants[index].name) | \(assumed[which].name)" : variants[index].name
+                let label = count > 1 ? "\(name) (\(index * assumed.count + which + 1) of \(count))" : nil
+                row.append(await Self.run(scenario, threads: threads, label: label))
+            }
+            runs.append(row)
+        }
+        // The tables show the first assumption; the assumptions' own table follows them.
+        let results = runs.map { $0[0] }
         print(results[0].summary)
         if !base.traced.isEmpty {
             try (results[0].trace.joined(separator: "\n") + "\n").write(
@@ -224,20 +285,42 @@ struct ForecastCommand: AsyncParsableCommand {
         }
         var front: [Int] = []
         if results.count > 1 {
-            front = ParetoFront.indices(results.map { (Self.fresh($0), Self.cost($0)) })
+            front = ParetoFront.indices(results.map { (objective.freshness($0), objective.cost($0)) })
             print()
-            print(Self.comparison(variants.map(\.name), results, front: dimensions.isEmpty ? nil : front))
+            if assumed.count > 1 { print("The variants under the first assumption (\(assumed[0].name)):") }
+            print(
+                Self.comparison(
+                    variants.map(\.name), results, front: dimensions.isEmpty ? nil : front, objective: objective))
+        }
+        var robust: RobustChoice?
+        if assumed.count > 1 {
+            let choice = RobustChoice(
+                freshness: runs.map { $0.map(objective.freshness) }, cost: runs.map { $0.map(objective.cost) })
+            robust = choice
+            print()
+            print(
+                choice.text(
+                    strategies: variants.map(\.name), assumptions: assumed.map(\.name), objective: objective.name))
         }
         if let json {
-            let document = ForecastDocument(
-                runs: zip(variants, results).map { variant, result in
-                    var result = result
-                    result.trace = []
-                    return .init(
-                        name: variant.name, overrides: variant.overrides.map { "\($0.key)=\($0.value)" }, result: result
-                    )
+            var document = ForecastDocument(
+                runs: zip(variants, runs).flatMap { variant, row in
+                    zip(assumed, row).map { assumption, result in
+                        var result = result
+                        result.trace = []
+                        return .init(
+                            name: assumed.count > 1 ? "\(variant.name) | \(assumption.name)" : variant.name,
+                            overrides: (variant.overrides + assumption.overrides).map { "\($0.key)=\($0.value)" },
+                            result: result)
+                    }
                 },
-                paretoFront: dimensions.isEmpty ? nil : front.map { variants[$0].name })
+                paretoFront: dimensions.isEmpty ? nil : front.map { variants[$0].name }, objective: objective.name)
+            if let robust {
+                document.assumptions = .init(
+                    assumptions: assumed.map(\.name), bestWorstCase: variants[robust.bestWorstCase].name,
+                    bestOnAverage: variants[robust.bestOnAverage].name,
+                    bestUnder: robust.bestUnder.map { variants[$0].name })
+            }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try encoder.encode(document).write(to: URL(fileURLWithPath: json))
@@ -245,7 +328,12 @@ struct ForecastCommand: AsyncParsableCommand {
         }
         if let html {
             try ForecastPage.html(
-                names: variants.map(\.name), results: results, front: dimensions.isEmpty ? nil : front
+                names: variants.map(\.name), results: results, front: dimensions.isEmpty ? nil : front,
+                objective: objective,
+                robust: robust.map {
+                    $0.text(
+                        strategies: variants.map(\.name), assumptions: assumed.map(\.name), objective: objective.name)
+                }
             )
             .write(toFile: html, atomically: true, encoding: .utf8)
             print("report written to \(html)")
@@ -285,19 +373,30 @@ struct ForecastCommand: AsyncParsableCommand {
     static func percent(_ share: Double) -> String { "\(Int((share * 100).rounded())) %" }
 
     /// The variants side by side: freshness next to what it cost.
-    static func comparison(_ names: [String], _ results: [ForecastResult], front: [Int]?) -> String {
+    /// The variants side by side. With an objective other than the fleet, its freshness and awake time come
+    /// first (they rank the variants and draw the front), the fleet's beside them.
+    static func comparison(
+        _ names: [String], _ results: [ForecastResult], front: [Int]?, objective: ForecastObjective = .fleet
+    ) -> String {
         // With Live Activities: how fresh they were when seen, and the updates the budget cost them.
         let live = results.contains { ($0.report.rows.last?.activityViews ?? 0) > 0 }
+        let ranked = objective.kinds != nil
+        let head = ranked ? " fresh at open (\(objective.name)) | awake s (\(objective.name)) |" : ""
         var lines = [
-            "| variant | fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(live ? " Live Activities fresh when seen | their age p50 | updates dropped |" : "")\(front == nil ? "" : " Pareto front |")",
-            "|---|---|---|---|---|---|---|---|---|\(live ? "---|---|---|" : "")\(front == nil ? "" : "---|")",
+            "| variant |\(head) fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(live ? " Live Activities fresh when seen | their age p50 | updates dropped |" : "")\(front == nil ? "" : " Pareto front |")",
+            "|---|\(ranked ? "---|---|" : "")---|---|---|---|---|---|---|---|\(live ? "---|---|---|" : "")\(front == nil ? "" : "---|")",
         ]
+        func fresh(_ result: ForecastResult) -> Double { objective.freshness(result) }
+        func cost(_ result: ForecastResult) -> Double { objective.cost(result) }
         for (index, result) in results.enumerated() {
             let all = result.report.rows.last
             let cost = result.costs.last
             let age = all?.ageP50Seconds.map { "\(Int($0.rounded())) s" } ?? "–"
+            let first =
+                ranked
+                ? " \(percent(objective.freshness(result))) | \(ForecastResult.decimal(objective.cost(result))) |" : ""
             var line =
-                "| \(names[index])\(index == 0 ? " (today)" : "") | \(percent(fresh(result))) | \(age) | \(all?.opensWithoutContent ?? 0) | \(ForecastResult.decimal(cost?.pushesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.wakesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.awakeSecondsPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.megabytesPerDeviceDay ?? 0)) | \(cost?.terminations ?? 0) |"
+                "| \(names[index])\(index == 0 ? " (today)" : "") |\(first) \(percent(Self.fresh(result))) | \(age) | \(all?.opensWithoutContent ?? 0) | \(ForecastResult.decimal(cost?.pushesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.wakesPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.awakeSecondsPerDeviceDay ?? 0)) | \(ForecastResult.decimal(cost?.megabytesPerDeviceDay ?? 0)) | \(cost?.terminations ?? 0) |"
             if live {
                 let seen = all?.activityFreshAtView.map(percent) ?? "–"
                 let age = all?.activityAgeP50Seconds.map { "\(Int($0.rounded())) s" } ?? "–"
@@ -316,9 +415,10 @@ struct ForecastCommand: AsyncParsableCommand {
                             ? "" : " (\(percent(fresh(results[$0]))), \(ForecastResult.decimal(cost(results[$0]))) s)")
                 }
                 .joined(separator: "; ")
+            if ranked { text += " — ranked by \(objective.name)'s freshness and awake time" }
             if front.contains(0) {
                 text += "\nWhat runs today is on the front."
-            } else if let better = front.filter({ dominates(results[$0], results[0]) })
+            } else if let better = front.filter({ dominates(results[$0], results[0], objective) })
                 .max(by: { fresh(results[$0]) < fresh(results[$1]) })
             {
                 text +=
@@ -331,9 +431,10 @@ struct ForecastCommand: AsyncParsableCommand {
         return text
     }
 
-    /// `a` is at least as fresh as `b` for no more awake time, and better on one.
-    static func dominates(_ a: ForecastResult, _ b: ForecastResult) -> Bool {
-        fresh(a) >= fresh(b) && cost(a) <= cost(b) && (fresh(a) > fresh(b) || cost(a) < cost(b))
+    /// `a` is at least as fresh as `b` for no more awake time, and better on one (for `objective`).
+    static func dominates(_ a: ForecastResult, _ b: ForecastResult, _ objective: ForecastObjective) -> Bool {
+        let (fa, fb, ca, cb) = (objective.freshness(a), objective.freshness(b), objective.cost(a), objective.cost(b))
+        return fa >= fb && ca <= cb && (fa > fb || ca < cb)
     }
 
     /// How `name` beats today, in the figures as printed: a variant is called fresher only when its
@@ -366,6 +467,17 @@ struct ForecastDocument: Codable {
         var overrides: [String]
         var result: ForecastResult
     }
+    /// With `--assume`: the assumptions, and the recommendation across them.
+    struct Assumptions: Codable {
+        var assumptions: [String]
+        var bestWorstCase: String
+        var bestOnAverage: String
+        /// The best variant under each assumption, in their order.
+        var bestUnder: [String]
+    }
     var runs: [Run]
     var paretoFront: [String]?
+    /// Whose freshness ranked the variants (`all`, or kinds of iPhone).
+    var objective: String
+    var assumptions: Assumptions?
 }

@@ -139,14 +139,16 @@ struct ForecastVariant {
 
     /// `--search key=v1,v2,v3 …`: every combination of the dimensions' values (or `sample` of them,
     /// chosen by the seed), each a variant.
-    static func search(_ dimensions: [String], sample: Int?, seed: UInt64) throws -> [ForecastVariant] {
+    static func search(_ dimensions: [String], sample: Int?, seed: UInt64, option: String = "--search") throws
+        -> [ForecastVariant]
+    {
         let parsed = try dimensions.map { flag -> (String, [String]) in
             let pair = flag.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard pair.count == 2, !pair[0].isEmpty else {
-                throw ValidationError("--search: expected key=value1,value2,…, got '\(flag)'")
+                throw ValidationError("\(option): expected key=value1,value2,…, got '\(flag)'")
             }
             let values = pair[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard !values.isEmpty else { throw ValidationError("--search \(pair[0]): no values") }
+            guard !values.isEmpty else { throw ValidationError("\(option) \(pair[0]): no values") }
             return (pair[0], values)
         }
         var combinations: [[(key: String, value: String)]] = [[]]

@@ -30,7 +30,8 @@ import Testing
             "--json", json, "--html", html,
         ])
         #expect(status == 0, "\(output)")
-        #expect(output.contains("| variant | fresh at open |"))
+        #expect(
+            output.contains("| variant | fresh at open (news) | awake s (news) | fresh at open |"), "ranked by news")
         #expect(output.contains("| as configured (today) |"))
         #expect(output.contains("| budget 5 |"))
         #expect(output.contains("| policy.budget.capacity=8 app.com.example.news.announce=none |"))
@@ -54,6 +55,43 @@ import Testing
         let range = try await forecast(["--devices", "5", "--hours", "1", "--search", "policy.budget.capacity=0"])
         #expect(range.status != 0)
         #expect(range.output.contains("policy.budget.capacity"))
+    }
+
+    /// `--assume`: every variant under every assumption, ranked by the kinds whose apps the variants
+    /// change, with the best worst case, the best average and whether the answer holds; in the JSON too.
+    @Test(.enabled(if: GatewayProcess.binary != nil, "the pushgate binary is not built"))
+    func aSearchUnderSeveralAssumptionsNamesTheStrategyThatHolds() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("assume-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let json = directory.appendingPathComponent("a.json").path
+        let (status, output) = try await forecast([
+            "--devices", "30", "--hours", "3", "--threads", "2", "--search",
+            "app.com.example.news.announce=silent,none",
+            "--assume", "policy.budget.capacity=1,5", "--assume", "policy.budget.model=per_app,both", "--json", json,
+        ])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("Under each assumption — fresh at open of news (awake s per device-day):"))
+        #expect(
+            output.contains(
+                "| variant | policy.budget.capacity=1 policy.budget.model=per_app | policy.budget.capacity=1 policy.budget.model=both |"
+            ))
+        #expect(output.contains("◆ Best worst case: "))
+        #expect(output.contains("The recommendation "))
+        #expect(output.contains("| variant | fresh at open (news) | awake s (news) | fresh at open |"))
+        let document =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any]
+        #expect((document?["runs"] as? [Any])?.count == 3 * 4)
+        #expect(document?["objective"] as? String == "news")
+        let assumptions = document?["assumptions"] as? [String: Any]
+        #expect((assumptions?["bestUnder"] as? [String])?.count == 4)
+
+        let notPolicy = try await forecast(["--devices", "5", "--hours", "1", "--assume", "publish_every=60,600"])
+        #expect(notPolicy.status != 0)
+        #expect(notPolicy.output.contains("--assume 'publish_every=60,600': an assumption is a policy.* key"))
+        let unknown = try await forecast(["--devices", "5", "--hours", "1", "--objective", "weather"])
+        #expect(unknown.status != 0)
+        #expect(unknown.output.contains("--objective: no kind of iPhone 'weather'"))
     }
 
     /// A negative number is a value out of range, not a missing one; a malformed kind of iPhone names

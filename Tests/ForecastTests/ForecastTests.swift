@@ -317,6 +317,50 @@ import Testing
         #expect(fixed.milliseconds(bytes: 1_000_000, slowdown: 1, latency: 400) == 400)
     }
 
+    /// The recommendation across assumptions: the strategy with the best worst case, the best on average
+    /// (fresher first, then cheaper), the best under each, and whether that changes with the assumption.
+    @Test func aRobustChoiceNamesTheBestWorstCaseTheBestAverageAndWhereTheyDiffer() {
+        // Three strategies under three assumptions.
+        let choice = RobustChoice(
+            freshness: [[0.30, 0.30, 0.30], [0.50, 0.20, 0.45], [0.40, 0.25, 0.10]],
+            cost: [[100, 100, 100], [200, 200, 200], [50, 50, 50]])
+        #expect(choice.bestWorstCase == 0, "30 % at worst beats 20 % and 10 %")
+        #expect(choice.bestOnAverage == 1, "38 % on average")
+        #expect(choice.bestUnder == [1, 0, 1])
+        #expect(!choice.holdsUnderEveryAssumption)
+        let text = choice.text(
+            strategies: ["steady", "bold", "cheap"], assumptions: ["a", "b", "c"], objective: "news")
+        #expect(text.contains("| steady ◆ | 30 % (100.0) | 30 % (100.0) | 30 % (100.0) | 30 % | 30 % |"))
+        #expect(text.contains("◆ Best worst case: steady — 30 % at worst. ● Best on average: bold — 38 %."))
+        #expect(text.contains("The recommendation changes with the assumption: steady under b; bold under a, c."))
+        // At equal freshness the cheaper wins, whatever its place.
+        let tie = RobustChoice(freshness: [[0.3, 0.4], [0.3, 0.4]], cost: [[90, 90], [10, 10]])
+        #expect(tie.bestWorstCase == 1 && tie.bestOnAverage == 1 && tie.bestUnder == [1, 1])
+        #expect(tie.holdsUnderEveryAssumption)
+    }
+
+    /// An objective counts the opens and the devices of its kinds only; the fleet's is the last row.
+    @Test func anObjectiveCountsItsKindsOpensAndDevices() async {
+        var users = UserProfile()
+        users.habit_hours = [8, 12, 20]
+        users.extra_opens_per_day = 4
+        users.refresh_off_share = 0
+        let scenario = ForecastScenario(
+            kinds: [
+                Self.kind("news", users: users, devices: 3),
+                Self.kind("chat", announce: .none, users: users, devices: 2),
+            ],
+            start: Self.midnight, hours: 24, publications: PublicationSchedule(everySeconds: 600))
+        let result = await Forecast.run(scenario)
+        let news = result.report.rows.first { $0.profile == "news" }!
+        #expect(ForecastObjective(kinds: ["news"]).freshness(result) == Double(news.freshOpens) / Double(news.opens))
+        #expect(ForecastObjective.fleet.freshness(result) == result.report.rows.last!.freshAtOpen)
+        let costs = result.costs.filter { $0.profile != "all" }
+        let weighted = costs.map { $0.awakeSecondsPerDeviceDay * Double($0.devices) }.reduce(0, +) / 5
+        #expect(abs(ForecastObjective(kinds: ["news", "chat"]).cost(result) - weighted) < 1e-9)
+        #expect(ForecastObjective(kinds: ["news", "chat"]).name == "chat, news")
+    }
+
     @Test func theParetoFrontKeepsWhatNothingBeats() {
         let points: [(freshness: Double, cost: Double)] = [(0.5, 10), (0.6, 20), (0.4, 30), (0.6, 15), (0.2, 1)]
         #expect(ParetoFront.indices(points) == [0, 3, 4])

@@ -143,6 +143,7 @@ public struct ForecastResult: Sendable, Codable {
             "publish every: \(scenario.publications.everySeconds) s"
                 + (scenario.publications.hours.map { ", between \($0.start) h and \($0.end) h UTC" } ?? ""),
             "policy: budget \(policy.budgetCapacity), refill \(policy.refillIntervalSeconds) s, completion \(policy.completionDeadlineSeconds) s, held \(policy.heldStorage), piggyback \(policy.alertPiggybackScope.rawValue)",
+            "field throttle: budget model \(policy.budgetModel.rawValue), device daily \(policy.deviceDailyCapacity), inactive app after \(policy.inactiveAppDays) days (0: off), herd window \(policy.herdSeconds) s",
             "Live Activity budget: \(policy.liveActivityCapacity), refill \(policy.liveActivityRefillSeconds) s; with frequent updates \(policy.liveActivityFrequentCapacity), refill \(policy.liveActivityFrequentRefillSeconds) s",
             "keep-alive: \(scenario.keepAliveSeconds) s ± \(Int(scenario.keepAliveJitter * 100)) %",
             "link: \(scenario.link.bytesPerSecond) B/s per device (0: unpaced), latency \(scenario.link.latencyMilliseconds) ms\(scenario.link.latencyP90Milliseconds.map { " (p90 \($0) ms)" } ?? ""); item \(scenario.itemBytes) bytes unless the app says",
@@ -151,6 +152,16 @@ public struct ForecastResult: Sendable, Codable {
             lines.append("\(kind.name): iOS \(kind.profile.ios), \(kind.profile.strategy)")
         }
         return lines
+    }
+
+    /// One line saying which of the numbers Apple does not publish the answer rests on, and how to try
+    /// others.
+    public static func assumptions(_ policy: PolicySettings) -> String {
+        "It assumes numbers Apple does not publish: policy.budget.model=\(policy.budgetModel.rawValue), "
+            + "policy.budget.capacity=\(policy.budgetCapacity) (one more every \(policy.refillIntervalSeconds) s), "
+            + "policy.budget.device_daily.capacity=\(policy.deviceDailyCapacity), "
+            + "policy.inactive_app_days=\(policy.inactiveAppDays), policy.herd_seconds=\(policy.herdSeconds) — "
+            + "pushgate forecast --assume policy.budget.capacity=2,3,5 (any of them) shows whether an answer holds under others."
     }
 
     /// The cost table for a terminal.
