@@ -262,17 +262,11 @@ struct ForecastCommand: AsyncParsableCommand {
                     .apply(to: base, config: config, option: assumptions.isEmpty ? "--compare" : "--assume")
             }
         }
-        var runs: [[ForecastResult]] = []
-        let count = variants.count * assumed.count
-        for (index, scenarios) in grid.enumerated() {
-            var row: [ForecastResult] = []
-            for (which, scenario) in scenarios.enumerated() {
-                let name = assumed.count > 1 ? "\(variants[index].name) | \(assumed[which].name)" : variants[index].name
-                let label = count > 1 ? "\(name) (\(index * assumed.count + which + 1) of \(count))" : nil
-                row.append(await Self.run(scenario, threads: threads, label: label))
-            }
-            runs.append(row)
+        let names = variants.flatMap { variant in
+            assumed.map { assumed.count > 1 ? "\(variant.name) | \($0.name)" : variant.name }
         }
+        let flat = await Self.runAll(grid.flatMap { $0 }, names: names, threads: threads)
+        let runs = stride(from: 0, to: flat.count, by: assumed.count).map { Array(flat[$0..<($0 + assumed.count)]) }
         // The tables show the first assumption; the assumptions' own table follows them.
         let results = runs.map { $0[0] }
         print(results[0].summary)
@@ -338,6 +332,41 @@ struct ForecastCommand: AsyncParsableCommand {
             .write(toFile: html, atomically: true, encoding: .utf8)
             print("report written to \(html)")
         }
+    }
+
+    /// Several forecasts: `threads` at a time, each on one thread (independent runs keep every core busy,
+    /// where one run's shards wait for each other at every step), results in their order. One alone runs
+    /// on every thread, with its progress line.
+    static func runAll(_ scenarios: [ForecastScenario], names: [String], threads: Int) async -> [ForecastResult] {
+        guard scenarios.count > 1 else { return [await run(scenarios[0], threads: threads, label: nil)] }
+        let interactive = isatty(STDOUT_FILENO) != 0
+        var results = [ForecastResult?](repeating: nil, count: scenarios.count)
+        await withTaskGroup(of: (Int, ForecastResult).self) { group in
+            var next = 0
+            func start() {
+                guard next < scenarios.count else { return }
+                let (index, scenario) = (next, scenarios[next])
+                group.addTask { (index, await Forecast.run(scenario, threads: 1)) }
+                next += 1
+            }
+            for _ in 0..<min(max(1, threads), scenarios.count) { start() }
+            var done = 0
+            while let (index, result) = await group.next() {
+                results[index] = result
+                done += 1
+                if interactive {
+                    print("\u{1B}[2K\rforecast: \(done) of \(scenarios.count) runs", terminator: "")
+                    fflush(nil)
+                } else {
+                    print(
+                        "ran \(names[index]) (\(index + 1) of \(scenarios.count)): \(Self.percent(Self.fresh(result))) fresh at open, \(ForecastResult.decimal(result.seconds)) s"
+                    )
+                }
+                start()
+            }
+        }
+        if interactive { print("\u{1B}[2K\r", terminator: "") }
+        return results.map { $0! }
     }
 
     /// One forecast, with a progress line on a terminal.
