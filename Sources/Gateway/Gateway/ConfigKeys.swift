@@ -290,6 +290,14 @@ public enum ConfigKeys {
             "Background wakes a device's daily budget allows, shared by every app on it and by its other apps' traffic (Apple gives no number: 'up to several background push notifications per hour across all apps'; three an hour for a day).",
             to: \.policy.deviceDailyCapacity),
         .int(
+            "policy.widgets.daily_budget", "70", in: 0...100_000,
+            "Widget reloads a day widget pushes (apns-push-type: widgets) may trigger per device and app; past it the newest waits for the next 24-hour window (WidgetKit: 'typically 40 to 70 refreshes a day' for a frequently viewed widget; whether pushes count Apple does not say). 0: not budgeted.",
+            to: \.policy.widgetDailyBudget),
+        .int(
+            "policy.controls.daily_budget", "0", in: 0...100_000,
+            "The same for control pushes (apns-push-type: controls). Apple documents no budget for them: 0, none.",
+            to: \.policy.controlDailyBudget),
+        .int(
             "policy.inactive_app_days", "14", in: 0...3650,
             "An app the user has not launched for this many days gets no silent wakes until it is opened (Apple DTS: 'if the user has not launched the app for a while'; Apple gives no number). 0: off.",
             to: \.policy.inactiveAppDays),

@@ -51,6 +51,9 @@ public struct AppThrottle: Sendable, Equatable {
         /// A Live Activity's priority-10 budget, named by the activity's update token; kept while it is
         /// not full.
         case activity(DeviceToken, LiveActivityBudget)
+        /// The app's daily budget of widget or control reloads (by push type); kept while its window
+        /// has spent some.
+        case reloads(PushType, ReloadBudget)
     }
 
     public var held: [HeldPush] {
@@ -73,8 +76,11 @@ public struct AppThrottle: Sendable, Equatable {
         guard conditions.online, hasHeld else { return false }
         let silentAllowed = silentWakeBlocked(conditions, settings, now) == nil
         return pending.contains {
-            if case .held(let entry) = $0 { return silentAllowed || !entry.isSilent }
-            return false
+            guard case .held(let entry) = $0 else { return false }
+            if let capacity = settings.reloadBudget(for: entry.notification.pushType) {
+                return reloadsLeft(entry.notification.pushType, capacity: capacity, now: now) > 0
+            }
+            return silentAllowed || !entry.isSilent
         }
     }
 
@@ -120,6 +126,14 @@ public struct AppThrottle: Sendable, Equatable {
             release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
         case .other:
             if push.priority == .low { return keep(push, expiresAt, .lowPriority, conditions, settings, &actions) }
+            if let capacity = settings.reloadBudget(for: push.pushType) {
+                // A widget or control reload, within its app's daily budget (WidgetKit's).
+                guard reloadsLeft(push.pushType, capacity: capacity, now: now) > 0 else {
+                    return keep(push, expiresAt, .reloadBudget, conditions, settings, &actions)
+                }
+                spendReloads(push.pushType, 1, now: now)
+                return actions.append(.deliver(push, rule: .reloadOnBudget, wake: false))
+            }
             if push.pushType == .liveactivity {
                 // Priority 5 does not count against the budget: it goes with the device's next window.
                 if push.priority == .conservePower {
@@ -148,12 +162,26 @@ public struct AppThrottle: Sendable, Equatable {
         let silentAllowed = silentWakeBlocked(conditions, settings, now) == nil
         // The device-wide budget bounds how many wakes go at once.
         var allowance = conditions.debuggerAttached ? Int.max : conditions.wakesLeft
+        // Held widget and control pushes go only as their daily budgets allow.
+        var reloads: [PushType: Int] = [:]
+        for type in [PushType.widgets, .controls] {
+            if let capacity = settings.reloadBudget(for: type) {
+                reloads[type] = reloadsLeft(type, capacity: capacity, now: now)
+            }
+        }
+        var reloaded: [PushType: Int] = [:]
         let onlyKeptAway = carrier == .reconnect
         var woken: [PushNotification] = []
         pending.removeAll { item in
             guard case .held(let entry) = item, !onlyKeptAway || entry.rule == .offline else { return false }
+            let type = entry.notification.pushType
             if let expiresAt = entry.expiresAt, expiresAt < now {
                 actions.append(.discard(entry.notification.id, rule: .expired))
+            } else if let left = reloads[type] {
+                guard left > 0 else { return false }
+                reloads[type] = left - 1
+                reloaded[type, default: 0] += 1
+                actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
             } else if !entry.isSilent {
                 actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
             } else if silentAllowed, allowance > 0 {
@@ -165,6 +193,7 @@ public struct AppThrottle: Sendable, Equatable {
             return true
         }
         for push in woken { wake(push, rule: carrier.rule, into: &actions) }
+        for (type, count) in reloaded { spendReloads(type, count, now: now) }
         compact()
     }
 
@@ -306,6 +335,7 @@ public struct AppThrottle: Sendable, Equatable {
             switch item {
             case .awaiting, .sent: return false
             case .activity(_, let budget): return budget.isFull(size: size, now: now)
+            case .reloads(_, let budget): return budget.isFull(now: now)
             case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
                 actions.append(.discard(entry.notification.id, rule: .expired))
@@ -329,7 +359,7 @@ public struct AppThrottle: Sendable, Equatable {
             case .awaiting(_, let deadline): earliest = min(earliest, deadline.milliseconds)
             case .held(let entry): if let at = entry.expiresAt { earliest = min(earliest, at.milliseconds) }
             case .missed(_, let forgetAt): earliest = min(earliest, forgetAt.milliseconds)
-            case .sent, .activity: continue
+            case .sent, .activity, .reloads: continue
             }
         }
         nextDue = earliest == .max ? .max : earliest + 1
@@ -371,8 +401,11 @@ public struct AppThrottle: Sendable, Equatable {
         // Live Activity budgets refilled to the brim are nothing to remember; anything else pending is.
         let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         let onlyFullBudgets = pending.allSatisfy {
-            if case .activity(_, let budget) = $0 { return budget.isFull(size: size, now: now) }
-            return false
+            switch $0 {
+            case .activity(_, let budget): return budget.isFull(size: size, now: now)
+            case .reloads(_, let budget): return budget.isFull(now: now)
+            default: return false
+            }
         }
         guard onlyFullBudgets else { return false }
         if tokens.isNaN { return strikes == 0 }
@@ -442,6 +475,11 @@ public struct AppThrottle: Sendable, Equatable {
                 actions.append(.discard(entry.notification.id, rule: .coalescedNewest))
                 return true
             }
+            // A widget or a control shows its newest content: one reload waits, the newest.
+            if push.pushType == .widgets || push.pushType == .controls, entry.notification.pushType == push.pushType {
+                actions.append(.discard(entry.notification.id, rule: .coalescedNewest))
+                return true
+            }
             heldCount += 1
             return false
         }
@@ -508,6 +546,28 @@ public struct AppThrottle: Sendable, Equatable {
             pending.append(.activity(activity, budget))
         }
         return taken
+    }
+
+    /// Reloads of `type` left in the app's daily budget at `now`.
+    private func reloadsLeft(_ type: PushType, capacity: Int, now: UnixTime) -> Int {
+        for item in pending {
+            if case .reloads(type, let budget) = item { return budget.left(capacity: capacity, now: now) }
+        }
+        return capacity
+    }
+
+    /// Spends `count` reloads of `type` (the budget is made on first use).
+    private mutating func spendReloads(_ type: PushType, _ count: Int, now: UnixTime) {
+        for index in pending.indices {
+            if case .reloads(type, var budget) = pending[index] {
+                budget.spend(count, now: now)
+                pending[index] = .reloads(type, budget)
+                return
+            }
+        }
+        var budget = ReloadBudget(now: now)
+        budget.spend(count, now: now)
+        pending.append(.reloads(type, budget))
     }
 
     /// Priority-10 updates left in each Live Activity's budget that is not full, by update token.

@@ -136,6 +136,7 @@ extension Rule {
         case .deviceBudget: 9
         case .thunderingHerd: 10
         case .appInactive: 11
+        case .reloadBudget: 12
         default: nil
         }
     }

@@ -29,6 +29,23 @@ public struct PolicySettings: Sendable, Equatable {
     public var liveActivityFrequentCapacity: Int = 30
     public var liveActivityFrequentRefillSeconds: Int64 = 60
 
+    /// Reloads a day a widget push (`widgets`, iOS 26's WidgetPushHandler) may trigger per (device, app):
+    /// WidgetKit budgets a widget's reloads ("typically 40 to 70 refreshes a day" for a frequently viewed
+    /// widget); whether pushes count Apple does not say. 0: not budgeted.
+    public var widgetDailyBudget: Int = 70
+    /// The same for control pushes (`controls`, iOS 18's ControlPushHandler): Apple documents no budget,
+    /// so none by default (0); a number budgets them as widgets are.
+    public var controlDailyBudget: Int = 0
+
+    /// The daily budget of `type`'s reloads, or nil when it has none.
+    func reloadBudget(for type: PushType) -> Int? {
+        switch type {
+        case .widgets: return widgetDailyBudget > 0 ? widgetDailyBudget : nil
+        case .controls: return controlDailyBudget > 0 ? controlDailyBudget : nil
+        default: return nil
+        }
+    }
+
     /// How many held pushes an app keeps: `newestOnly` keeps what APNs keeps (the newest silent push);
     /// `upTo(n)` keeps up to n (as FCM keeps up to 100), discarding the oldest beyond that.
     public var heldStorage: HeldStorage = .newestOnly

@@ -38,6 +38,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case onBudget = "on_budget"
     /// A silent push to a device with a debugger attached: no throttle.
     case debuggerAttached = "woken_debugger_attached"
+    /// A widget or control push within its app's daily reload budget.
+    case reloadOnBudget = "reload_on_budget"
     /// A priority-10 Live Activity update within its activity's budget.
     case liveActivityOnBudget = "live_activity_on_budget"
     /// A channel's broadcast, written to a subscriber connected when it was broadcast.
@@ -61,6 +63,9 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case thunderingHerd = "held_thundering_herd"
     /// The user has not launched the app for `policy.inactive_app_days`: waits for a launch.
     case appInactive = "held_app_inactive"
+    /// A widget or control push past its app's daily reload budget: the newest waits for the budget's
+    /// next window, then a delivery window.
+    case reloadBudget = "held_reload_budget"
     // released
     case piggybackAlert = "released_piggyback_alert"
     case piggybackKeepAlive = "released_piggyback_keep_alive"
@@ -85,7 +90,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     /// and a restart or a node change sends it again rather than holding or coalescing it.
     public var isDelivery: Bool {
         switch self {
-        case .alerting, .immediate, .onBudget, .debuggerAttached, .liveActivityOnBudget, .broadcast: return true
+        case .alerting, .immediate, .onBudget, .debuggerAttached, .reloadOnBudget, .liveActivityOnBudget, .broadcast:
+            return true
         default: return isRelease
         }
     }
@@ -94,7 +100,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     public var isHeld: Bool {
         switch self {
         case .overBudget, .forceQuit, .lowPowerMode, .backgroundAppRefreshOff, .offline, .lowPriority,
-            .deferredPowerSaving, .liveActivityOverBudget, .opportunistic, .deviceBudget, .thunderingHerd, .appInactive:
+            .deferredPowerSaving, .liveActivityOverBudget, .opportunistic, .deviceBudget, .thunderingHerd, .appInactive,
+            .reloadBudget:
             return true
         default: return false
         }

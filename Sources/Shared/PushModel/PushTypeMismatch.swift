@@ -11,6 +11,8 @@ public enum PushTypeMismatch: String, Sendable, CaseIterable, Codable {
     case alertWithoutVisibleContent = "alert_without_visible_content"
     /// `alert` or `background` with no `aps` object at all.
     case noAPS = "no_aps"
+    /// `widgets` or `controls` without `aps.content-changed: true`: the system has nothing to reload for.
+    case withoutContentChanged = "without_content_changed"
 
     /// The mismatch, if any, of a payload under a push type. Other push types carry what their
     /// frameworks read (VoIP, MDM and location payloads need no `aps`).
@@ -23,6 +25,8 @@ public enum PushTypeMismatch: String, Sendable, CaseIterable, Codable {
             if !payload.hasAPS { return .noAPS }
             if payload.isAlerting { return .backgroundWithVisibleContent }
             return payload.contentAvailable ? nil : .backgroundWithoutContentAvailable
+        case .widgets, .controls:
+            return payload.contentChanged ? nil : .withoutContentChanged
         default:
             return nil
         }
@@ -34,6 +38,7 @@ public enum PushTypeMismatch: String, Sendable, CaseIterable, Codable {
         case .backgroundWithoutContentAvailable: "background push without content-available: 1"
         case .alertWithoutVisibleContent: "alert push with no alert, sound or badge"
         case .noAPS: "no aps dictionary"
+        case .withoutContentChanged: "widgets or controls push without content-changed: true"
         }
     }
 }
