@@ -28,6 +28,7 @@ public struct DeviceDailyBudget: Sendable, Equatable {
     /// Wakes left at `now` out of `capacity` (after the other apps' share so far).
     public func left(capacity: Int, device: DeviceSlot, now: UnixTime) -> Int {
         let (start, used) = period(at: now.milliseconds, device: device)
+        guard othersPerDay > 0 else { return max(0, capacity - Int(used)) }
         let others = Int(Double(othersPerDay) * Double(now.milliseconds - start) / Double(Self.periodMilliseconds))
         return max(0, capacity - Int(used) - others)
     }

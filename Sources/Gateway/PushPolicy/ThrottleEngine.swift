@@ -60,6 +60,14 @@ public struct ThrottleEngine: Sendable {
 
         func state(at index: Int) -> AppThrottle { index == 0 ? first!.state : rest[index - 1].state }
 
+        /// Whether any app holds a push (a forecast asks after every decision: most hold nothing).
+        var anyHeld: Bool {
+            guard let first else { return false }
+            if first.state.hasHeld { return true }
+            for index in rest.indices where rest[index].state.hasHeld { return true }
+            return false
+        }
+
         /// Whether a delivery window now would take a held push of any app along (`AppThrottle.releasable`).
         func anyReleasable(conditions: DeviceConditions, settings: PolicySettings, now: UnixTime) -> Bool {
             guard let first else { return false }
@@ -209,7 +217,9 @@ public struct ThrottleEngine: Sendable {
         device: DeviceSlot, app policyApp: PolicyApp, to state: AppState, now: UnixTime,
         into actions: inout [PolicyAction]
     ) {
-        let conditions = self.decisionConditions(device, now: now)
+        // Only an open can release anything: the budget is read for it alone.
+        let conditions =
+            state == .foreground ? self.decisionConditions(device, now: now) : self.conditions(of: device)
         let start = actions.count
         update(AppKey(device: device, app: policyApp.id), now: now, actions: &actions) { app, settings, actions in
             app.appStateChanged(to: state, conditions: conditions, settings: settings, now: now, into: &actions)
@@ -368,7 +378,7 @@ public struct ThrottleEngine: Sendable {
     /// device's conditions or an app's state change, a push is held, or a time-bound block ends
     /// (`nextReleasingKeepAlive`).
     public func keepAliveReleases(device: DeviceSlot, now: UnixTime) -> Bool {
-        guard Int(device) < slots.count else { return false }
+        guard Int(device) < slots.count, slots[Int(device)].apps.anyHeld else { return false }
         let conditions = decisionConditions(device, now: now)
         // Read in place: a forecast asks after every decision (a copy of the slot retained its arrays).
         return slots[Int(device)].apps.anyReleasable(conditions: conditions, settings: settings, now: now)
@@ -378,7 +388,7 @@ public struct ThrottleEngine: Sendable {
     /// the end of its herd window, or its daily budget's reset; nil if none of them would (then a
     /// change of conditions, an app's state or a new push is what can).
     public func nextReleasingKeepAlive(device: DeviceSlot, now: UnixTime) -> UnixTime? {
-        guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return nil }
+        guard Int(device) < slots.count, slots[Int(device)].apps.anyHeld else { return nil }
         if keepAliveReleases(device: device, now: now) { return now }
         var candidates: [UnixTime] = []
         if let herd = slots[Int(device)].conditions.herdUntil, herd > now { candidates.append(herd) }
