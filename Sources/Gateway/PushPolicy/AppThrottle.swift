@@ -162,14 +162,10 @@ public struct AppThrottle: Sendable, Equatable {
         let silentAllowed = silentWakeBlocked(conditions, settings, now) == nil
         // The device-wide budget bounds how many wakes go at once.
         var allowance = conditions.debuggerAttached ? Int.max : conditions.wakesLeft
-        // Held widget and control pushes go only as their daily budgets allow.
-        var reloads: [PushType: Int] = [:]
-        for type in [PushType.widgets, .controls] {
-            if let capacity = settings.reloadBudget(for: type) {
-                reloads[type] = reloadsLeft(type, capacity: capacity, now: now)
-            }
-        }
-        var reloaded: [PushType: Int] = [:]
+        // Held widget and control pushes go only as their daily budgets allow (nil: no budget).
+        var widgets = settings.reloadBudget(for: .widgets).map { reloadsLeft(.widgets, capacity: $0, now: now) }
+        var controls = settings.reloadBudget(for: .controls).map { reloadsLeft(.controls, capacity: $0, now: now) }
+        var reloaded = (widgets: 0, controls: 0)
         let onlyKeptAway = carrier == .reconnect
         var woken: [PushNotification] = []
         pending.removeAll { item in
@@ -177,10 +173,15 @@ public struct AppThrottle: Sendable, Equatable {
             let type = entry.notification.pushType
             if let expiresAt = entry.expiresAt, expiresAt < now {
                 actions.append(.discard(entry.notification.id, rule: .expired))
-            } else if let left = reloads[type] {
+            } else if type == .widgets, let left = widgets {
                 guard left > 0 else { return false }
-                reloads[type] = left - 1
-                reloaded[type, default: 0] += 1
+                widgets = left - 1
+                reloaded.widgets += 1
+                actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
+            } else if type == .controls, let left = controls {
+                guard left > 0 else { return false }
+                controls = left - 1
+                reloaded.controls += 1
                 actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
             } else if !entry.isSilent {
                 actions.append(.deliver(entry.notification, rule: carrier.rule, wake: false))
@@ -193,7 +194,8 @@ public struct AppThrottle: Sendable, Equatable {
             return true
         }
         for push in woken { wake(push, rule: carrier.rule, into: &actions) }
-        for (type, count) in reloaded { spendReloads(type, count, now: now) }
+        if reloaded.widgets > 0 { spendReloads(.widgets, reloaded.widgets, now: now) }
+        if reloaded.controls > 0 { spendReloads(.controls, reloaded.controls, now: now) }
         compact()
     }
 
