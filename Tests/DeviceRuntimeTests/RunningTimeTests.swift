@@ -87,3 +87,40 @@ import Testing
         #expect(moved.resumeFrom == TransferRequest.resumeFromCancelled, "from the resume data the move kept")
     }
 }
+
+/// Found by a forecast (issue 51: hours of awake time): a wake begun in the foreground has no deadline
+/// there, and if the user left with its download moved to a background session, the wake waited for a
+/// transfer the app no longer had — in the background for good. Its time now runs from the leave, and a
+/// transfer moved away (or cut off) answers it.
+@Suite struct WakeBegunInTheForegroundTests {
+    let app: AppSlot = 0
+
+    @Test func aWakeBegunInTheForegroundEndsAfterTheUserLeaves() throws {
+        var rig = Rig(.ios17, .with { $0.movesDownloadToBackgroundSession = true })
+        rig.send(.userOpened(app: app))
+        rig.send(.pushDelivered(app: app, apnsID: .a, silent: true))
+        let manifest = try #require(rig.started().last)
+        let item = try #require(
+            rig.started(rig.send(.transferFinished(id: manifest.id, result: .manifest(version: 5)))).first)
+        rig.send(.userLeft(app: app))
+        // The task's expiration moves the download (25 s of awake time): the wake has its answer.
+        let later = rig.advance(seconds: 26)
+        #expect(
+            later.contains { if case .moveToBackgroundSession(let from, _) = $0 { from == item.id } else { false } })
+        #expect(rig.completions(later) == [.newData])
+        #expect(rig.app.state == .suspended)
+        rig.advance(seconds: 3600)
+        #expect(rig.runtime.backgroundRunMilliseconds < 30_000, "not in the background for the hour")
+    }
+
+    @Test func aWakeBegunInTheForegroundHasItsThirtySecondsFromTheLeave() throws {
+        var rig = Rig(.ios17, .with { $0.forgetsCompletion = 1 })
+        rig.send(.userOpened(app: app))
+        rig.send(.pushDelivered(app: app, apnsID: .a, silent: true))
+        rig.advance(seconds: 120)
+        #expect(rig.terminations().isEmpty, "in the foreground: no deadline")
+        rig.send(.userLeft(app: app))
+        #expect(rig.terminations(rig.advance(seconds: 29.9)).isEmpty)
+        #expect(rig.terminations(rig.advance(seconds: 0.2)) == [.wakeOverrun])
+    }
+}

@@ -33,6 +33,10 @@ extension DeviceRuntime {
         guard table[app].state == .foreground else { return }
         table[app].state = .background
         actions.append(.appState(app: app, state: .background))
+        // A wake begun in the foreground had no deadline there (R7): its handler's time runs from now.
+        if let wake = table[app].wake, wake.deadline.milliseconds == .max {
+            table[app].wake!.deadline = now.adding(seconds: wakeSeconds(wake.kind))
+        }
         let behaviour = table[app].behaviour
         if behaviour.didEnterBackgroundMilliseconds > profile.didEnterBackgroundSeconds * 1000 {
             table[app].watchdogAt = now.adding(seconds: profile.didEnterBackgroundSeconds)

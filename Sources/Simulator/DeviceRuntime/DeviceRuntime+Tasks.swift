@@ -21,6 +21,7 @@ extension DeviceRuntime {
                 app, .item(version: version), session: .background(discretionary: true), forWake: transfer.forWake,
                 resumeFrom: TransferRequest.resumeFromCancelled, now: now, &actions, announcing: false)
             actions.append(.moveToBackgroundSession(from: id, to: table[app].transfers[moved]!.request))
+            wakeLost(app, transfer: id, moved: true, now: now)
             if table[app].transfers[moved]?.startsAt == nil {
                 actions.append(.startTransfer(table[app].transfers[moved]!.request))
             }
@@ -28,6 +29,7 @@ extension DeviceRuntime {
             // Work cut off: lost.
             table[app].transfers.removeValue(forKey: id)
             actions.append(.cancelTransfer(id: id))
+            wakeLost(app, transfer: id, moved: false, now: now)
         }
     }
 }

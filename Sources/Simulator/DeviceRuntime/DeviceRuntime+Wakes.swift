@@ -56,6 +56,25 @@ extension DeviceRuntime {
         table[app].wake!.waitingOn.append(id)
     }
 
+    /// How long a wake of `kind` may run in the background before its handler must be called.
+    func wakeSeconds(_ kind: WakeKind) -> Int64 {
+        switch kind {
+        case .silentPush: profile.silentWakeSeconds
+        case .fetch: profile.fetchCompletionSeconds
+        case .location: profile.locationWakeSeconds
+        case .sessionEvents: profile.sessionEventsSeconds
+        }
+    }
+
+    /// A transfer the app's wake waited on is gone from the app: moved to a background session (the
+    /// system has it: the app has its answer, newData, R9/R11) or cut off (failed). The wake decides
+    /// without it, as it would have when it ended.
+    mutating func wakeLost(_ app: AppSlot, transfer id: Int, moved: Bool, now: UnixTime) {
+        guard let index = table[app].wake?.waitingOn.firstIndex(of: id) else { return }
+        table[app].wake!.waitingOn.remove(at: index)
+        decideWake(app, result: moved ? .newData : .failed, now: now)
+    }
+
     /// The app calls its wake's completion handler.
     mutating func finishWake(_ app: AppSlot, now: UnixTime, _ actions: inout [RuntimeAction]) {
         guard let wake = table[app].wake else { return }
