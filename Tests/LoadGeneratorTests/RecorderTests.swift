@@ -135,6 +135,35 @@ import Yams
         #expect(summary.contentAvailable)
     }
 
+    /// Widget and control kinds go to the apps' own tokens, with their push type's topic suffix and a
+    /// `content-changed` payload; the shipped widgets scenario reads back without a problem.
+    @Test func widgetAndControlKindsCarryTheirTopicAndContentChanged() throws {
+        let kinds = ["widgets", "controls"].map {
+            PushKind(name: $0, weight: 1, push_type: $0, payload: .contentChanged, priority: 10)
+        }
+        let mix = TrafficMix(kinds)
+        let target = PushTarget(token: "ab", topic: "com.example.app")
+        var random = FastRandom(seed: 1)
+        for (index, type) in ["widgets", "controls"].enumerated() {
+            let headers = mix.headers(
+                kind: index, target: target, authorization: nil, authority: "localhost", now: UnixTime(seconds: 1),
+                random: &random)
+            #expect(headers.first(name: "apns-topic") == "com.example.app.push-type.\(type)")
+            #expect(headers.first(name: "apns-push-type") == type)
+            let body = mix.body(index, target: target, now: UnixTime(seconds: 1), sequence: 0)
+            guard case .success(let summary) = PayloadScanner.scan(Array(body.readableBytesView)) else {
+                Issue.record("the payload is not valid")
+                return
+            }
+            #expect(summary.contentChanged)
+        }
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Config/scenarios/widgets.yaml")
+        let scenario = try YAMLDecoder().decode(Scenario.self, from: try String(contentsOf: url, encoding: .utf8))
+        #expect(scenario.problem() == nil)
+        #expect(scenario.mix.contains { $0.push_type == "widgets" && $0.payload == .contentChanged })
+    }
+
     /// ActivityKit kinds go to Live Activity tokens of their class, with the liveactivity topic and the
     /// send time as timestamp; a mix whose kind has no token of its class is refused, naming it.
     @Test func liveActivityKindsGoToTheirTokens() throws {

@@ -25,6 +25,9 @@ public struct PushKind: Codable, Sendable, Equatable {
 
     public enum Payload: String, Codable, Sendable, CaseIterable {
         case alert, silent, badge, sound
+        /// `{"aps":{"content-changed":true}}`: a widget reload (`push_type: widgets`) or a control refresh
+        /// (`push_type: controls`), to the app's own token, its topic with the push type's suffix.
+        case contentChanged = "content_changed"
         case liveActivityUpdate = "live_activity_update"
         case liveActivityStart = "live_activity_start"
         case broadcast

@@ -156,8 +156,7 @@ public struct TrafficMix: Sendable {
         if kind.payload == .broadcast { return broadcastHeaders(kind, target, authorization, authority, now) }
         var headers: HPACKHeaders = [
             ":method": "POST", ":scheme": "https", ":path": "/3/device/" + target.token, ":authority": authority,
-            "apns-topic": kind.payload.activityTokenPrefix == nil
-                ? target.topic : target.topic + PushType.liveactivity.topicSuffix!,
+            "apns-topic": target.topic + Self.topicSuffix(kind),
         ]
         if let authorization { headers.add(name: "authorization", value: authorization) }
         if let pushType = kind.push_type { headers.add(name: "apns-push-type", value: pushType) }
@@ -169,6 +168,13 @@ public struct TrafficMix: Sendable {
             headers.add(name: "apns-collapse-id", value: "\(kind.name)-\(random.next() % UInt64(ids))")
         }
         return headers
+    }
+
+    /// What `apns-topic` adds to the app's bundle id: a Live Activity token's suffix, else the push
+    /// type's (`.push-type.widgets`, `.voip`, …), else nothing.
+    static func topicSuffix(_ kind: PushKind) -> String {
+        if kind.payload.activityTokenPrefix != nil { return PushType.liveactivity.topicSuffix! }
+        return kind.push_type.flatMap { PushType(rawValue: $0)?.topicSuffix } ?? ""
     }
 
     /// A broadcast's: its app in the path, the channel in `apns-channel-id`, no topic (Apple's header
@@ -196,6 +202,7 @@ public struct TrafficMix: Sendable {
         case .silent: aps = #"{"content-available":1}"#
         case .badge: aps = #"{"badge":1}"#
         case .sound: aps = #"{"sound":"default"}"#
+        case .contentChanged: aps = #"{"content-changed":true}"#
         // Built per request (`body(_:target:now:sequence:)`).
         case .liveActivityUpdate, .liveActivityStart, .broadcast: aps = "{}"
         }
