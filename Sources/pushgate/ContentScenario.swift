@@ -94,7 +94,7 @@ final class ContentScenario: Sendable {
     /// All of it in task groups of this call: when `body` ends, the schedule stops and an announcement
     /// under way is finished before it returns.
     func running<Result>(
-        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement],
+        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement], widgets: Set<String> = [],
         liveActivities: [String: ContentAnnouncer.LiveActivities] = [:], provider: Provider?, publishEvery: Double,
         sampleEvery: Double = 5, _ body: () async throws -> Result
     ) async throws -> Result {
@@ -110,9 +110,15 @@ final class ContentScenario: Sendable {
             let plan =
                 ContentAnnouncer.pushes(
                     version: version, targets: targets.filter { $0.activity == nil },
-                    strategies: strategies.mapValues {
-                        ContentAnnouncer.Strategy(silent: $0.sendsSilent, alert: $0.sendsAlert)
-                    })
+                    strategies: Dictionary(
+                        uniqueKeysWithValues: strategies.map {
+                            (
+                                $0.key,
+                                ContentAnnouncer.Strategy(
+                                    silent: $0.value.sendsSilent, alert: $0.value.sendsAlert,
+                                    widget: widgets.contains($0.key))
+                            )
+                        }))
                 + ContentAnnouncer.liveActivityPushes(
                     version: version, timestamp: timestamp, targets: targets, apps: liveActivities)
             let outcome = await ContentAnnouncer.send(

@@ -16,7 +16,7 @@ struct ForecastVariant {
 
     static let appKeys = [
         "announce", "fetch", "background_download", "item_bytes", "live_activities", "channels",
-        "live_activity_priority", "frequent_pushes",
+        "live_activity_priority", "frequent_pushes", "widget",
     ]
 
     /// `name: key=value, key=value` (the name may be left out: the overrides name it).
@@ -102,14 +102,14 @@ struct ForecastVariant {
                     }
                     profile.announce = announce
                 case "fetch": profile.fetch = value
-                case "background_download", "frequent_pushes":
+                case "background_download", "frequent_pushes", "widget":
                     guard let flag = Bool(value) else {
                         throw ValidationError("\(option) \(name): \(key): expected true or false, got '\(value)'")
                     }
-                    if field == "frequent_pushes" {
-                        profile.frequent_pushes = flag
-                    } else {
-                        profile.background_download = flag
+                    switch field {
+                    case "frequent_pushes": profile.frequent_pushes = flag
+                    case "widget": profile.widget = flag
+                    default: profile.background_download = flag
                     }
                 case "live_activities", "channels", "live_activity_priority":
                     guard let number = Int(value) else {

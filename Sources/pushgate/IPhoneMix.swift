@@ -83,6 +83,11 @@ struct IPhoneMix {
         return all
     }
 
+    /// The apps with a widget (their backends send a widget push with each version).
+    var widgetApps: Set<String> {
+        Set(kinds.flatMap { $0.profile.apps.filter(\.widget).map(\.bundle_id) })
+    }
+
     /// Config/iphone/NAME.yaml, a path, or the embedded copy of a shipped one.
     static func load(_ name: String, option: String) throws -> IPhoneProfile {
         let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "Config/iphone/\(name).yaml"

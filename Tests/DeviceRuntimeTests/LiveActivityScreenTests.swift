@@ -66,4 +66,16 @@ import Testing
         #expect(viewed(rig.send(.screen(on: true))).isEmpty)
         #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1, timestamp: 1)).isEmpty)
     }
+
+    /// A widget reloads on a widget push (a newer version only) and is seen whenever the screen comes
+    /// on; an app without a widget shows none.
+    @Test func aWidgetReloadsOnItsPushAndIsSeenAtScreenOn() {
+        var rig = Rig(.ios17, .with { $0.widget = true }, apps: ["com.example.news"])
+        #expect(rig.send(.widgetPushed(app: app, version: 3)) == [.widgetUpdated(app: app, version: 3)])
+        #expect(rig.send(.widgetPushed(app: app, version: 2)).isEmpty, "an older version: nothing to show")
+        #expect(rig.send(.screen(on: true)) == [.widgetViewed(app: app, contentVersion: 3)])
+        var without = Rig(.ios17, apps: ["com.example.news"])
+        #expect(without.send(.widgetPushed(app: app, version: 3)).isEmpty)
+        #expect(without.send(.screen(on: true)).isEmpty)
+    }
 }

@@ -107,6 +107,38 @@ import Testing
         #expect(result.costs[0].deadlineMisses == 0)
     }
 
+    /// A widget push per version (issue 51): the widget reloads within the app's daily reload budget and
+    /// is seen fresh while it lasts; past it the pushes wait (held_reload_budget) and what the users see
+    /// grows old. Without the budget every version reloads it.
+    @Test func aWidgetReloadsWithinItsDailyBudgetAndIsSeenAtEveryScreenOn() async {
+        var users = UserProfile()
+        users.habit_hours = [6, 12, 18, 23]
+        users.extra_opens_per_day = 6
+        users.refresh_off_share = 0
+        var kind = Self.kind(announce: .none, users: users, devices: 2)
+        kind.profile.apps[0].widget = true
+        func day(_ budget: Int) async -> ForecastResult {
+            var policy = PolicySettings()
+            policy.widgetDailyBudget = budget
+            return await Forecast.run(
+                ForecastScenario(
+                    kinds: [kind], start: Self.midnight, hours: 24,
+                    publications: PublicationSchedule(everySeconds: 600),
+                    policy: policy, keepAliveSeconds: 60))
+        }
+        let budgeted = await day(70)
+        #expect(budgeted.costs[0].widgetPushesSent == 2 * 144)
+        #expect(
+            budgeted.report.rows[0].widgetUpdates == 2 * 70, "the first window's 70 reloads, no more within the day")
+        #expect(budgeted.costs[0].widgetPushesHeld == 2 * (144 - 70))
+        #expect(budgeted.report.rows[0].widgetViews > 0)
+        let unbudgeted = await day(0)
+        #expect(unbudgeted.report.rows[0].widgetUpdates == 2 * 144)
+        #expect(unbudgeted.report.rows[0].widgetFreshAtView! > budgeted.report.rows[0].widgetFreshAtView!)
+        #expect(budgeted.report.text.contains("| profile | widgets seen | fresh when seen | age p50 | reloads |"))
+        #expect(budgeted.costText.contains("| profile | widget pushes | held past the reload budget |"))
+    }
+
     @Test func heldSilentPushesRideTheNextAlert() async {
         var policy = PolicySettings()
         policy.budgetCapacity = 3

@@ -532,6 +532,17 @@ public final class DeviceAgent: Sendable {
             }
             return
         }
+        if delivery.pushType == PushType.widgets.rawValue || delivery.pushType == PushType.controls.rawValue {
+            // WidgetKit's, not the app's: no wake and nothing shown; a widget reloads to the version the
+            // backend's push names (`AnnouncementRequest.widget`).
+            if delivery.pushType == PushType.widgets.rawValue, let runtime,
+                let version = (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?[
+                    "version"] as? Int
+            {
+                runtime.widgetPushed(bundleID: delivery.bundleID, version: version)
+            }
+            return
+        }
         if let runtime {
             return runtime.delivered(
                 bundleID: delivery.bundleID, apnsID: delivery.apnsID, silent: delivery.kind == "background")

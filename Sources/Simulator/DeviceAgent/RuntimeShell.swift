@@ -149,6 +149,12 @@ public final class RuntimeShell: @unchecked Sendable {
         handle(.liveActivityUpdated(app: AppSlot(app), activity: activity, version: version, timestamp: timestamp))
     }
 
+    /// A widget push reached the app (from any thread): its widget reloads to `version`.
+    public func widgetPushed(bundleID: String, version: Int) {
+        guard let app = bundleIDs.firstIndex(of: bundleID) else { return }
+        handle(.widgetPushed(app: AppSlot(app), version: version))
+    }
+
     /// The app's state now, read on the device's loop.
     public func state(of bundleID: String) -> EventLoopFuture<AppRuntime?> {
         loop.submit { self.iphone.runtime.apps[bundleID] }
@@ -212,7 +218,8 @@ public final class RuntimeShell: @unchecked Sendable {
         case .wakeRefused(let app, let apnsID, let reason):
             send(.notWoken(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], reason: reason.rawValue))
         case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,
-            .terminated, .relaunched, .opened, .contentUpdated, .activityUpdated, .activityViewed:
+            .terminated, .relaunched, .opened, .contentUpdated, .activityUpdated, .activityViewed, .widgetUpdated,
+            .widgetViewed:
             break
         }
     }

@@ -29,6 +29,17 @@ public struct AnnouncementRequest: Sendable {
                     .utf8))
     }
 
+    /// A widget push announcing the version (`apns-push-type: widgets`, the topic's widgets suffix,
+    /// `content-changed`): the app's widget reloads.
+    public static func widget(topic: String, version: Int) -> AnnouncementRequest {
+        AnnouncementRequest(
+            silent: false,
+            headers: [
+                ("apns-topic", topic + ".push-type.widgets"), ("apns-push-type", "widgets"), ("apns-priority", "10"),
+            ],
+            body: Array(#"{"aps":{"content-changed":true},"version":\#(version)}"#.utf8))
+    }
+
     /// An update of one Live Activity to the version (pushed to the activity's token; `apns-topic`
     /// `<bundle>.push-type.liveactivity`): `timestamp` is the publish time, so the device shows the newest.
     public static func liveActivityUpdate(topic: String, version: Int, priority: Int, timestamp: Int64)

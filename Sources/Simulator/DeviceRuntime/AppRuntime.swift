@@ -12,6 +12,8 @@ public struct AppRuntime: Sendable {
     /// update that brought it: updates apply in timestamp order, an older one is ignored as iOS ignores it.
     public internal(set) var activityVersions: [Int?]
     var activityTimestamps: [Int64?]
+    /// The version its widget shows (nil: none yet, or no widget).
+    public internal(set) var widgetVersion: Int?
 
     /// A background wake: the app is running for it until it calls the handler or the deadline passes.
     struct Wake: Sendable {

@@ -88,6 +88,11 @@ public struct DeviceRuntime: Sendable {
         case .memoryPressure(let app):
             if table.state(of: app) == .suspended { terminate(app, .memoryPressure, &actions) }
         case .rebooted: reboot(&actions)
+        case .widgetPushed(let app, let version):
+            if table.contains(app), table[app].behaviour.widget, version > (table[app].widgetVersion ?? .min) {
+                table[app].widgetVersion = version
+                actions.append(.widgetUpdated(app: app, version: version))
+            }
         case .pushDelivered(let app, let apnsID, let silent):
             if silent {
                 silentPush(app, apnsID: apnsID, now: now, &actions)

@@ -4,14 +4,21 @@ import PushModel
 /// opened their apps. Fed every runtime action with its time and the device's profile name; the report
 /// is made against the content server's publish times.
 public struct FreshnessLedger: Sendable {
-    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them. A Live Activity seen
-    /// when the screen came on is kept the same way (`view`), and reported apart.
+    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them. A Live Activity or a
+    /// widget seen when the screen came on is kept the same way (`sample`), and reported apart.
     struct Open: Sendable {
         var at: Int64
         /// The version held (-1: none).
         var held: Int32
         var profile: UInt16
-        var view = false
+        var sample = Sample.open
+
+        var view: Bool { sample != .open }
+    }
+
+    /// What a freshness sample is of.
+    enum Sample: UInt8, Sendable {
+        case open, activity, widget
     }
 
     /// What one profile's devices did, by kind: counted in place (a forecast records tens of millions).
@@ -30,6 +37,8 @@ public struct FreshnessLedger: Sendable {
         var durations = DurationHistogram()
         /// Live Activity updates the devices applied (older ones, ignored, not counted).
         var activityUpdates = 0
+        /// Widget reloads the devices applied.
+        var widgetUpdates = 0
 
         mutating func add(_ other: Tally) {
             for index in wakes.indices { wakes[index] += other.wakes[index] }
@@ -44,6 +53,7 @@ public struct FreshnessLedger: Sendable {
             failedTransfers += other.failedTransfers
             durations.add(other.durations)
             activityUpdates += other.activityUpdates
+            widgetUpdates += other.widgetUpdates
         }
     }
 
@@ -75,6 +85,8 @@ public struct FreshnessLedger: Sendable {
         var summaries: [OpenSummary] = []
         /// Live Activities seen, by profile index.
         var viewSummaries: [OpenSummary] = []
+        /// Widgets seen, by profile index.
+        var widgetSummaries: [OpenSummary] = []
     }
 
     private var opens: [Open] = []
@@ -103,6 +115,7 @@ public struct FreshnessLedger: Sendable {
         tallies.append(Tally())
         folded?.summaries.append(OpenSummary())
         folded?.viewSummaries.append(OpenSummary())
+        folded?.widgetSummaries.append(OpenSummary())
         return profiles.count - 1
     }
 
@@ -122,9 +135,15 @@ public struct FreshnessLedger: Sendable {
         case .contentUpdated(_, _, let by): tallies[profile].content[by?.index ?? WakeKind.names.count] += 1
         case .activityViewed(_, _, let version):
             let view = Open(
-                at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile), view: true)
+                at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile),
+                sample: .activity)
+            if folded != nil { fold(view) } else { opens.append(view) }
+        case .widgetViewed(_, let version):
+            let view = Open(
+                at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile), sample: .widget)
             if folded != nil { fold(view) } else { opens.append(view) }
         case .activityUpdated: tallies[profile].activityUpdates += 1
+        case .widgetUpdated: tallies[profile].widgetUpdates += 1
         case .startTransfer(let request):
             if case .background = request.session {
                 tallies[profile].backgroundTransfers += 1
@@ -170,7 +189,8 @@ public struct FreshnessLedger: Sendable {
             guard newest > 0 else { return }
             if let age { summary.ages.append(age) } else { summary.withoutContent += 1 }
         }
-        if open.view { return count(&folded!.viewSummaries[profile]) }
+        if open.sample == .activity { return count(&folded!.viewSummaries[profile]) }
+        if open.sample == .widget { return count(&folded!.widgetSummaries[profile]) }
         count(&folded!.summaries[profile])
         let hour = open.at >= start ? Int((open.at - start) / 3_600_000) : -1
         if hour >= 0, hour < folded?.hourOpens.count ?? 0 {
@@ -193,6 +213,9 @@ public struct FreshnessLedger: Sendable {
             for (index, summary) in theirs.viewSummaries.enumerated() {
                 folded?.viewSummaries[Int(map[index])].add(summary)
             }
+            for (index, summary) in theirs.widgetSummaries.enumerated() {
+                folded?.widgetSummaries[Int(map[index])].add(summary)
+            }
             for hour in theirs.hourOpens.indices where hour < folded?.hourOpens.count ?? 0 {
                 folded?.hourOpens[hour] += theirs.hourOpens[hour]
                 folded?.hourFresh[hour] += theirs.hourFresh[hour]
@@ -201,7 +224,7 @@ public struct FreshnessLedger: Sendable {
         }
         opens.reserveCapacity(opens.count + other.opens.count)
         for open in other.opens {
-            opens.append(Open(at: open.at, held: open.held, profile: map[Int(open.profile)], view: open.view))
+            opens.append(Open(at: open.at, held: open.held, profile: map[Int(open.profile)], sample: open.sample))
         }
     }
 
@@ -215,37 +238,37 @@ public struct FreshnessLedger: Sendable {
     public func report(versions: [Int: Int64], hours: Double, apps: [String: Int]) -> FreshnessReport {
         var summaries: [OpenSummary]
         var views: [OpenSummary]
+        var widgets: [OpenSummary]
         if let folded {
             summaries = folded.summaries
             views = folded.viewSummaries
+            widgets = folded.widgetSummaries
         } else {
             let published = versions.sorted { $0.key < $1.key }
-            var byProfile = [[Open]](repeating: [], count: profiles.count)
-            var viewsByProfile = [[Open]](repeating: [], count: profiles.count)
-            for open in opens {
-                if open.view {
-                    viewsByProfile[Int(open.profile)].append(open)
-                } else {
-                    byProfile[Int(open.profile)].append(open)
-                }
-            }
-            summaries = byProfile.map { Self.summary(of: $0, published) }
-            views = viewsByProfile.map { Self.summary(of: $0, published) }
+            var bySample = [[[Open]]](repeating: [[Open]](repeating: [], count: profiles.count), count: 3)
+            for open in opens { bySample[Int(open.sample.rawValue)][Int(open.profile)].append(open) }
+            summaries = bySample[0].map { Self.summary(of: $0, published) }
+            views = bySample[1].map { Self.summary(of: $0, published) }
+            widgets = bySample[2].map { Self.summary(of: $0, published) }
         }
         let order = profiles.indices.sorted { profiles[$0] < profiles[$1] }
         var rows = order.map { index in
             row(
-                profiles[index], summaries[index], views[index], tallies[index], hours: hours,
+                profiles[index], summaries[index], views[index], widgets[index], tallies[index], hours: hours,
                 apps: apps[profiles[index]] ?? 1)
         }
         if profiles.count > 1 {
             var total = Tally()
             for tally in tallies { total.add(tally) }
-            var all = OpenSummary()
-            for summary in summaries { all.add(summary) }
-            var allViews = OpenSummary()
-            for summary in views { allViews.add(summary) }
-            rows.append(row("all", all, allViews, total, hours: hours, apps: apps.values.reduce(0, +)))
+            func sum(_ all: [OpenSummary]) -> OpenSummary {
+                var total = OpenSummary()
+                for summary in all { total.add(summary) }
+                return total
+            }
+            rows.append(
+                row(
+                    "all", sum(summaries), sum(views), sum(widgets), total, hours: hours,
+                    apps: apps.values.reduce(0, +)))
         }
         return FreshnessReport(rows: rows)
     }
@@ -313,7 +336,8 @@ public struct FreshnessLedger: Sendable {
     }
 
     private func row(
-        _ name: String, _ summary: OpenSummary, _ views: OpenSummary, _ tally: Tally, hours: Double, apps: Int
+        _ name: String, _ summary: OpenSummary, _ views: OpenSummary, _ widgets: OpenSummary, _ tally: Tally,
+        hours: Double, apps: Int
     ) -> FreshnessReport.Row {
         let ages = summary.ages.sorted()
         let viewAges = views.ages.sorted()
@@ -353,7 +377,9 @@ public struct FreshnessLedger: Sendable {
             activityFreshAtView: views.opens == 0 ? nil : Double(views.fresh) / Double(views.opens),
             activityAgeP50Seconds: percentile(viewAges, 0.5), activityAgeP90Seconds: percentile(viewAges, 0.9),
             activityAgeP99Seconds: percentile(viewAges, 0.99), activityViewsWithoutContent: views.withoutContent,
-            activityUpdates: tally.activityUpdates)
+            activityUpdates: tally.activityUpdates, widgetViews: widgets.opens,
+            widgetFreshAtView: widgets.opens == 0 ? nil : Double(widgets.fresh) / Double(widgets.opens),
+            widgetAgeP50Seconds: percentile(widgets.ages.sorted(), 0.5), widgetUpdates: tally.widgetUpdates)
     }
 }
 
@@ -431,6 +457,12 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
         public var activityViewsWithoutContent = 0
         /// Live Activity updates the devices applied.
         public var activityUpdates = 0
+        /// Widgets seen when the screen came on, the share that showed the newest version published by
+        /// then, the age of what they showed, and the reloads the devices applied.
+        public var widgetViews = 0
+        public var widgetFreshAtView: Double?
+        public var widgetAgeP50Seconds: Double?
+        public var widgetUpdates = 0
     }
 
     /// One hour of the curve of fresh-at-open.
@@ -479,6 +511,15 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
                 let share = row.activityFreshAtView.map { "\(Int(($0 * 100).rounded())) %" } ?? "–"
                 lines.append(
                     "| \(row.profile) | \(row.activityViews) | \(share) | \(seconds(row.activityAgeP50Seconds)) | \(seconds(row.activityAgeP90Seconds)) | \(seconds(row.activityAgeP99Seconds)) | \(row.activityViewsWithoutContent) | \(row.activityUpdates) |"
+                )
+            }
+        }
+        if rows.contains(where: { $0.widgetViews > 0 || $0.widgetUpdates > 0 }) {
+            lines += ["", "| profile | widgets seen | fresh when seen | age p50 | reloads |", "|---|---|---|---|---|"]
+            for row in rows {
+                let share = row.widgetFreshAtView.map { "\(Int(($0 * 100).rounded())) %" } ?? "–"
+                lines.append(
+                    "| \(row.profile) | \(row.widgetViews) | \(share) | \(seconds(row.widgetAgeP50Seconds)) | \(row.widgetUpdates) |"
                 )
             }
         }

@@ -33,7 +33,7 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
             (app.announce == .silent_and_alert ? "silent + alert" : app.announce.rawValue)
                 + (app.fetch == "never" ? "" : ", fetch \(app.fetch)")
                 + (app.background_download ? "" : ", foreground download")
-                + app.liveActivityStrategy
+                + app.liveActivityStrategy + (app.widget ? ", widget push" : "")
         }.joined(separator: "; ")
     }
 
@@ -102,13 +102,16 @@ public struct AppProfile: Sendable, Equatable, Decodable {
     public var live_activity_priority = 10
     /// The app has `NSSupportsLiveActivitiesFrequentUpdates`: the larger update budget.
     public var frequent_pushes = false
+    /// The app has a Home Screen widget (iOS 26's `WidgetPushHandler`), and its backend sends a widget push
+    /// (`apns-push-type: widgets`) with each version: the widget reloads and shows it.
+    public var widget = false
 
     public init(bundle_id: String) { self.bundle_id = bundle_id }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case bundle_id, announce, fetch, background_download, item_bytes, work_ms, did_enter_background_ms
         case forgets_completion, forgets_ending_task, forgets_session_handler, moves_download_to_background_session
-        case monitors_location, live_activities, channels, live_activity_priority, frequent_pushes
+        case monitors_location, live_activities, channels, live_activity_priority, frequent_pushes, widget
     }
 
     public init(from decoder: any Decoder) throws {
@@ -137,6 +140,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         try read(.channels, \.channels)
         try read(.live_activity_priority, \.live_activity_priority)
         try read(.frequent_pushes, \.frequent_pushes)
+        try read(.widget, \.widget)
         self = app
     }
 
@@ -221,6 +225,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         behaviour.movesDownloadToBackgroundSession = moves_download_to_background_session
         behaviour.monitorsLocation = monitors_location
         behaviour.liveActivities = live_activities
+        behaviour.widget = widget
         return behaviour
     }
 }

@@ -35,6 +35,9 @@ public struct ForecastResult: Sendable, Codable {
         /// Broadcast POSTs (one per channel per version) and the writes they fanned out to.
         public var broadcastsSent = 0
         public var broadcastWrites = 0
+        /// Widget pushes sent, and held past the app's daily reload budget.
+        public var widgetPushesSent = 0
+        public var widgetPushesHeld = 0
     }
 
     public var seed: UInt64
@@ -128,6 +131,8 @@ public struct ForecastResult: Sendable, Codable {
             megabytesPerDeviceDay: Double(bytes) / 1e6 / deviceDays,
             terminations: row.map { $0.terminations.values.reduce(0, +) } ?? 0)
         cost.liveActivityUpdatesSent = costs.liveActivityUpdatesSent
+        cost.widgetPushesSent = costs.widgetPushesSent
+        cost.widgetPushesHeld = rules { $0 == .reloadBudget }
         cost.liveActivityOverBudget = rules { $0 == .liveActivityOverBudget }
         cost.liveActivityUpdatesDropped = costs.liveActivityUpdatesDropped
         cost.broadcastWrites = costs.broadcastWrites
@@ -174,6 +179,14 @@ public struct ForecastResult: Sendable, Codable {
             lines.append(
                 "| \(cost.profile) | \(cost.devices) | \(Self.decimal(cost.pushesPerDeviceDay)) | \(cost.silentSent) / \(cost.alertsSent) | \(cost.held) | \(cost.piggybacked) | \(cost.coalesced) | \(Self.decimal(cost.wakesPerDeviceDay)) | \(Self.decimal(cost.awakeSecondsPerDeviceDay)) | \(Self.decimal(cost.megabytesPerDeviceDay)) | \(cost.terminations) | \(cost.deadlineMisses) |"
             )
+        }
+        if costs.contains(where: { $0.widgetPushesSent > 0 }) {
+            lines += [
+                "", "| profile | widget pushes | held past the reload budget |", "|---|---|---|",
+            ]
+            for cost in costs {
+                lines.append("| \(cost.profile) | \(cost.widgetPushesSent) | \(cost.widgetPushesHeld) |")
+            }
         }
         if costs.contains(where: { $0.liveActivityUpdatesSent > 0 || $0.broadcastsSent > 0 }) {
             lines += [

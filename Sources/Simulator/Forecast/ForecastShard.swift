@@ -118,8 +118,11 @@ final class ForecastShard {
         var liveActivityUpdatesSent = 0
         var liveActivityUpdatesDropped = 0
         var broadcastWrites = 0
+        /// Widget pushes sent (part of `pushesSent`).
+        var widgetPushesSent = 0
 
         mutating func add(_ other: KindCosts) {
+            widgetPushesSent += other.widgetPushesSent
             liveActivityUpdatesSent += other.liveActivityUpdatesSent
             liveActivityUpdatesDropped += other.liveActivityUpdatesDropped
             broadcastWrites += other.broadcastWrites
@@ -337,8 +340,11 @@ final class ForecastShard {
             templates = apps.map { kind in
                 kind.map { app in
                     if let known = parsed[app.bundleID] { return known }
-                    let pushes = AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
-                        .compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
+                    let requests =
+                        AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
+                        + (app.behaviour.widget
+                            ? [AnnouncementRequest.widget(topic: app.bundleID, version: version)] : [])
+                    let pushes = requests.compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
                     parsed[app.bundleID] = pushes
                     return pushes
                 }
@@ -360,7 +366,11 @@ final class ForecastShard {
             for template in templates[kind][slot] {
                 costs[kind].pushesSent += 1
                 hourlyPushes[hour] += 1
-                if template.pushType == .background { costs[kind].silentSent += 1 } else { costs[kind].alertsSent += 1 }
+                switch template.pushType {
+                case .background: costs[kind].silentSent += 1
+                case .widgets: costs[kind].widgetPushesSent += 1
+                default: costs[kind].alertsSent += 1
+                }
                 pushCounter += 1
                 let push = PushNotification(
                     id: APNsID(high: UInt64(firstDevice + device), low: pushCounter),
@@ -415,6 +425,22 @@ final class ForecastShard {
         }
     }
 
+    /// The `"version":N` an announcement's payload carries (`AnnouncementRequest`), or nil.
+    static func version(in payload: [UInt8]) -> Int? {
+        let key = Array(#""version":"#.utf8)
+        guard payload.count > key.count else { return nil }
+        for start in 0...(payload.count - key.count) where payload[start..<(start + key.count)].elementsEqual(key) {
+            var value = 0
+            var index = start + key.count
+            while index < payload.count, (48...57).contains(payload[index]) {
+                value = value * 10 + Int(payload[index] - 48)
+                index += 1
+            }
+            return index > start + key.count ? value : nil
+        }
+        return nil
+    }
+
     /// An announcement as the provider API makes it from the request (its own parsing and
     /// classification), addressed to a placeholder token (a forecast routes by device, not token).
     static func notification(_ request: AnnouncementRequest, bundleID: String, at now: Int64) -> PushNotification? {
@@ -462,6 +488,8 @@ final class ForecastShard {
                         .liveActivityUpdated(
                             app: app, activity: Int(low & 0xFF), version: version,
                             timestamp: publishTimes[version - 1] / 1000))
+                } else if push.pushType == .widgets, let version = Self.version(in: push.payload) {
+                    deviceEvent(device, .widgetPushed(app: app, version: version))
                 } else {
                     deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
                 }
@@ -698,6 +726,8 @@ final class ForecastShard {
         case .screen(let on): record(device, #""event":"screen","on":\#(on)"#)
         case .lowPowerMode(let on): record(device, #""event":"low_power_mode","on":\#(on)"#)
         case .backgroundAppRefresh(let on): record(device, #""event":"background_app_refresh","on":\#(on)"#)
+        case .widgetPushed(let app, let version):
+            record(device, #""event":"widget_push","app":"\#(name(app, device))","version":\#(version)"#)
         case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(name(app, device))""#)
         case .rebooted: record(device, #""event":"reboot""#)
         case .pushDelivered(let app, let id, let silent):
@@ -726,6 +756,15 @@ final class ForecastShard {
         switch action {
         case .appState(let app, let state):
             record(device, #""event":"app_state","app":"\#(name(app, device))","state":"\#(state.rawValue)""#)
+        case .widgetUpdated(let app, let version):
+            record(device, #""event":"widget_updated","app":"\#(name(app, device))","version":\#(version)"#)
+        case .widgetViewed(let app, let shown):
+            let newest = newestVersion(at: now)
+            let fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
+            record(
+                device,
+                #""event":"widget_viewed","app":"\#(name(app, device))","version_shown":\#(shown.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+            )
         case .complete(let id, let app, let result):
             record(
                 device, #""event":"complete","app":"\#(name(app, device))","apns_id":"\#(id)","result":"\#(result)""#)

@@ -12,9 +12,12 @@ public enum ContentAnnouncer {
     public struct Strategy: Sendable, Equatable {
         public var silent: Bool
         public var alert: Bool
-        public init(silent: Bool, alert: Bool) {
+        /// The app has a widget, and a widget push goes with each version (`AnnouncementRequest.widget`).
+        public var widget: Bool
+        public init(silent: Bool, alert: Bool, widget: Bool = false) {
             self.silent = silent
             self.alert = alert
+            self.widget = widget
         }
     }
 
@@ -55,6 +58,8 @@ public enum ContentAnnouncer {
         /// Live Activity updates to activities' tokens, and broadcasts.
         public var liveActivityUpdates = 0
         public var broadcasts = 0
+        /// Widget pushes (`apns-push-type: widgets`).
+        public var widgets = 0
         public var accepted = 0
         /// Answers other than 200 (`status reason`) and failures, with their counts.
         public var refused: [String: Int] = [:]
@@ -72,7 +77,8 @@ public enum ContentAnnouncer {
             guard let strategy = strategies[target.topic] else { continue }
             let announce: AppProfile.Announcement =
                 strategy.silent ? (strategy.alert ? .silent_and_alert : .silent) : (strategy.alert ? .alert : .none)
-            for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) {
+            let widget = strategy.widget ? [AnnouncementRequest.widget(topic: target.topic, version: version)] : []
+            for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) + widget {
                 pushes.append(
                     Push(target: target, silent: request.silent, headers: request.headers, body: request.body))
             }
@@ -123,7 +129,9 @@ public enum ContentAnnouncer {
         outcome.silent = pushes.filter(\.silent).count
         outcome.broadcasts = pushes.count { $0.target.activity == PushTarget.channelMark }
         outcome.liveActivityUpdates = pushes.count { $0.target.activity?.hasPrefix("update:") == true }
-        outcome.alerts = pushes.count - outcome.silent - outcome.broadcasts - outcome.liveActivityUpdates
+        outcome.widgets = pushes.count { $0.headers.contains { $0 == ("apns-push-type", "widgets") } }
+        outcome.alerts =
+            pushes.count - outcome.silent - outcome.broadcasts - outcome.liveActivityUpdates - outcome.widgets
         guard !pushes.isEmpty else { return outcome }
         let client: ProviderClient
         do {

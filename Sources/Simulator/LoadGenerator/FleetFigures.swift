@@ -63,7 +63,10 @@ public struct FleetFigures: Codable, Sendable, Equatable {
         for outcome in announcements { refused.merge(outcome.refused, uniquingKeysWith: +) }
         let updates = announcements.map(\.liveActivityUpdates).reduce(0, +)
         let broadcasts = announcements.map(\.broadcasts).reduce(0, +)
-        let live = updates + broadcasts > 0 ? ", \(updates) Live Activity updates, \(broadcasts) broadcasts" : ""
+        let widgets = announcements.map(\.widgets).reduce(0, +)
+        let live =
+            (updates + broadcasts > 0 ? ", \(updates) Live Activity updates, \(broadcasts) broadcasts" : "")
+            + (widgets > 0 ? ", \(widgets) widget pushes" : "")
         var line =
             "\(published.count) versions published; announcements: \(silent) silent, \(alerts) alerts\(live), \(accepted) accepted"
         if !refused.isEmpty {
