@@ -752,6 +752,15 @@ final class ForecastShard {
         }
     }
 
+    /// A freshness sample's fields: the version it shows (as `label`), the newest published by now, and
+    /// whether it was fresh (nothing published yet: fresh).
+    private func sample(_ shown: Int?, as label: String) -> String {
+        let newest = newestVersion(at: now)
+        let fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
+        return
+            #""\#(label)":\#(shown.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+    }
+
     private func traceAction(_ device: Int, _ action: RuntimeAction) {
         switch action {
         case .appState(let app, let state):
@@ -759,12 +768,9 @@ final class ForecastShard {
         case .widgetUpdated(let app, let version):
             record(device, #""event":"widget_updated","app":"\#(name(app, device))","version":\#(version)"#)
         case .widgetViewed(let app, let shown):
-            let newest = newestVersion(at: now)
-            let fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
             record(
                 device,
-                #""event":"widget_viewed","app":"\#(name(app, device))","version_shown":\#(shown.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
-            )
+                #""event":"widget_viewed","app":"\#(name(app, device))",\#(sample(shown, as: "version_shown"))"#)
         case .complete(let id, let app, let result):
             record(
                 device, #""event":"complete","app":"\#(name(app, device))","apns_id":"\#(id)","result":"\#(result)""#)
@@ -797,12 +803,9 @@ final class ForecastShard {
             record(device, #""event":"terminated","app":"\#(name(app, device))","cause":"\#(cause.rawValue)""#)
         case .relaunched(let app): record(device, #""event":"relaunched","app":"\#(name(app, device))""#)
         case .opened(let app, let held):
-            let newest = newestVersion(at: now)
-            let fresh = newest.map { newest in held.map { $0 >= newest } ?? false } ?? true
             record(
                 device,
-                #""event":"opened","app":"\#(name(app, device))","version_held":\#(held.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
-            )
+                #""event":"opened","app":"\#(name(app, device))",\#(sample(held, as: "version_held"))"#)
         case .contentUpdated(let app, let version, let by):
             record(
                 device,
@@ -825,11 +828,9 @@ final class ForecastShard {
                 #""event":"activity_updated","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version)"#
             )
         case .activityViewed(let app, let activity, let shown):
-            let newest = newestVersion(at: now)
-            let fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
             record(
                 device,
-                #""event":"activity_viewed","app":"\#(name(app, device))","activity":\#(activity),"version_shown":\#(shown.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+                #""event":"activity_viewed","app":"\#(name(app, device))","activity":\#(activity),\#(sample(shown, as: "version_shown"))"#
             )
         }
     }
