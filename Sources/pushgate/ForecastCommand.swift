@@ -335,10 +335,25 @@ struct ForecastCommand: AsyncParsableCommand {
     }
 
     /// Several forecasts: `threads` at a time, each on one thread (independent runs keep every core busy,
-    /// where one run's shards wait for each other at every step), results in their order. One alone runs
-    /// on every thread, with its progress line.
+    /// where one run's shards wait for each other at every step), results in their order; a scenario equal
+    /// to an earlier one (today's configuration is often one of a search's variants) runs once, its result
+    /// given to both (a forecast depends on its scenario alone). One alone runs on every thread, with its
+    /// progress line.
     static func runAll(_ scenarios: [ForecastScenario], names: [String], threads: Int) async -> [ForecastResult] {
         guard scenarios.count > 1 else { return [await run(scenarios[0], threads: threads, label: nil)] }
+        var distinct: [Int] = []
+        let same = scenarios.indices.map { index in
+            if let earlier = distinct.first(where: { scenarios[$0] == scenarios[index] }) { return earlier }
+            distinct.append(index)
+            return index
+        }
+        let ran = await runDistinct(distinct.map { scenarios[$0] }, names: distinct.map { names[$0] }, threads: threads)
+        return same.map { ran[distinct.firstIndex(of: $0)!] }
+    }
+
+    private static func runDistinct(_ scenarios: [ForecastScenario], names: [String], threads: Int) async
+        -> [ForecastResult]
+    {
         let interactive = isatty(STDOUT_FILENO) != 0
         var results = [ForecastResult?](repeating: nil, count: scenarios.count)
         await withTaskGroup(of: (Int, ForecastResult).self) { group in

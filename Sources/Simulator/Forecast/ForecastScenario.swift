@@ -5,8 +5,8 @@ import PushPolicy
 /// Everything a forecast runs: the fleet (kinds of iPhone and their counts, as `pushgate simulate`
 /// builds it), the span, the content's publications, the gateway's policy, the devices' keep-alives,
 /// the transfers' link, and the seed. The report prints it, so a result can be reproduced from it.
-public struct ForecastScenario: Sendable {
-    public struct Kind: Sendable {
+public struct ForecastScenario: Sendable, Equatable {
+    public struct Kind: Sendable, Equatable {
         public var name: String
         public var profile: IPhoneProfile
         public var devices: Int
