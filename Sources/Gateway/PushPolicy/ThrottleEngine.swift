@@ -137,6 +137,7 @@ public struct ThrottleEngine: Sendable {
         }
         let app = appID(push.bundleID)
         var conditions = self.decisionConditions(device, now: now)
+        let budget = conditions.wakesLeft
         let start = actions.count
         update(AppKey(device: device, app: app), now: now, actions: &actions) { app, settings, actions in
             app.received(push, conditions: conditions, settings: settings, now: now, into: &actions)
@@ -147,7 +148,7 @@ public struct ThrottleEngine: Sendable {
             actions[start...].contains(where: { $0.isAlertDelivery(of: push.id) })
         {
             for other in slots[Int(device)].apps.ids where other != app {
-                conditions.wakesLeft = wakesLeft(device, now: now, after: actions[start...])
+                conditions.wakesLeft = Self.wakesLeft(budget, after: actions[start...])
                 update(AppKey(device: device, app: other), now: now, actions: &actions, createIfMissing: false) {
                     app, settings, actions in
                     app.release(carrier: .alert, conditions: conditions, settings: settings, now: now, into: &actions)
@@ -590,6 +591,7 @@ public struct ThrottleEngine: Sendable {
     ) {
         guard Int(device) < slots.count, !slots[Int(device)].apps.isEmpty else { return }
         var conditions = self.decisionConditions(device, now: now)
+        let budget = conditions.wakesLeft
         let start = actions.count
         if let sole = slots[Int(device)].apps.soleID {
             update(AppKey(device: device, app: sole), now: now, actions: &actions, createIfMissing: false) {
@@ -599,7 +601,7 @@ public struct ThrottleEngine: Sendable {
         } else {
             for app in slots[Int(device)].apps.ids {
                 // Each app's release leaves the device-wide budget smaller for the next.
-                conditions.wakesLeft = wakesLeft(device, now: now, after: actions[start...])
+                conditions.wakesLeft = Self.wakesLeft(budget, after: actions[start...])
                 update(AppKey(device: device, app: app), now: now, actions: &actions, createIfMissing: false) {
                     app, settings, actions in
                     app.release(carrier: carrier, conditions: conditions, settings: settings, now: now, into: &actions)
@@ -621,12 +623,9 @@ public struct ThrottleEngine: Sendable {
         return conditions
     }
 
-    /// The device-wide budget's wakes left after the wakes among `actions` (not yet spent).
-    private func wakesLeft(_ device: DeviceSlot, now: UnixTime, after actions: ArraySlice<PolicyAction>)
-        -> Int
-    {
-        let left = decisionConditions(device, now: now).wakesLeft
-        return left == .max ? left : max(0, left - Self.budgetedWakes(in: actions))
+    /// The device-wide budget's wakes left of `base` after the wakes among `actions` (not yet spent).
+    private static func wakesLeft(_ base: Int, after actions: ArraySlice<PolicyAction>) -> Int {
+        base == .max ? base : max(0, base - budgetedWakes(in: actions))
     }
 
     /// Wakes the device-wide budget pays for among `actions`, less those the device did not run.
