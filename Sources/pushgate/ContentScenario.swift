@@ -94,7 +94,8 @@ final class ContentScenario: Sendable {
     /// All of it in task groups of this call: when `body` ends, the schedule stops and an announcement
     /// under way is finished before it returns.
     func running<Result>(
-        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement], widgets: Set<String> = [],
+        fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement],
+        surfaces: [String: Set<WidgetKitSurface>] = [:],
         liveActivities: [String: ContentAnnouncer.LiveActivities] = [:], provider: Provider?, publishEvery: Double,
         sampleEvery: Double = 5, _ body: () async throws -> Result
     ) async throws -> Result {
@@ -116,7 +117,7 @@ final class ContentScenario: Sendable {
                                 $0.key,
                                 ContentAnnouncer.Strategy(
                                     silent: $0.value.sendsSilent, alert: $0.value.sendsAlert,
-                                    widget: widgets.contains($0.key))
+                                    surfaces: surfaces[$0.key] ?? [])
                             )
                         }))
                 + ContentAnnouncer.liveActivityPushes(

@@ -160,7 +160,7 @@ struct DemoCommand: AsyncParsableCommand {
             if let content {
                 // The first version now that every app can be told of it; then one every --publish-every.
                 try await content.running(
-                    fleet: fleet, strategies: mix.strategies, widgets: mix.widgetApps, liveActivities: liveActivities,
+                    fleet: fleet, strategies: mix.strategies, surfaces: mix.surfaces, liveActivities: liveActivities,
                     provider: .init(
                         host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
                     publishEvery: iphone.publishEvery ?? 5

@@ -424,11 +424,16 @@ struct ForecastCommand: AsyncParsableCommand {
     ) -> String {
         // With Live Activities: how fresh they were when seen, and the updates the budget cost them.
         let live = results.contains { ($0.report.rows.last?.activityViews ?? 0) > 0 }
+        // With widgets or controls: how fresh each was when seen, and its reloads.
+        let surfaces = WidgetKitSurface.allCases.filter { surface in
+            results.contains { $0.report.rows.last?.surfaces[surface.rawValue] != nil }
+        }
         let ranked = objective.kinds != nil
         let head = ranked ? " fresh at open (\(objective.name)) | awake s (\(objective.name)) |" : ""
+        let surfaceHead = surfaces.map { " \($0.rawValue)s fresh when seen | \($0.rawValue) reloads |" }.joined()
         var lines = [
-            "| variant |\(head) fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(live ? " Live Activities fresh when seen | their age p50 | updates dropped |" : "")\(front == nil ? "" : " Pareto front |")",
-            "|---|\(ranked ? "---|---|" : "")---|---|---|---|---|---|---|---|\(live ? "---|---|---|" : "")\(front == nil ? "" : "---|")",
+            "| variant |\(head) fresh at open | age p50 | no content | pushes / device-day | wakes / device-day | awake s / device-day | MB / device-day | terminations |\(live ? " Live Activities fresh when seen | their age p50 | updates dropped |" : "")\(surfaceHead)\(front == nil ? "" : " Pareto front |")",
+            "|---|\(ranked ? "---|---|" : "")---|---|---|---|---|---|---|---|\(live ? "---|---|---|" : "")\(String(repeating: "---|---|", count: surfaces.count))\(front == nil ? "" : "---|")",
         ]
         func fresh(_ result: ForecastResult) -> Double { objective.freshness(result) }
         func cost(_ result: ForecastResult) -> Double { objective.cost(result) }
@@ -445,6 +450,10 @@ struct ForecastCommand: AsyncParsableCommand {
                 let seen = all?.activityFreshAtView.map(percent) ?? "–"
                 let age = all?.activityAgeP50Seconds.map { "\(Int($0.rounded())) s" } ?? "–"
                 line += " \(seen) | \(age) | \(cost?.liveActivityUpdatesDropped ?? 0) |"
+            }
+            for surface in surfaces {
+                let figures = all?.figures(surface)
+                line += " \(figures?.freshAtView.map(percent) ?? "–") | \(figures?.reloads ?? 0) |"
             }
             if let front { line += front.contains(index) ? " ★ |" : " |" }
             lines.append(line)

@@ -16,7 +16,7 @@ struct ForecastVariant {
 
     static let appKeys = [
         "announce", "fetch", "background_download", "item_bytes", "live_activities", "channels",
-        "live_activity_priority", "frequent_pushes", "widget",
+        "live_activity_priority", "frequent_pushes", "widget", "control",
     ]
 
     /// `name: key=value, key=value` (the name may be left out: the overrides name it).
@@ -102,13 +102,14 @@ struct ForecastVariant {
                     }
                     profile.announce = announce
                 case "fetch": profile.fetch = value
-                case "background_download", "frequent_pushes", "widget":
+                case "background_download", "frequent_pushes", "widget", "control":
                     guard let flag = Bool(value) else {
                         throw ValidationError("\(option) \(name): \(key): expected true or false, got '\(value)'")
                     }
                     switch field {
                     case "frequent_pushes": profile.frequent_pushes = flag
                     case "widget": profile.widget = flag
+                    case "control": profile.control = flag
                     default: profile.background_download = flag
                     }
                 case "live_activities", "channels", "live_activity_priority":
@@ -128,6 +129,10 @@ struct ForecastVariant {
                 }
                 if let problem = profile.problem() { throw ValidationError("\(option) \(name): \(key): \(problem)") }
                 scenario.kinds[kind].profile.apps[app] = profile
+                // What the kind's iOS allows (a channel, a widget or a control reloaded by its push).
+                if let problem = scenario.kinds[kind].profile.problem() {
+                    throw ValidationError("\(option) \(name): \(key): kind '\(scenario.kinds[kind].name)': \(problem)")
+                }
             }
         }
         guard found else {

@@ -83,9 +83,13 @@ struct IPhoneMix {
         return all
     }
 
-    /// The apps with a widget (their backends send a widget push with each version).
-    var widgetApps: Set<String> {
-        Set(kinds.flatMap { $0.profile.apps.filter(\.widget).map(\.bundle_id) })
+    /// The apps with a widget or a control (their backends send a push for each with each version).
+    var surfaces: [String: Set<WidgetKitSurface>] {
+        var surfaces: [String: Set<WidgetKitSurface>] = [:]
+        for app in kinds.flatMap(\.profile.apps) where !app.surfaces.isEmpty {
+            surfaces[app.bundle_id, default: []].formUnion(app.surfaces)
+        }
+        return surfaces
     }
 
     /// Config/iphone/NAME.yaml, a path, or the embedded copy of a shipped one.

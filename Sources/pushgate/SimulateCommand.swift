@@ -288,7 +288,7 @@ struct SimulateCommand: AsyncParsableCommand {
         }
         var failure: (any Error)?
         try await scenario.running(
-            fleet: fleet, strategies: mix.strategies, widgets: mix.widgetApps,
+            fleet: fleet, strategies: mix.strategies, surfaces: mix.surfaces,
             liveActivities: FleetChannels.announcements(of: mix, channels: channels),
             provider: target.map {
                 ContentScenario.Provider(

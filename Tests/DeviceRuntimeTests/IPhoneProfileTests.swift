@@ -72,6 +72,18 @@ import Yams
         #expect(sports.apps[0].behaviour.liveActivities == 2)
         #expect(sports.apps[0].tokenActivities == 1..<2)
         #expect(sports.strategy.hasSuffix("2 Live Activities (1 on a channel, 1 by token at priority 10, frequent)"))
+        // A widget reloaded by its push is iOS 26's, a control iOS 18's.
+        #expect(
+            try problem("apps:\n  - bundle_id: a\n    widget: true")
+                == "apps[0].widget: a widget reloaded by its push needs ios: 26 or later, got ios: 17")
+        #expect(
+            try problem("apps:\n  - bundle_id: a\n    control: true")
+                == "apps[0].control: a control reloaded by its push needs ios: 18 or later, got ios: 17")
+        let both = try YAMLDecoder().decode(
+            IPhoneProfile.self, from: "ios: 26\napps:\n  - bundle_id: a\n    widget: true\n    control: true")
+        #expect(both.problem() == nil)
+        #expect(both.apps[0].behaviour.surfaces == [.widget, .control])
+        #expect(both.strategy.hasSuffix("widget push, control push"))
         // A kept activity's id, and back.
         let id = AppProfile.keptActivityID("com.example.scores", 3)
         #expect(AppProfile.keptActivityIndex(id, of: "com.example.scores") == 3)

@@ -67,15 +67,38 @@ import Testing
         #expect(rig.send(.liveActivityUpdated(app: app, activity: 0, version: 1, timestamp: 1)).isEmpty)
     }
 
-    /// A widget reloads on a widget push (a newer version only) and is seen whenever the screen comes
-    /// on; an app without a widget shows none.
-    @Test func aWidgetReloadsOnItsPushAndIsSeenAtScreenOn() {
-        var rig = Rig(.ios17, .with { $0.widget = true }, apps: ["com.example.news"])
-        #expect(rig.send(.widgetPushed(app: app, version: 3)) == [.widgetUpdated(app: app, version: 3)])
-        #expect(rig.send(.widgetPushed(app: app, version: 2)).isEmpty, "an older version: nothing to show")
-        #expect(rig.send(.screen(on: true)) == [.widgetViewed(app: app, contentVersion: 3)])
-        var without = Rig(.ios17, apps: ["com.example.news"])
-        #expect(without.send(.widgetPushed(app: app, version: 3)).isEmpty)
+    /// A widget (iOS 26) or a control (iOS 18) reloads on its push (a newer version only) and is seen
+    /// whenever the screen comes on; an app without one shows none, and an iPhone older than the
+    /// surface's iOS reloads nothing on its push.
+    @Test(arguments: WidgetKitSurface.allCases) func aSurfaceReloadsOnItsPushAndIsSeenAtScreenOn(
+        _ surface: WidgetKitSurface
+    ) {
+        let since = IOSProfile.version(surface.since)
+        var rig = Rig(since, .with { $0.surfaces = [surface] }, apps: ["com.example.news"])
+        #expect(
+            rig.send(.widgetKitPushed(app: app, surface: surface, version: 3))
+                == [.widgetKitReloaded(app: app, surface: surface, version: 3)])
+        #expect(
+            rig.send(.widgetKitPushed(app: app, surface: surface, version: 2)).isEmpty,
+            "an older version: nothing to show")
+        #expect(rig.send(.screen(on: true)) == [.widgetKitViewed(app: app, surface: surface, contentVersion: 3)])
+        var without = Rig(since, apps: ["com.example.news"])
+        #expect(without.send(.widgetKitPushed(app: app, surface: surface, version: 3)).isEmpty)
         #expect(without.send(.screen(on: true)).isEmpty)
+        var older = Rig(.ios17, .with { $0.surfaces = [surface] }, apps: ["com.example.news"])
+        #expect(older.send(.widgetKitPushed(app: app, surface: surface, version: 3)).isEmpty, "iOS 17 has no token")
+        #expect(older.send(.screen(on: true)) == [.widgetKitViewed(app: app, surface: surface, contentVersion: nil)])
+    }
+
+    /// An app with both shows both at every screen-on, each with its own version, the widget first.
+    @Test func aWidgetAndAControlKeepTheirOwnVersions() {
+        var rig = Rig(.ios26, .with { $0.surfaces = [.widget, .control] }, apps: ["com.example.news"])
+        _ = rig.send(.widgetKitPushed(app: app, surface: .control, version: 5))
+        _ = rig.send(.widgetKitPushed(app: app, surface: .widget, version: 4))
+        #expect(
+            rig.send(.screen(on: true)) == [
+                .widgetKitViewed(app: app, surface: .widget, contentVersion: 4),
+                .widgetKitViewed(app: app, surface: .control, contentVersion: 5),
+            ])
     }
 }

@@ -107,19 +107,23 @@ import Testing
         #expect(result.costs[0].deadlineMisses == 0)
     }
 
-    /// A widget push per version (issue 51): the widget reloads within the app's daily reload budget and
-    /// is seen fresh while it lasts; past it the pushes wait (held_reload_budget) and what the users see
-    /// grows old. Without the budget every version reloads it.
-    @Test func aWidgetReloadsWithinItsDailyBudgetAndIsSeenAtEveryScreenOn() async {
+    /// A widget or control push per version (issue 51): the surface reloads within the app's daily
+    /// reload budget and is seen fresh while it lasts; past it the pushes wait (held_reload_budget) and
+    /// what the users see grows old. Without the budget every version reloads it.
+    @Test(arguments: WidgetKitSurface.allCases)
+    func aSurfaceReloadsWithinItsDailyBudgetAndIsSeenAtEveryScreenOn(_ surface: WidgetKitSurface) async {
         var users = UserProfile()
         users.habit_hours = [6, 12, 18, 23]
         users.extra_opens_per_day = 6
         users.refresh_off_share = 0
         var kind = Self.kind(announce: .none, users: users, devices: 2)
-        kind.profile.apps[0].widget = true
+        kind.profile.ios = surface.since
+        kind.profile.apps[0].widget = surface == .widget
+        kind.profile.apps[0].control = surface == .control
         func day(_ budget: Int) async -> ForecastResult {
             var policy = PolicySettings()
-            policy.widgetDailyBudget = budget
+            policy.widgetDailyBudget = surface == .widget ? budget : 0
+            policy.controlDailyBudget = surface == .control ? budget : 0
             return await Forecast.run(
                 ForecastScenario(
                     kinds: [kind], start: Self.midnight, hours: 24,
@@ -127,16 +131,26 @@ import Testing
                     policy: policy, keepAliveSeconds: 60))
         }
         let budgeted = await day(70)
-        #expect(budgeted.costs[0].widgetPushesSent == 2 * 144)
+        #expect(budgeted.costs[0].reloadPushes(surface).sent == 2 * 144)
         #expect(
-            budgeted.report.rows[0].widgetUpdates == 2 * 70, "the first window's 70 reloads, no more within the day")
-        #expect(budgeted.costs[0].widgetPushesHeld == 2 * (144 - 70))
-        #expect(budgeted.report.rows[0].widgetViews > 0)
+            budgeted.report.rows[0].figures(surface).reloads == 2 * 70,
+            "the first window's 70 reloads, no more within the day")
+        #expect(budgeted.costs[0].reloadPushes(surface).notDelivered == 2 * (144 - 70))
+        #expect(budgeted.report.rows[0].figures(surface).views > 0)
         let unbudgeted = await day(0)
-        #expect(unbudgeted.report.rows[0].widgetUpdates == 2 * 144)
-        #expect(unbudgeted.report.rows[0].widgetFreshAtView! > budgeted.report.rows[0].widgetFreshAtView!)
-        #expect(budgeted.report.text.contains("| profile | widgets seen | fresh when seen | age p50 | reloads |"))
-        #expect(budgeted.costText.contains("| profile | widget pushes | held past the reload budget |"))
+        #expect(unbudgeted.report.rows[0].figures(surface).reloads == 2 * 144)
+        #expect(
+            unbudgeted.report.rows[0].figures(surface).freshAtView!
+                > budgeted.report.rows[0].figures(surface).freshAtView!)
+        #expect(
+            budgeted.report.text.contains(
+                "| profile | widget or control | seen | fresh when seen | age p50 | reloads |"))
+        #expect(budgeted.report.text.contains("| \(kind.name) | \(surface.rawValue) |"))
+        #expect(budgeted.costText.contains("| profile | widget or control | pushes | delivered |"))
+        #expect(budgeted.costText.contains("| \(kind.name) | \(surface.rawValue) | 288 | 140 | 148 |"))
+        for other in WidgetKitSurface.allCases where other != surface {
+            #expect(budgeted.report.rows[0].surfaces[other.rawValue] == nil, "the app has no \(other.rawValue)")
+        }
     }
 
     @Test func heldSilentPushesRideTheNextAlert() async {

@@ -532,14 +532,11 @@ public final class DeviceAgent: Sendable {
             }
             return
         }
-        if delivery.pushType == PushType.widgets.rawValue || delivery.pushType == PushType.controls.rawValue {
-            // WidgetKit's, not the app's: no wake and nothing shown; a widget reloads to the version the
-            // backend's push names (`AnnouncementRequest.widget`).
-            if delivery.pushType == PushType.widgets.rawValue, let runtime,
-                let version = (try? JSONSerialization.jsonObject(with: Data(delivery.payload.utf8)) as? [String: Any])?[
-                    "version"] as? Int
-            {
-                runtime.widgetPushed(bundleID: delivery.bundleID, version: version)
+        if let surface = PushType(rawValue: delivery.pushType).flatMap(WidgetKitSurface.init) {
+            // WidgetKit's, not the app's: no wake and nothing shown; a widget or a control reloads to the
+            // version the backend's push names (`AnnouncementRequest.reload`).
+            if let runtime, let version = AnnouncementRequest.version(in: Array(delivery.payload.utf8)) {
+                runtime.widgetKitPushed(bundleID: delivery.bundleID, surface: surface, version: version)
             }
             return
         }

@@ -149,10 +149,10 @@ public final class RuntimeShell: @unchecked Sendable {
         handle(.liveActivityUpdated(app: AppSlot(app), activity: activity, version: version, timestamp: timestamp))
     }
 
-    /// A widget push reached the app (from any thread): its widget reloads to `version`.
-    public func widgetPushed(bundleID: String, version: Int) {
+    /// A widget or control push reached the app (from any thread): that surface reloads to `version`.
+    public func widgetKitPushed(bundleID: String, surface: WidgetKitSurface, version: Int) {
         guard let app = bundleIDs.firstIndex(of: bundleID) else { return }
-        handle(.widgetPushed(app: AppSlot(app), version: version))
+        handle(.widgetKitPushed(app: AppSlot(app), surface: surface, version: version))
     }
 
     /// The app's state now, read on the device's loop.
@@ -218,8 +218,8 @@ public final class RuntimeShell: @unchecked Sendable {
         case .wakeRefused(let app, let apnsID, let reason):
             send(.notWoken(apnsID: apnsID.description, bundleID: bundleIDs[Int(app.index)], reason: reason.rawValue))
         case .startTransfer, .cancelTransfer, .pauseTransfer, .resumeTransfer, .moveToBackgroundSession, .woken,
-            .terminated, .relaunched, .opened, .contentUpdated, .activityUpdated, .activityViewed, .widgetUpdated,
-            .widgetViewed:
+            .terminated, .relaunched, .opened, .contentUpdated, .activityUpdated, .activityViewed,
+            .widgetKitReloaded, .widgetKitViewed:
             break
         }
     }

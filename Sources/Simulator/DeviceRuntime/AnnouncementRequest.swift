@@ -1,3 +1,5 @@
+import PushModel
+
 /// What an app's backend POSTs to the provider API to announce a version of its content: the headers
 /// and body of its silent push and of its alert. `ContentAnnouncer` sends them over HTTP/2; a forecast
 /// puts them through the provider API's own parsing (`RequestHead`, `ParsedHead.notification`) and the
@@ -29,15 +31,32 @@ public struct AnnouncementRequest: Sendable {
                     .utf8))
     }
 
-    /// A widget push announcing the version (`apns-push-type: widgets`, the topic's widgets suffix,
-    /// `content-changed`): the app's widget reloads.
-    public static func widget(topic: String, version: Int) -> AnnouncementRequest {
+    /// A widget or control push announcing the version (`apns-push-type: widgets` or `controls`, the
+    /// topic's suffix for it, `content-changed`): the app's widget or control reloads.
+    public static func reload(_ surface: WidgetKitSurface, topic: String, version: Int) -> AnnouncementRequest {
         AnnouncementRequest(
             silent: false,
             headers: [
-                ("apns-topic", topic + ".push-type.widgets"), ("apns-push-type", "widgets"), ("apns-priority", "10"),
+                ("apns-topic", topic + surface.pushType.topicSuffix!), ("apns-push-type", surface.pushType.rawValue),
+                ("apns-priority", "10"),
             ],
             body: Array(#"{"aps":{"content-changed":true},"version":\#(version)}"#.utf8))
+    }
+
+    /// The `"version":N` an announcement's payload carries, or nil.
+    public static func version(in payload: [UInt8]) -> Int? {
+        let key = Array(#""version":"#.utf8)
+        guard payload.count > key.count else { return nil }
+        for start in 0...(payload.count - key.count) where payload[start..<(start + key.count)].elementsEqual(key) {
+            var value = 0
+            var index = start + key.count
+            while index < payload.count, (48...57).contains(payload[index]) {
+                value = value * 10 + Int(payload[index] - 48)
+                index += 1
+            }
+            return index > start + key.count ? value : nil
+        }
+        return nil
     }
 
     /// An update of one Live Activity to the version (pushed to the activity's token; `apns-topic`

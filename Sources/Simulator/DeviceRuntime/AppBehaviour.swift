@@ -35,9 +35,9 @@ public struct AppBehaviour: Sendable, Equatable {
     /// Live Activities the app keeps on the Lock Screen (a game each, followed all day), each showing
     /// the newest version of the app's content its updates brought ([LA], docs/live-activities.md).
     public var liveActivities = 0
-    /// The app has a Home Screen widget that reloads on a widget push and is seen whenever the screen
-    /// comes on.
-    public var widget = false
+    /// What WidgetKit shows for the app (a Home Screen widget, a control), each reloading on its own push
+    /// and seen whenever the screen comes on.
+    public var surfaces: Set<WidgetKitSurface> = []
 
     public init() {}
 }

@@ -12,8 +12,8 @@ public struct AppRuntime: Sendable {
     /// update that brought it: updates apply in timestamp order, an older one is ignored as iOS ignores it.
     public internal(set) var activityVersions: [Int?]
     var activityTimestamps: [Int64?]
-    /// The version its widget shows (nil: none yet, or no widget).
-    public internal(set) var widgetVersion: Int?
+    /// The version its widget and its control show (nil: none yet, or none of them).
+    public internal(set) var shown = WidgetKitSurface.Shown()
 
     /// A background wake: the app is running for it until it calls the handler or the deadline passes.
     struct Wake: Sendable {

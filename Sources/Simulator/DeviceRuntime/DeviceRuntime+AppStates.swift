@@ -63,7 +63,7 @@ extension DeviceRuntime {
         // Its Live Activities are the system's: they stay on the Lock Screen, and their updates go on.
         cleared.activityVersions = was.activityVersions
         cleared.activityTimestamps = was.activityTimestamps
-        cleared.widgetVersion = was.widgetVersion
+        cleared.shown = was.shown
         table[app] = cleared
         actions.append(.appState(app: app, state: .forceQuit))
     }

@@ -14,14 +14,15 @@ extension DeviceRuntime {
         actions.append(.activityUpdated(app: app, activity: activity, version: version))
     }
 
-    /// The screen came on: every Live Activity and every widget is seen with the version it shows.
+    /// The screen came on: every Live Activity, widget and control is seen with the version it shows.
     mutating func screenCameOn(_ actions: inout [RuntimeAction]) {
         for slot in table.slots {
             for (activity, version) in table[slot].activityVersions.enumerated() {
                 actions.append(.activityViewed(app: slot, activity: activity, contentVersion: version))
             }
-            if table[slot].behaviour.widget {
-                actions.append(.widgetViewed(app: slot, contentVersion: table[slot].widgetVersion))
+            for surface in WidgetKitSurface.allCases where table[slot].behaviour.surfaces.contains(surface) {
+                actions.append(
+                    .widgetKitViewed(app: slot, surface: surface, contentVersion: table[slot].shown[surface]))
             }
         }
     }

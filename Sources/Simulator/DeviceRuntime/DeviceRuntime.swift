@@ -88,10 +88,12 @@ public struct DeviceRuntime: Sendable {
         case .memoryPressure(let app):
             if table.state(of: app) == .suspended { terminate(app, .memoryPressure, &actions) }
         case .rebooted: reboot(&actions)
-        case .widgetPushed(let app, let version):
-            if table.contains(app), table[app].behaviour.widget, version > (table[app].widgetVersion ?? .min) {
-                table[app].widgetVersion = version
-                actions.append(.widgetUpdated(app: app, version: version))
+        case .widgetKitPushed(let app, let surface, let version):
+            if table.contains(app), table[app].behaviour.surfaces.contains(surface), profile.version >= surface.since,
+                version > (table[app].shown[surface] ?? .min)
+            {
+                table[app].shown[surface] = version
+                actions.append(.widgetKitReloaded(app: app, surface: surface, version: version))
             }
         case .pushDelivered(let app, let apnsID, let silent):
             if silent {

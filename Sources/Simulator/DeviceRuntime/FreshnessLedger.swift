@@ -4,8 +4,8 @@ import PushModel
 /// opened their apps. Fed every runtime action with its time and the device's profile name; the report
 /// is made against the content server's publish times.
 public struct FreshnessLedger: Sendable {
-    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them. A Live Activity or a
-    /// widget seen when the screen came on is kept the same way (`sample`), and reported apart.
+    /// 16 bytes an open: a day of 100,000 iPhones records about a million of them. A Live Activity, a
+    /// widget or a control seen when the screen came on is kept the same way (`sample`), and reported apart.
     struct Open: Sendable {
         var at: Int64
         /// The version held (-1: none).
@@ -18,7 +18,23 @@ public struct FreshnessLedger: Sendable {
 
     /// What a freshness sample is of.
     enum Sample: UInt8, Sendable {
-        case open, activity, widget
+        case open, activity, widget, control
+
+        init(_ surface: WidgetKitSurface) {
+            switch surface {
+            case .widget: self = .widget
+            case .control: self = .control
+            }
+        }
+
+        /// The WidgetKit surface it is of (nil: an open or a Live Activity).
+        var surface: WidgetKitSurface? {
+            switch self {
+            case .open, .activity: nil
+            case .widget: .widget
+            case .control: .control
+            }
+        }
     }
 
     /// What one profile's devices did, by kind: counted in place (a forecast records tens of millions).
@@ -37,8 +53,8 @@ public struct FreshnessLedger: Sendable {
         var durations = DurationHistogram()
         /// Live Activity updates the devices applied (older ones, ignored, not counted).
         var activityUpdates = 0
-        /// Widget reloads the devices applied.
-        var widgetUpdates = 0
+        /// Widget and control reloads the devices applied.
+        var reloads = [Int](repeating: 0, count: WidgetKitSurface.allCases.count)
 
         mutating func add(_ other: Tally) {
             for index in wakes.indices { wakes[index] += other.wakes[index] }
@@ -53,7 +69,7 @@ public struct FreshnessLedger: Sendable {
             failedTransfers += other.failedTransfers
             durations.add(other.durations)
             activityUpdates += other.activityUpdates
-            widgetUpdates += other.widgetUpdates
+            for index in reloads.indices { reloads[index] += other.reloads[index] }
         }
     }
 
@@ -85,8 +101,8 @@ public struct FreshnessLedger: Sendable {
         var summaries: [OpenSummary] = []
         /// Live Activities seen, by profile index.
         var viewSummaries: [OpenSummary] = []
-        /// Widgets seen, by profile index.
-        var widgetSummaries: [OpenSummary] = []
+        /// Widgets and controls seen, by surface (`WidgetKitSurface.allCases`'s order), then profile index.
+        var surfaceSummaries: [[OpenSummary]] = WidgetKitSurface.allCases.map { _ in [] }
     }
 
     private var opens: [Open] = []
@@ -115,7 +131,7 @@ public struct FreshnessLedger: Sendable {
         tallies.append(Tally())
         folded?.summaries.append(OpenSummary())
         folded?.viewSummaries.append(OpenSummary())
-        folded?.widgetSummaries.append(OpenSummary())
+        for index in WidgetKitSurface.allCases.indices { folded?.surfaceSummaries[index].append(OpenSummary()) }
         return profiles.count - 1
     }
 
@@ -138,12 +154,13 @@ public struct FreshnessLedger: Sendable {
                 at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile),
                 sample: .activity)
             if folded != nil { fold(view) } else { opens.append(view) }
-        case .widgetViewed(_, let version):
+        case .widgetKitViewed(_, let surface, let version):
             let view = Open(
-                at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile), sample: .widget)
+                at: now.milliseconds, held: version.map { Int32($0) } ?? -1, profile: UInt16(profile),
+                sample: Sample(surface))
             if folded != nil { fold(view) } else { opens.append(view) }
         case .activityUpdated: tallies[profile].activityUpdates += 1
-        case .widgetUpdated: tallies[profile].widgetUpdates += 1
+        case .widgetKitReloaded(_, let surface, _): tallies[profile].reloads[surface.index] += 1
         case .startTransfer(let request):
             if case .background = request.session {
                 tallies[profile].backgroundTransfers += 1
@@ -190,7 +207,9 @@ public struct FreshnessLedger: Sendable {
             if let age { summary.ages.append(age) } else { summary.withoutContent += 1 }
         }
         if open.sample == .activity { return count(&folded!.viewSummaries[profile]) }
-        if open.sample == .widget { return count(&folded!.widgetSummaries[profile]) }
+        if let surface = open.sample.surface {
+            return count(&folded!.surfaceSummaries[surface.index][profile])
+        }
         count(&folded!.summaries[profile])
         let hour = open.at >= start ? Int((open.at - start) / 3_600_000) : -1
         if hour >= 0, hour < folded?.hourOpens.count ?? 0 {
@@ -213,8 +232,10 @@ public struct FreshnessLedger: Sendable {
             for (index, summary) in theirs.viewSummaries.enumerated() {
                 folded?.viewSummaries[Int(map[index])].add(summary)
             }
-            for (index, summary) in theirs.widgetSummaries.enumerated() {
-                folded?.widgetSummaries[Int(map[index])].add(summary)
+            for (surface, summaries) in theirs.surfaceSummaries.enumerated() {
+                for (index, summary) in summaries.enumerated() {
+                    folded?.surfaceSummaries[surface][Int(map[index])].add(summary)
+                }
             }
             for hour in theirs.hourOpens.indices where hour < folded?.hourOpens.count ?? 0 {
                 folded?.hourOpens[hour] += theirs.hourOpens[hour]
@@ -238,24 +259,27 @@ public struct FreshnessLedger: Sendable {
     public func report(versions: [Int: Int64], hours: Double, apps: [String: Int]) -> FreshnessReport {
         var summaries: [OpenSummary]
         var views: [OpenSummary]
-        var widgets: [OpenSummary]
+        /// By surface, then profile.
+        var surfaces: [[OpenSummary]]
         if let folded {
             summaries = folded.summaries
             views = folded.viewSummaries
-            widgets = folded.widgetSummaries
+            surfaces = folded.surfaceSummaries
         } else {
             let published = versions.sorted { $0.key < $1.key }
-            var bySample = [[[Open]]](repeating: [[Open]](repeating: [], count: profiles.count), count: 3)
+            var bySample = [[[Open]]](repeating: [[Open]](repeating: [], count: profiles.count), count: 4)
             for open in opens { bySample[Int(open.sample.rawValue)][Int(open.profile)].append(open) }
             summaries = bySample[0].map { Self.summary(of: $0, published) }
             views = bySample[1].map { Self.summary(of: $0, published) }
-            widgets = bySample[2].map { Self.summary(of: $0, published) }
+            surfaces = WidgetKitSurface.allCases.map { surface in
+                bySample[Int(Sample(surface).rawValue)].map { Self.summary(of: $0, published) }
+            }
         }
         let order = profiles.indices.sorted { profiles[$0] < profiles[$1] }
         var rows = order.map { index in
             row(
-                profiles[index], summaries[index], views[index], widgets[index], tallies[index], hours: hours,
-                apps: apps[profiles[index]] ?? 1)
+                profiles[index], summaries[index], views[index], surfaces.map { $0[index] }, tallies[index],
+                hours: hours, apps: apps[profiles[index]] ?? 1)
         }
         if profiles.count > 1 {
             var total = Tally()
@@ -267,7 +291,7 @@ public struct FreshnessLedger: Sendable {
             }
             rows.append(
                 row(
-                    "all", sum(summaries), sum(views), sum(widgets), total, hours: hours,
+                    "all", sum(summaries), sum(views), surfaces.map(sum), total, hours: hours,
                     apps: apps.values.reduce(0, +)))
         }
         return FreshnessReport(rows: rows)
@@ -336,7 +360,7 @@ public struct FreshnessLedger: Sendable {
     }
 
     private func row(
-        _ name: String, _ summary: OpenSummary, _ views: OpenSummary, _ widgets: OpenSummary, _ tally: Tally,
+        _ name: String, _ summary: OpenSummary, _ views: OpenSummary, _ surfaces: [OpenSummary], _ tally: Tally,
         hours: Double, apps: Int
     ) -> FreshnessReport.Row {
         let ages = summary.ages.sorted()
@@ -360,6 +384,15 @@ public struct FreshnessLedger: Sendable {
             terminations[cause.rawValue] = tally.terminations[index]
         }
         let silent = WakeKind.silentPush(apnsID: APNsID(high: 0, low: 0)).index
+        var shown: [String: FreshnessReport.SurfaceFigures] = [:]
+        for (index, surface) in WidgetKitSurface.allCases.enumerated() {
+            let seen = surfaces[index]
+            let reloads = tally.reloads[index]
+            guard seen.opens > 0 || reloads > 0 else { continue }
+            shown[surface.rawValue] = FreshnessReport.SurfaceFigures(
+                views: seen.opens, freshAtView: seen.opens == 0 ? nil : Double(seen.fresh) / Double(seen.opens),
+                ageP50Seconds: percentile(seen.ages.sorted(), 0.5), reloads: reloads)
+        }
         return FreshnessReport.Row(
             profile: name, opens: opens, freshOpens: fresh,
             freshAtOpen: opens == 0 ? nil : Double(fresh) / Double(opens),
@@ -377,9 +410,7 @@ public struct FreshnessLedger: Sendable {
             activityFreshAtView: views.opens == 0 ? nil : Double(views.fresh) / Double(views.opens),
             activityAgeP50Seconds: percentile(viewAges, 0.5), activityAgeP90Seconds: percentile(viewAges, 0.9),
             activityAgeP99Seconds: percentile(viewAges, 0.99), activityViewsWithoutContent: views.withoutContent,
-            activityUpdates: tally.activityUpdates, widgetViews: widgets.opens,
-            widgetFreshAtView: widgets.opens == 0 ? nil : Double(widgets.fresh) / Double(widgets.opens),
-            widgetAgeP50Seconds: percentile(widgets.ages.sorted(), 0.5), widgetUpdates: tally.widgetUpdates)
+            activityUpdates: tally.activityUpdates, surfaces: shown)
     }
 }
 
@@ -457,12 +488,23 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
         public var activityViewsWithoutContent = 0
         /// Live Activity updates the devices applied.
         public var activityUpdates = 0
-        /// Widgets seen when the screen came on, the share that showed the newest version published by
-        /// then, the age of what they showed, and the reloads the devices applied.
-        public var widgetViews = 0
-        public var widgetFreshAtView: Double?
-        public var widgetAgeP50Seconds: Double?
-        public var widgetUpdates = 0
+        /// Widgets and controls (by `WidgetKitSurface`'s name), for a surface the profile's apps have.
+        public var surfaces: [String: SurfaceFigures] = [:]
+
+        /// The figures of one surface (all zero when its apps have none).
+        public func figures(_ surface: WidgetKitSurface) -> SurfaceFigures {
+            surfaces[surface.rawValue] ?? SurfaceFigures()
+        }
+    }
+
+    /// A widget's or a control's: seen when the screen came on (each at each screen-on), the share that
+    /// showed the newest version published by then, the age of what they showed, and the reloads the
+    /// devices applied.
+    public struct SurfaceFigures: Sendable, Equatable, Codable {
+        public var views = 0
+        public var freshAtView: Double?
+        public var ageP50Seconds: Double?
+        public var reloads = 0
     }
 
     /// One hour of the curve of fresh-at-open.
@@ -514,13 +556,19 @@ public struct FreshnessReport: Sendable, Equatable, Codable {
                 )
             }
         }
-        if rows.contains(where: { $0.widgetViews > 0 || $0.widgetUpdates > 0 }) {
-            lines += ["", "| profile | widgets seen | fresh when seen | age p50 | reloads |", "|---|---|---|---|---|"]
+        if rows.contains(where: { !$0.surfaces.isEmpty }) {
+            lines += [
+                "", "| profile | widget or control | seen | fresh when seen | age p50 | reloads |",
+                "|---|---|---|---|---|---|",
+            ]
             for row in rows {
-                let share = row.widgetFreshAtView.map { "\(Int(($0 * 100).rounded())) %" } ?? "–"
-                lines.append(
-                    "| \(row.profile) | \(row.widgetViews) | \(share) | \(seconds(row.widgetAgeP50Seconds)) | \(row.widgetUpdates) |"
-                )
+                for surface in WidgetKitSurface.allCases {
+                    guard let figures = row.surfaces[surface.rawValue] else { continue }
+                    let share = figures.freshAtView.map { "\(Int(($0 * 100).rounded())) %" } ?? "–"
+                    lines.append(
+                        "| \(row.profile) | \(surface.rawValue) | \(figures.views) | \(share) | \(seconds(figures.ageP50Seconds)) | \(figures.reloads) |"
+                    )
+                }
             }
         }
         return lines.joined(separator: "\n")

@@ -75,9 +75,17 @@ public struct IOSProfile: Sendable, Equatable {
         return profile
     }()
 
+    /// iOS 26: the rules of 18; a Home Screen widget can reload on a push of its own (`WidgetPushHandler`,
+    /// `WidgetKitSurface.widget`).
+    public static let ios26: IOSProfile = {
+        var profile = ios18
+        profile.version = 26
+        return profile
+    }()
+
     /// The iOS generations modelled (docs/device-runtime.md), each with its rules: a profile's `ios`.
     public static let versions: [(major: Int, profile: IOSProfile)] = [
-        (6, ios6), (7, ios7), (13, ios13), (17, ios17), (18, ios18),
+        (6, ios6), (7, ios7), (13, ios13), (17, ios17), (18, ios18), (26, ios26),
     ]
 
     /// The generation `n` plays: the latest modelled one not after it (`versions`; a profile file may

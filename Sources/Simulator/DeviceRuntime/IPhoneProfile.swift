@@ -33,7 +33,7 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
             (app.announce == .silent_and_alert ? "silent + alert" : app.announce.rawValue)
                 + (app.fetch == "never" ? "" : ", fetch \(app.fetch)")
                 + (app.background_download ? "" : ", foreground download")
-                + app.liveActivityStrategy + (app.widget ? ", widget push" : "")
+                + app.liveActivityStrategy + (app.widget ? ", widget push" : "") + (app.control ? ", control push" : "")
         }.joined(separator: "; ")
     }
 
@@ -51,6 +51,10 @@ public struct IPhoneProfile: Sendable, Equatable, Decodable {
             if app.channels > 0, ios < LiveActivityBook.channelsSince {
                 return
                     "apps[\(index)].channels: Live Activities on broadcast channels need ios: \(LiveActivityBook.channelsSince) or later, got ios: \(ios)"
+            }
+            for surface in WidgetKitSurface.allCases where app.surfaces.contains(surface) && ios < surface.since {
+                return
+                    "apps[\(index)].\(surface.rawValue): a \(surface.rawValue) reloaded by its push needs ios: \(surface.since) or later, got ios: \(ios)"
             }
         }
         if let problem = users.problem() { return "users.\(problem)" }
@@ -105,6 +109,15 @@ public struct AppProfile: Sendable, Equatable, Decodable {
     /// The app has a Home Screen widget (iOS 26's `WidgetPushHandler`), and its backend sends a widget push
     /// (`apns-push-type: widgets`) with each version: the widget reloads and shows it.
     public var widget = false
+    /// The app has a control (iOS 18's `ControlPushHandler`: Control Center, the Lock Screen's buttons), and
+    /// its backend sends a control push (`apns-push-type: controls`) with each version: the control
+    /// refreshes and shows it.
+    public var control = false
+
+    /// What WidgetKit shows for it: `widget` and `control`.
+    public var surfaces: Set<WidgetKitSurface> {
+        Set(WidgetKitSurface.allCases.filter { $0 == .widget ? widget : control })
+    }
 
     public init(bundle_id: String) { self.bundle_id = bundle_id }
 
@@ -112,6 +125,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         case bundle_id, announce, fetch, background_download, item_bytes, work_ms, did_enter_background_ms
         case forgets_completion, forgets_ending_task, forgets_session_handler, moves_download_to_background_session
         case monitors_location, live_activities, channels, live_activity_priority, frequent_pushes, widget
+        case control
     }
 
     public init(from decoder: any Decoder) throws {
@@ -141,6 +155,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         try read(.live_activity_priority, \.live_activity_priority)
         try read(.frequent_pushes, \.frequent_pushes)
         try read(.widget, \.widget)
+        try read(.control, \.control)
         self = app
     }
 
@@ -225,7 +240,7 @@ public struct AppProfile: Sendable, Equatable, Decodable {
         behaviour.movesDownloadToBackgroundSession = moves_download_to_background_session
         behaviour.monitorsLocation = monitors_location
         behaviour.liveActivities = live_activities
-        behaviour.widget = widget
+        behaviour.surfaces = surfaces
         return behaviour
     }
 }

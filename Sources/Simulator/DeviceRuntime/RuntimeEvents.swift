@@ -95,9 +95,10 @@ public enum RuntimeEvent: Sendable, Equatable {
     /// channel): its `aps.timestamp` (seconds) orders it, its content-state carries `version`. No wake,
     /// no alert.
     case liveActivityUpdated(app: AppSlot, activity: Int, version: Int, timestamp: Int64)
-    /// A widget push reached the app (`apns-push-type: widgets`): its widget reloads to `version` (the
-    /// extension fetches what the push announced; WidgetKit, not the app, runs it: no wake).
-    case widgetPushed(app: AppSlot, version: Int)
+    /// A widget or control push reached the app (`apns-push-type: widgets` or `controls`): that surface
+    /// reloads to `version` (the extension fetches what the push announced; WidgetKit, not the app, runs
+    /// it: no wake). On an iPhone older than the surface's iOS (`WidgetKitSurface.since`), nothing.
+    case widgetKitPushed(app: AppSlot, surface: WidgetKitSurface, version: Int)
     case transferFinished(id: Int, result: TransferResult)
     /// Time passed: whatever was due by now happens (`DeviceRuntime.nextDeadline` says when).
     case tick
@@ -142,9 +143,9 @@ public enum RuntimeAction: Sendable, Equatable {
     /// The screen came on: the user sees each Live Activity with the version it shows (nil: none yet) —
     /// the Live Activity's freshness sample.
     case activityViewed(app: AppSlot, activity: Int, contentVersion: Int?)
-    /// A widget reloaded and shows `version`.
-    case widgetUpdated(app: AppSlot, version: Int)
-    /// The screen came on: the user sees the app's widget with the version it shows — the widget's
+    /// A widget or a control reloaded and shows `version`.
+    case widgetKitReloaded(app: AppSlot, surface: WidgetKitSurface, version: Int)
+    /// The screen came on: the user sees the app's widget or control with the version it shows — its
     /// freshness sample.
-    case widgetViewed(app: AppSlot, contentVersion: Int?)
+    case widgetKitViewed(app: AppSlot, surface: WidgetKitSurface, contentVersion: Int?)
 }

@@ -154,7 +154,7 @@ public struct SimulatedIPhone: Sendable {
             // The download resumes from its resume data when it starts (R11).
             resumeData[to.id] = had
         case .appState, .complete, .conditions, .woken, .terminated, .relaunched, .opened, .contentUpdated,
-            .wakeRefused, .activityUpdated, .activityViewed, .rebooted, .widgetUpdated, .widgetViewed:
+            .wakeRefused, .activityUpdated, .activityViewed, .rebooted, .widgetKitReloaded, .widgetKitViewed:
             break
         }
     }

@@ -35,9 +35,21 @@ public struct ForecastResult: Sendable, Codable {
         /// Broadcast POSTs (one per channel per version) and the writes they fanned out to.
         public var broadcastsSent = 0
         public var broadcastWrites = 0
-        /// Widget pushes sent, and held past the app's daily reload budget.
-        public var widgetPushesSent = 0
-        public var widgetPushesHeld = 0
+        /// Widget and control pushes (by `WidgetKitSurface`'s name), for a surface the profile's apps have.
+        public var reloadPushes: [String: ReloadPushes] = [:]
+
+        /// The pushes of one surface (all zero when its apps have none).
+        public func reloadPushes(_ surface: WidgetKitSurface) -> ReloadPushes {
+            reloadPushes[surface.rawValue] ?? ReloadPushes()
+        }
+    }
+
+    /// A surface's pushes: sent, and delivered (the rest waited past the app's daily reload budget, and
+    /// the newest replaced those still waiting).
+    public struct ReloadPushes: Sendable, Codable, Equatable {
+        public var sent = 0
+        public var delivered = 0
+        public var notDelivered: Int { sent - delivered }
     }
 
     public var seed: UInt64
@@ -131,8 +143,10 @@ public struct ForecastResult: Sendable, Codable {
             megabytesPerDeviceDay: Double(bytes) / 1e6 / deviceDays,
             terminations: row.map { $0.terminations.values.reduce(0, +) } ?? 0)
         cost.liveActivityUpdatesSent = costs.liveActivityUpdatesSent
-        cost.widgetPushesSent = costs.widgetPushesSent
-        cost.widgetPushesHeld = rules { $0 == .reloadBudget }
+        for surface in WidgetKitSurface.allCases where costs.reloadPushesSent[surface.index] > 0 {
+            cost.reloadPushes[surface.rawValue] = ReloadPushes(
+                sent: costs.reloadPushesSent[surface.index], delivered: costs.reloadPushesDelivered[surface.index])
+        }
         cost.liveActivityOverBudget = rules { $0 == .liveActivityOverBudget }
         cost.liveActivityUpdatesDropped = costs.liveActivityUpdatesDropped
         cost.broadcastWrites = costs.broadcastWrites
@@ -180,12 +194,18 @@ public struct ForecastResult: Sendable, Codable {
                 "| \(cost.profile) | \(cost.devices) | \(Self.decimal(cost.pushesPerDeviceDay)) | \(cost.silentSent) / \(cost.alertsSent) | \(cost.held) | \(cost.piggybacked) | \(cost.coalesced) | \(Self.decimal(cost.wakesPerDeviceDay)) | \(Self.decimal(cost.awakeSecondsPerDeviceDay)) | \(Self.decimal(cost.megabytesPerDeviceDay)) | \(cost.terminations) | \(cost.deadlineMisses) |"
             )
         }
-        if costs.contains(where: { $0.widgetPushesSent > 0 }) {
+        if costs.contains(where: { !$0.reloadPushes.isEmpty }) {
             lines += [
-                "", "| profile | widget pushes | held past the reload budget |", "|---|---|---|",
+                "", "| profile | widget or control | pushes | delivered | held past the reload budget or replaced |",
+                "|---|---|---|---|---|",
             ]
             for cost in costs {
-                lines.append("| \(cost.profile) | \(cost.widgetPushesSent) | \(cost.widgetPushesHeld) |")
+                for surface in WidgetKitSurface.allCases {
+                    guard let pushes = cost.reloadPushes[surface.rawValue] else { continue }
+                    lines.append(
+                        "| \(cost.profile) | \(surface.rawValue) | \(pushes.sent) | \(pushes.delivered) | \(pushes.notDelivered) |"
+                    )
+                }
             }
         }
         if costs.contains(where: { $0.liveActivityUpdatesSent > 0 || $0.broadcastsSent > 0 }) {

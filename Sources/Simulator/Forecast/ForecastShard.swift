@@ -118,11 +118,15 @@ final class ForecastShard {
         var liveActivityUpdatesSent = 0
         var liveActivityUpdatesDropped = 0
         var broadcastWrites = 0
-        /// Widget pushes sent (part of `pushesSent`).
-        var widgetPushesSent = 0
+        /// Widget and control pushes sent (part of `pushesSent`), and delivered, by surface.
+        var reloadPushesSent = [0, 0]
+        var reloadPushesDelivered = [0, 0]
 
         mutating func add(_ other: KindCosts) {
-            widgetPushesSent += other.widgetPushesSent
+            for index in reloadPushesSent.indices {
+                reloadPushesSent[index] += other.reloadPushesSent[index]
+                reloadPushesDelivered[index] += other.reloadPushesDelivered[index]
+            }
             liveActivityUpdatesSent += other.liveActivityUpdatesSent
             liveActivityUpdatesDropped += other.liveActivityUpdatesDropped
             broadcastWrites += other.broadcastWrites
@@ -342,8 +346,9 @@ final class ForecastShard {
                     if let known = parsed[app.bundleID] { return known }
                     let requests =
                         AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
-                        + (app.behaviour.widget
-                            ? [AnnouncementRequest.widget(topic: app.bundleID, version: version)] : [])
+                        + WidgetKitSurface.allCases.filter(app.behaviour.surfaces.contains).map {
+                            AnnouncementRequest.reload($0, topic: app.bundleID, version: version)
+                        }
                     let pushes = requests.compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
                     parsed[app.bundleID] = pushes
                     return pushes
@@ -368,7 +373,8 @@ final class ForecastShard {
                 hourlyPushes[hour] += 1
                 switch template.pushType {
                 case .background: costs[kind].silentSent += 1
-                case .widgets: costs[kind].widgetPushesSent += 1
+                case .widgets: costs[kind].reloadPushesSent[WidgetKitSurface.widget.index] += 1
+                case .controls: costs[kind].reloadPushesSent[WidgetKitSurface.control.index] += 1
                 default: costs[kind].alertsSent += 1
                 }
                 pushCounter += 1
@@ -425,22 +431,6 @@ final class ForecastShard {
         }
     }
 
-    /// The `"version":N` an announcement's payload carries (`AnnouncementRequest`), or nil.
-    static func version(in payload: [UInt8]) -> Int? {
-        let key = Array(#""version":"#.utf8)
-        guard payload.count > key.count else { return nil }
-        for start in 0...(payload.count - key.count) where payload[start..<(start + key.count)].elementsEqual(key) {
-            var value = 0
-            var index = start + key.count
-            while index < payload.count, (48...57).contains(payload[index]) {
-                value = value * 10 + Int(payload[index] - 48)
-                index += 1
-            }
-            return index > start + key.count ? value : nil
-        }
-        return nil
-    }
-
     /// An announcement as the provider API makes it from the request (its own parsing and
     /// classification), addressed to a placeholder token (a forecast routes by device, not token).
     static func notification(_ request: AnnouncementRequest, bundleID: String, at now: Int64) -> PushNotification? {
@@ -488,8 +478,11 @@ final class ForecastShard {
                         .liveActivityUpdated(
                             app: app, activity: Int(low & 0xFF), version: version,
                             timestamp: publishTimes[version - 1] / 1000))
-                } else if push.pushType == .widgets, let version = Self.version(in: push.payload) {
-                    deviceEvent(device, .widgetPushed(app: app, version: version))
+                } else if let surface = WidgetKitSurface(push.pushType),
+                    let version = AnnouncementRequest.version(in: push.payload)
+                {
+                    costs[Int(kindOf[device])].reloadPushesDelivered[surface.index] += 1
+                    deviceEvent(device, .widgetKitPushed(app: app, surface: surface, version: version))
                 } else {
                     deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
                 }
@@ -726,8 +719,10 @@ final class ForecastShard {
         case .screen(let on): record(device, #""event":"screen","on":\#(on)"#)
         case .lowPowerMode(let on): record(device, #""event":"low_power_mode","on":\#(on)"#)
         case .backgroundAppRefresh(let on): record(device, #""event":"background_app_refresh","on":\#(on)"#)
-        case .widgetPushed(let app, let version):
-            record(device, #""event":"widget_push","app":"\#(name(app, device))","version":\#(version)"#)
+        case .widgetKitPushed(let app, let surface, let version):
+            record(
+                device,
+                #""event":"\#(surface.rawValue)_push","app":"\#(name(app, device))","version":\#(version)"#)
         case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(name(app, device))""#)
         case .rebooted: record(device, #""event":"reboot""#)
         case .pushDelivered(let app, let id, let silent):
@@ -765,12 +760,15 @@ final class ForecastShard {
         switch action {
         case .appState(let app, let state):
             record(device, #""event":"app_state","app":"\#(name(app, device))","state":"\#(state.rawValue)""#)
-        case .widgetUpdated(let app, let version):
-            record(device, #""event":"widget_updated","app":"\#(name(app, device))","version":\#(version)"#)
-        case .widgetViewed(let app, let shown):
+        case .widgetKitReloaded(let app, let surface, let version):
             record(
                 device,
-                #""event":"widget_viewed","app":"\#(name(app, device))",\#(sample(shown, as: "version_shown"))"#)
+                #""event":"\#(surface.rawValue)_updated","app":"\#(name(app, device))","version":\#(version)"#)
+        case .widgetKitViewed(let app, let surface, let shown):
+            record(
+                device,
+                #""event":"\#(surface.rawValue)_viewed","app":"\#(name(app, device))",\#(sample(shown, as: "version_shown"))"#
+            )
         case .complete(let id, let app, let result):
             record(
                 device, #""event":"complete","app":"\#(name(app, device))","apns_id":"\#(id)","result":"\#(result)""#)

@@ -12,12 +12,12 @@ public enum ContentAnnouncer {
     public struct Strategy: Sendable, Equatable {
         public var silent: Bool
         public var alert: Bool
-        /// The app has a widget, and a widget push goes with each version (`AnnouncementRequest.widget`).
-        public var widget: Bool
-        public init(silent: Bool, alert: Bool, widget: Bool = false) {
+        /// The app's widget and control: a push for each goes with each version (`AnnouncementRequest.reload`).
+        public var surfaces: Set<WidgetKitSurface>
+        public init(silent: Bool, alert: Bool, surfaces: Set<WidgetKitSurface> = []) {
             self.silent = silent
             self.alert = alert
-            self.widget = widget
+            self.surfaces = surfaces
         }
     }
 
@@ -58,8 +58,9 @@ public enum ContentAnnouncer {
         /// Live Activity updates to activities' tokens, and broadcasts.
         public var liveActivityUpdates = 0
         public var broadcasts = 0
-        /// Widget pushes (`apns-push-type: widgets`).
+        /// Widget and control pushes (`apns-push-type: widgets`, `controls`).
         public var widgets = 0
+        public var controls = 0
         public var accepted = 0
         /// Answers other than 200 (`status reason`) and failures, with their counts.
         public var refused: [String: Int] = [:]
@@ -77,8 +78,10 @@ public enum ContentAnnouncer {
             guard let strategy = strategies[target.topic] else { continue }
             let announce: AppProfile.Announcement =
                 strategy.silent ? (strategy.alert ? .silent_and_alert : .silent) : (strategy.alert ? .alert : .none)
-            let widget = strategy.widget ? [AnnouncementRequest.widget(topic: target.topic, version: version)] : []
-            for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) + widget {
+            let reloads = WidgetKitSurface.allCases.filter(strategy.surfaces.contains).map {
+                AnnouncementRequest.reload($0, topic: target.topic, version: version)
+            }
+            for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) + reloads {
                 pushes.append(
                     Push(target: target, silent: request.silent, headers: request.headers, body: request.body))
             }
@@ -130,8 +133,10 @@ public enum ContentAnnouncer {
         outcome.broadcasts = pushes.count { $0.target.activity == PushTarget.channelMark }
         outcome.liveActivityUpdates = pushes.count { $0.target.activity?.hasPrefix("update:") == true }
         outcome.widgets = pushes.count { $0.headers.contains { $0 == ("apns-push-type", "widgets") } }
+        outcome.controls = pushes.count { $0.headers.contains { $0 == ("apns-push-type", "controls") } }
         outcome.alerts =
             pushes.count - outcome.silent - outcome.broadcasts - outcome.liveActivityUpdates - outcome.widgets
+            - outcome.controls
         guard !pushes.isEmpty else { return outcome }
         let client: ProviderClient
         do {

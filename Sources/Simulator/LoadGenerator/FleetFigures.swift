@@ -64,9 +64,10 @@ public struct FleetFigures: Codable, Sendable, Equatable {
         let updates = announcements.map(\.liveActivityUpdates).reduce(0, +)
         let broadcasts = announcements.map(\.broadcasts).reduce(0, +)
         let widgets = announcements.map(\.widgets).reduce(0, +)
+        let controls = announcements.map(\.controls).reduce(0, +)
         let live =
             (updates + broadcasts > 0 ? ", \(updates) Live Activity updates, \(broadcasts) broadcasts" : "")
-            + (widgets > 0 ? ", \(widgets) widget pushes" : "")
+            + (widgets > 0 ? ", \(widgets) widget pushes" : "") + (controls > 0 ? ", \(controls) control pushes" : "")
         var line =
             "\(published.count) versions published; announcements: \(silent) silent, \(alerts) alerts\(live), \(accepted) accepted"
         if !refused.isEmpty {
