@@ -40,6 +40,9 @@ let package = Package(
         .target(name: "ChildProcess"),
         // The silent-push policy: pure state machines (throttle, piggyback, deadlines, expiry). No I/O, no clock.
         .target(name: "PushPolicy", dependencies: ["PushModel"], swiftSettings: hotPath),
+        // The gateway's decisions as one pure machine (the policy, the delivery queues, the channels, who is
+        // connected): driven by the device hub on the wall clock and by the forecast in virtual time.
+        .target(name: "GatewayCore", dependencies: ["PushModel", "PushPolicy"], swiftSettings: hotPath),
         // What the gateway measures: every metric's name, and the handles the request path records into
         // (swift-metrics; the gateway gives them a Prometheus factory).
         .target(
@@ -85,8 +88,8 @@ let package = Package(
         .target(
             name: "DeviceHub",
             dependencies: [
-                "DeviceProtocol", "PushModel", "PushPolicy", "PushIntake", "PushStore", "ConnectionLimits", "JobQueue",
-                "WallClock",
+                "DeviceProtocol", "PushModel", "PushPolicy", "GatewayCore", "PushIntake", "PushStore",
+                "ConnectionLimits", "JobQueue", "WallClock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -314,8 +317,8 @@ let package = Package(
         .testTarget(
             name: "DeviceHubTests",
             dependencies: [
-                "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "ProviderAPI",
-                "ProviderAuth",
+                "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "GatewayCore",
+                "ProviderAPI", "ProviderAuth",
                 "ProviderClient", "Gateway", "TestSupport", "PushStore", "JobQueue", "PushIntake",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -401,7 +404,8 @@ let package = Package(
 let sides: [String: [String]] = [
     "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess", "DescriptorLimit"],
     "Gateway": [
-        "PushPolicy", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "CNGHTTP2", "ProviderAPI",
+        "PushPolicy", "GatewayCore", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "CNGHTTP2",
+        "ProviderAPI",
         "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",
     ],
     "Simulator": ["DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient"],

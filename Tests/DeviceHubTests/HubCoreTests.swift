@@ -1,3 +1,4 @@
+import GatewayCore
 import DeviceProtocol
 import Foundation
 import PushModel
@@ -33,19 +34,19 @@ import Testing
             notificationClass: kind, payload: [], teamID: nil, receivedAt: Self.t0)
     }
 
-    func core(window: Int = 2) -> HubCore<Never> {
-        HubCore(policy: ThrottleEngine(), deliveries: DeliveryQueues(window: window, limit: 100))
+    func core(window: Int = 2) -> HubState<Never> {
+        HubState(policy: ThrottleEngine(), deliveries: DeliveryQueues(window: window, limit: 100))
     }
 
     /// `received`, then the routing the hub does under the same lock.
-    func receive(_ push: PushNotification, _ core: inout HubCore<Never>, device: DeviceSlot = 1) -> [HubWrite] {
+    func receive(_ push: PushNotification, _ core: inout HubState<Never>, device: DeviceSlot = 1) -> [HubWrite] {
         var writes: [HubWrite] = []
         let actions = core.received(push, device: device, now: Self.t0)
         core.route(actions, device: device, now: Self.t0, slot: { _ in device }, writes: &writes)
         return writes
     }
 
-    func connect(_ session: FakeSession, _ core: inout HubCore<Never>, device: DeviceSlot = 1) -> (
+    func connect(_ session: FakeSession, _ core: inout HubState<Never>, device: DeviceSlot = 1) -> (
         previous: (any DeviceSession)?, writes: [HubWrite]
     ) {
         var writes: [HubWrite] = []
@@ -213,9 +214,9 @@ import Testing
         let alert = push(1)
         let released = push(2, .silent)
         let coalesced = push(3)
-        let decided = HubCore<Never>.stored(
+        let decided = HubState<Never>.stored(
             alert, deviceID: "d", [.deliver(alert, rule: .alerting, wake: false)], settings: PolicySettings())
-        let (inserting, outcomes) = HubCore<Never>.storeChange(
+        let (inserting, outcomes) = HubState<Never>.storeChange(
             [
                 .deliver(alert, rule: .alerting, wake: false), .deliver(released, rule: .piggybackAlert, wake: true),
                 .discard(coalesced.id, rule: .coalescedNewest),
@@ -231,9 +232,9 @@ import Testing
 
     @Test func aPushAnotherNodeStoredGetsItsDecisionAsAnOutcome() {
         let routed = push(4)
-        let decided = HubCore<Never>.stored(
+        let decided = HubState<Never>.stored(
             routed, deviceID: "d", [.hold(routed.id, rule: .offline)], settings: PolicySettings())
-        let (inserting, outcomes) = HubCore<Never>.storeChange(
+        let (inserting, outcomes) = HubState<Never>.storeChange(
             [.hold(routed.id, rule: .offline)], decided: decided, new: false, now: Self.t0)
         #expect(inserting == nil)
         #expect(outcomes == [NotificationOutcome(apnsID: routed.id, state: .pending, rule: .offline, at: Self.t0)])

@@ -1,3 +1,4 @@
+import GatewayCore
 import DeviceProtocol
 import Histogram
 import JobQueue
@@ -40,7 +41,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     let clock: @Sendable () -> UnixTime
     let logger: Logger
     /// The policy, the delivery queues and the sessions, under one lock that is never held for I/O.
-    let core: Mutex<HubCore<any EventLoop>>
+    let core: Mutex<HubState<any EventLoop>>
     let hubCounters = Mutex(HubCounters())
     /// With several nodes on one PostgreSQL database: the store they share (nil on a single node).
     let cluster: (any ClusterStore)?
@@ -94,7 +95,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         var engine = ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity)
         engine.tracksChanges = registry.writer != nil
         self.core = Mutex(
-            HubCore(
+            HubState(
                 policy: engine,
                 deliveries: DeliveryQueues(window: settings.deliveryWindow, limit: settings.maximumWaiting)))
         self.cluster = registry.nodeID == nil ? nil : registry.writer?.backend as? any ClusterStore
@@ -441,7 +442,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     }
 
     /// Decides under the lock, hands the store its change, then writes what the queues let through.
-    func decideAndWrite(now: UnixTime, device: DeviceSlot?, _ body: (inout HubCore<any EventLoop>) -> [PolicyAction]) {
+    func decideAndWrite(now: UnixTime, device: DeviceSlot?, _ body: (inout HubState<any EventLoop>) -> [PolicyAction]) {
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil, { core, _ in body(&core) }, actions: { $0 })
         write(writes)
@@ -449,7 +450,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     // MARK: The store
 
-    /// Decides one event under the hub's lock (`body` on the core, then `HubCore.decided`: the routing of its
+    /// Decides one event under the hub's lock (`body` on the core, then `HubState.decided`: the routing of its
     /// deliveries, the store change posted in decision order) and carries the outcome out after
     /// unlocking: the posted changes go to the store's writer in order (`enqueuePosted`); the writes are
     /// returned for the caller to make. With `answeringOn`, the future (on that loop) of the commit that
@@ -457,7 +458,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     func decideAndCommit<R>(
         now: UnixTime, device: DeviceSlot?, inserting: (push: PushNotification, device: DeviceSlot, new: Bool)?,
         answeringOn eventLoop: (any EventLoop)?,
-        _ body: (inout HubCore<any EventLoop>, inout [HubWrite]) -> R, actions pick: (R) -> [PolicyAction]?
+        _ body: (inout HubState<any EventLoop>, inout [HubWrite]) -> R, actions pick: (R) -> [PolicyAction]?
     ) -> (result: R, committed: EventLoopFuture<Void>?, writes: [HubWrite]) {
         let registry = self.registry
         let directory = HubDirectory(slot: { registry.slot(of: $0) }, deviceID: { registry.deviceID(of: $0) })

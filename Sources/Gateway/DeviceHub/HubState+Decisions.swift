@@ -20,7 +20,7 @@ struct HubOutcome {
     static let refused = HubOutcome(writes: [], posted: nil)
 }
 
-extension HubCore {
+extension HubState {
     /// The rest of one event once the policy has decided its `actions` (the event itself ran on this
     /// core and made `writes`): the deliveries among the actions go to their devices' queues (to
     /// `device`, or the device of each push's token) and what the windows let through is written; with

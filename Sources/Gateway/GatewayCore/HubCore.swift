@@ -1,65 +1,44 @@
 import PushModel
 import PushPolicy
-import PushStore
 
-/// A device's connection, as the hub's core keeps it.
-typealias HubSession = any DeviceSession
+/// A push the core lets through to a connected device: the shell writes it to the device's connection
+/// (after its lock is released), an instant session delivers it at once (the forecast).
+public struct CoreWrite: Sendable {
+    public var device: DeviceSlot
+    public var item: Outgoing
 
-/// A push to write to a session (after the hub's lock is released).
-struct HubWrite {
-    var session: HubSession
-    var device: DeviceSlot
-    var item: Outgoing
+    public init(device: DeviceSlot, item: Outgoing) {
+        self.device = device
+        self.item = item
+    }
 }
 
-/// What the hub's one lock guards: the policy, every device's delivery queue, and which session is each
-/// device's current one. Its methods are pure (no I/O, time passed in): they change the state and return
-/// what to write to which session, which the hub does after unlocking. Tests drive it with plain
-/// objects as sessions. `Answer` is what a store change carries for whoever waits for its commit (the
-/// hub: the event loop to answer the provider on), opaque here.
-struct HubCore<Answer: Sendable>: Sendable {
-    typealias Session = HubSession
-    typealias Write = HubWrite
-
-    var policy: ThrottleEngine
-    var deliveries: DeliveryQueues
+/// The gateway's decisions as one pure machine: the policy, every device's delivery queue, the channel
+/// subscriptions and which devices are connected. Events in (a push accepted, a connection, an
+/// acknowledgement, a broadcast), the pushes to write out, time passed in; no I/O and no session type:
+/// the hub keeps its connections beside it under the same lock (`HubState`), the forecast's devices are
+/// all connected and acknowledge at once. One machine, so the hub and the forecast deliver alike.
+public struct HubCore: Sendable {
+    public var policy: ThrottleEngine
+    public var deliveries: DeliveryQueues
     /// The channel subscriptions of the devices this node runs, and each channel's newest broadcast.
-    var broadcasts = ChannelSubscriptions()
-    private(set) var sessions: [DeviceSlot: Session] = [:]
+    public var broadcasts = ChannelSubscriptions()
+    /// The devices with a connection now.
+    public private(set) var connected: Set<DeviceSlot> = []
     /// New pushes whose insert the store has not committed yet: a delivery of one, decided with it or
     /// released later (an alert carrying a held push along), waits in its queue for `settled`.
-    private(set) var unstored: Set<APNsID> = []
-    /// Store changes decided under the lock, in decision order, for the hub to hand to the store's
-    /// writer after unlocking (no store call is made under this lock).
-    private var posted: [StoreChange<Answer>] = []
-    private var nextSequence: UInt64 = 0
+    public private(set) var unstored: Set<APNsID> = []
 
-    /// Posts a store change; its sequence number.
-    mutating func post(_ change: StoreChange<Answer>) -> UInt64 {
-        var change = change
-        change.sequence = nextSequence
-        nextSequence &+= 1
-        posted.append(change)
-        return change.sequence
-    }
-
-    /// Everything posted so far, in order.
-    mutating func takePosted() -> [StoreChange<Answer>] {
-        defer { posted.removeAll(keepingCapacity: true) }
-        return posted
-    }
-
-    init(policy: ThrottleEngine, deliveries: DeliveryQueues) {
+    public init(policy: ThrottleEngine, deliveries: DeliveryQueues) {
         self.policy = policy
         self.deliveries = deliveries
     }
 
-    func session(of device: DeviceSlot) -> Session? { sessions[device] }
-    var connectedCount: Int { sessions.count }
-    var allSessions: [Session] { Array(sessions.values) }
+    public func isConnected(_ device: DeviceSlot) -> Bool { connected.contains(device) }
+    public var connectedCount: Int { connected.count }
 
     /// Writes of pushes written before (to a connection that ended) go in the decision log.
-    mutating func noteResends(_ writes: [Write], now: UnixTime) {
+    public mutating func noteResends(_ writes: [CoreWrite], now: UnixTime) {
         for write in writes where write.item.sends > 1 {
             policy.sentAgain(write.item.id, sends: write.item.sends, now: now)
         }
@@ -67,25 +46,29 @@ struct HubCore<Answer: Sendable>: Sendable {
 
     // MARK: Events
 
-    /// A push accepted for `device`. The policy hears first that the device is offline when it has no
-    /// session (a device restored from the store, or one that never said hello, is offline).
-    mutating func received(_ push: PushNotification, device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
-        if sessions[device] == nil, policy.conditions(of: device).online {
-            policy.disconnected(device: device, now: now)
-        }
-        return policy.received(push, device: device, now: now)
+    /// A push accepted for `device`. The policy hears first that the device is offline when it is not
+    /// connected (a device restored from the store, or one that never said hello, is offline).
+    public mutating func received(_ push: PushNotification, device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
+        var actions: [PolicyAction] = []
+        received(push, device: device, now: now, into: &actions)
+        return actions
     }
 
-    /// `session` is the device's connection now: an earlier one is returned to close, what its queue
-    /// kept is written, then what the policy held for it. A session that has already ended (while its
-    /// device was being claimed: its `disconnected` came first and found nothing to remove) changes
-    /// nothing.
-    mutating func connected(
-        _ device: DeviceSlot, session: Session, now: UnixTime, writes: inout [Write]
-    ) -> (previous: Session?, actions: [PolicyAction]) {
-        guard !session.hasEnded else { return (nil, []) }
-        let previous = sessions.updateValue(session, forKey: device)
-        if previous != nil { deliveries.disconnected(device) }
+    /// The same, appending to `actions` (a caller that reuses its buffers).
+    public mutating func received(
+        _ push: PushNotification, device: DeviceSlot, now: UnixTime, into actions: inout [PolicyAction]
+    ) {
+        if !connected.contains(device), policy.conditions(of: device).online {
+            policy.disconnected(device: device, now: now)
+        }
+        policy.received(push, device: device, now: now, into: &actions)
+    }
+
+    /// The device has a connection now (a new one replaces the one it had: what was written to that one
+    /// and not acknowledged is written again): what its queue kept is written, then each channel's newest
+    /// broadcast it has not had, then what the policy held for it.
+    public mutating func connected(_ device: DeviceSlot, now: UnixTime, writes: inout [CoreWrite]) -> [PolicyAction] {
+        if !connected.insert(device).inserted { deliveries.disconnected(device) }
         var items: [Outgoing] = []
         deliveries.connected(device, now: now, into: &items)
         // Then each channel's newest broadcast the device has not been given (after what it was given
@@ -95,38 +78,35 @@ struct HubCore<Answer: Sendable>: Sendable {
                 Outgoing(push: message.push, rule: .broadcastCaughtUp, wake: false), for: device, now: now, into: &items
             )
         }
-        writes += items.map { Write(session: session, device: device, item: $0) }
-        let actions = policy.connected(device: device, now: now)
-        return (previous === session ? nil : previous, actions)
+        writes += items.map { CoreWrite(device: device, item: $0) }
+        return policy.connected(device: device, now: now)
     }
 
-    /// The device's `session` ended. Nothing if it was not the current one (a replaced connection).
-    mutating func disconnected(_ device: DeviceSlot, session: Session, now: UnixTime) -> Bool {
-        guard sessions[device] === session else { return false }
-        sessions.removeValue(forKey: device)
+    /// The device's connection ended: what it had not acknowledged stays in its queue for the next.
+    public mutating func disconnected(_ device: DeviceSlot, now: UnixTime) {
+        guard connected.remove(device) != nil else { return }
         deliveries.disconnected(device)
         policy.disconnected(device: device, now: now)
-        return true
     }
 
     /// The device acknowledged `id`: the push it names (nil if unknown or repeated), and what the window
     /// now lets through.
-    mutating func acknowledged(_ id: APNsID, by device: DeviceSlot, now: UnixTime, writes: inout [Write]) -> Outgoing? {
+    public mutating func acknowledged(
+        _ id: APNsID, by device: DeviceSlot, now: UnixTime, writes: inout [CoreWrite]
+    ) -> Outgoing? {
         var items: [Outgoing] = []
         guard let item = deliveries.acknowledged(id, by: device, now: now, into: &items) else { return nil }
         policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
-        if let session = sessions[device] {
-            writes += items.map { Write(session: session, device: device, item: $0) }
-        }
+        if connected.contains(device) { writes += items.map { CoreWrite(device: device, item: $0) } }
         return item
     }
 
     /// Puts the policy's deliveries in their devices' queues (`device`, or the device of each push's
     /// token via `slot`); what the windows let through is written.
     /// `unstored`: the push these actions were decided for, if its insert is not committed yet.
-    mutating func route(
+    public mutating func route(
         _ actions: [PolicyAction], device: DeviceSlot?, now: UnixTime, slot: (DeviceToken) -> DeviceSlot?,
-        unstored: APNsID? = nil, writes: inout [Write]
+        unstored: APNsID? = nil, writes: inout [CoreWrite]
     ) {
         if let unstored { self.unstored.insert(unstored) }
         var items: [Outgoing] = []
@@ -138,16 +118,16 @@ struct HubCore<Answer: Sendable>: Sendable {
             deliveries.enqueue(
                 Outgoing(push: push, rule: rule, wake: wake, durable: !isUnstored(push.id)), for: target, now: now,
                 into: &items)
-            guard !items.isEmpty, let session = sessions[target] else { continue }
-            for item in items { writes.append(Write(session: session, device: target, item: item)) }
+            guard !items.isEmpty, connected.contains(target) else { continue }
+            for item in items { writes.append(CoreWrite(device: target, item: item)) }
         }
     }
 
     /// The store's commit of `push` (accepted for `device`) ended: if it was stored, its delivery may be
     /// written; if not, its provider is answered with an error and the queue and the policy forget it.
     /// What the device's window lets through now is written either way.
-    mutating func settled(
-        _ push: PushNotification, device: DeviceSlot, stored: Bool, now: UnixTime, writes: inout [Write]
+    public mutating func settled(
+        _ push: PushNotification, device: DeviceSlot, stored: Bool, now: UnixTime, writes: inout [CoreWrite]
     ) {
         unstored.remove(push.id)
         var items: [Outgoing] = []
@@ -157,42 +137,41 @@ struct HubCore<Answer: Sendable>: Sendable {
             _ = deliveries.withdraw(push.id, for: device, now: now, into: &items)
             policy.withdraw(push.id, device: device, bundleID: push.bundleID, now: now)
         }
-        guard let session = sessions[device] else { return }
-        writes += items.map { Write(session: session, device: device, item: $0) }
+        guard connected.contains(device) else { return }
+        writes += items.map { CoreWrite(device: device, item: $0) }
     }
 
     /// Gives `message` to the subscribers in `slice` that are connected and have not had it: into their
     /// queues, and written as far as their windows let it.
-    mutating func fanOut(
-        _ message: BroadcastMessage, to slice: ArraySlice<DeviceSlot>, now: UnixTime, writes: inout [Write]
+    public mutating func fanOut(
+        _ message: BroadcastMessage, to slice: ArraySlice<DeviceSlot>, now: UnixTime, writes: inout [CoreWrite]
     ) {
         var items: [Outgoing] = []
         for device in slice {
-            guard let session = sessions[device],
-                broadcasts.fanOut(message, to: device, connected: true)
-            else { continue }
+            guard connected.contains(device), broadcasts.fanOut(message, to: device, connected: true) else { continue }
             items.removeAll(keepingCapacity: true)
             deliveries.enqueue(
                 Outgoing(push: message.push, rule: .broadcast, wake: false), for: device, now: now, into: &items)
-            for item in items { writes.append(Write(session: session, device: device, item: item)) }
+            for item in items { writes.append(CoreWrite(device: device, item: item)) }
         }
     }
 
     private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }
 
-    /// Another node runs the device now: its session (to close), queue and policy state are let go; the
-    /// held pushes are returned to hand over (the queue's are pending in the store for the new owner).
-    mutating func lost(_ device: DeviceSlot) -> (session: Session?, held: [HeldPush]) {
-        let session = sessions.removeValue(forKey: device)
+    /// Another node runs the device now: its connection (to close, if it had one), queue and policy state
+    /// are let go; the held pushes are returned to hand over (the queue's are pending in the store for
+    /// the new owner).
+    public mutating func lost(_ device: DeviceSlot) -> (wasConnected: Bool, held: [HeldPush]) {
+        let wasConnected = connected.remove(device) != nil
         _ = deliveries.removeAll(of: device)
         broadcasts.forget(device)
-        return (session, policy.release(device: device))
+        return (wasConnected, policy.release(device: device))
     }
 
     /// The device's state from the store (at start or on a claim): deliveries it had not acknowledged go
     /// back to its queue in their order (never coalesced: they were decided for a reachable device), the
     /// rest is held by the policy as for an offline device. Returns the held pushes beyond the limit.
-    mutating func adopt(
+    public mutating func adopt(
         _ device: DeviceSlot, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
         now: UnixTime
     ) -> (restored: Int, overflow: [APNsID]) {
@@ -236,20 +215,15 @@ struct HubCore<Answer: Sendable>: Sendable {
 }
 
 /// A pending notification from the store, as `HubCore.adopt` needs it.
-struct PendingPush: Sendable {
-    var push: PushNotification
-    var expiresAt: UnixTime?
+public struct PendingPush: Sendable {
+    public var push: PushNotification
+    public var expiresAt: UnixTime?
     /// The policy's last decision (nil: none yet, e.g. routed to a node that never ran it).
-    var rule: Rule?
-}
+    public var rule: Rule?
 
-/// What one decision changes in the store: the new notification, what became of others, the budgets;
-/// with an answer when someone waits for its commit (the hub: the event loop a provider's answer goes
-/// out on).
-struct StoreChange<Answer: Sendable>: Sendable {
-    var inserting: StoredNotification?
-    var outcomes: [NotificationOutcome]
-    var budgets: [String: [AppBudget]]
-    var answer: Answer?
-    var sequence: UInt64 = 0
+    public init(push: PushNotification, expiresAt: UnixTime?, rule: Rule?) {
+        self.push = push
+        self.expiresAt = expiresAt
+        self.rule = rule
+    }
 }

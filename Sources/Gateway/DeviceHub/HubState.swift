@@ -1,0 +1,163 @@
+import GatewayCore
+import PushModel
+import PushPolicy
+import PushStore
+
+/// A push to write to a session (after the hub's lock is released).
+struct HubWrite {
+    var session: any DeviceSession
+    var device: DeviceSlot
+    var item: Outgoing
+}
+
+/// What the hub's one lock guards: the gateway's pure machine (`HubCore`: the policy, the delivery
+/// queues, the channels, which devices are connected), each connected device's session, and the store
+/// changes decided and not yet handed to the writer. Its methods make no I/O: they return what to write
+/// to which session, which the hub does after unlocking. `Answer` is what a store change carries for
+/// whoever waits for its commit (the hub: the event loop to answer the provider on), opaque here.
+struct HubState<Answer: Sendable>: Sendable {
+    var core: HubCore
+    /// The session of each connected device (`core.connected`'s devices, no other).
+    private(set) var sessions: [DeviceSlot: any DeviceSession] = [:]
+    /// Store changes decided under the lock, in decision order, for the hub to hand to the store's
+    /// writer after unlocking (no store call is made under this lock).
+    private var posted: [StoreChange<Answer>] = []
+    private var nextSequence: UInt64 = 0
+
+    init(policy: ThrottleEngine, deliveries: DeliveryQueues) {
+        core = HubCore(policy: policy, deliveries: deliveries)
+    }
+
+    var policy: ThrottleEngine {
+        get { core.policy }
+        _modify { yield &core.policy }
+    }
+    var deliveries: DeliveryQueues {
+        get { core.deliveries }
+        _modify { yield &core.deliveries }
+    }
+    var broadcasts: ChannelSubscriptions {
+        get { core.broadcasts }
+        _modify { yield &core.broadcasts }
+    }
+
+    /// Posts a store change; its sequence number.
+    mutating func post(_ change: StoreChange<Answer>) -> UInt64 {
+        var change = change
+        change.sequence = nextSequence
+        nextSequence &+= 1
+        posted.append(change)
+        return change.sequence
+    }
+
+    /// Everything posted so far, in order.
+    mutating func takePosted() -> [StoreChange<Answer>] {
+        defer { posted.removeAll(keepingCapacity: true) }
+        return posted
+    }
+
+    func session(of device: DeviceSlot) -> (any DeviceSession)? { sessions[device] }
+    var connectedCount: Int { sessions.count }
+    var allSessions: [any DeviceSession] { Array(sessions.values) }
+
+    /// The core's writes, to the sessions of their devices.
+    func toSessions(_ writes: [CoreWrite]) -> [HubWrite] {
+        writes.compactMap { write in
+            sessions[write.device].map { HubWrite(session: $0, device: write.device, item: write.item) }
+        }
+    }
+
+    mutating func noteResends(_ writes: [HubWrite], now: UnixTime) {
+        for write in writes where write.item.sends > 1 {
+            core.policy.sentAgain(write.item.id, sends: write.item.sends, now: now)
+        }
+    }
+
+    // MARK: Events
+
+    mutating func received(_ push: PushNotification, device: DeviceSlot, now: UnixTime) -> [PolicyAction] {
+        core.received(push, device: device, now: now)
+    }
+
+    /// `session` is the device's connection now: an earlier one is returned to close, what its queue
+    /// kept is written, then what the policy held for it. A session that has already ended (while its
+    /// device was being claimed: its `disconnected` came first and found nothing to remove) changes
+    /// nothing.
+    mutating func connected(
+        _ device: DeviceSlot, session: any DeviceSession, now: UnixTime, writes: inout [HubWrite]
+    ) -> (previous: (any DeviceSession)?, actions: [PolicyAction]) {
+        guard !session.hasEnded else { return (nil, []) }
+        let previous = sessions.updateValue(session, forKey: device)
+        var written: [CoreWrite] = []
+        let actions = core.connected(device, now: now, writes: &written)
+        writes += toSessions(written)
+        return (previous === session ? nil : previous, actions)
+    }
+
+    /// The device's `session` ended. Nothing if it was not the current one (a replaced connection).
+    mutating func disconnected(_ device: DeviceSlot, session: any DeviceSession, now: UnixTime) -> Bool {
+        guard sessions[device] === session else { return false }
+        sessions.removeValue(forKey: device)
+        core.disconnected(device, now: now)
+        return true
+    }
+
+    mutating func acknowledged(
+        _ id: APNsID, by device: DeviceSlot, now: UnixTime, writes: inout [HubWrite]
+    ) -> Outgoing? {
+        var written: [CoreWrite] = []
+        let item = core.acknowledged(id, by: device, now: now, writes: &written)
+        writes += toSessions(written)
+        return item
+    }
+
+    mutating func route(
+        _ actions: [PolicyAction], device: DeviceSlot?, now: UnixTime, slot: (DeviceToken) -> DeviceSlot?,
+        unstored: APNsID? = nil, writes: inout [HubWrite]
+    ) {
+        var written: [CoreWrite] = []
+        core.route(actions, device: device, now: now, slot: slot, unstored: unstored, writes: &written)
+        writes += toSessions(written)
+    }
+
+    mutating func settled(
+        _ push: PushNotification, device: DeviceSlot, stored: Bool, now: UnixTime, writes: inout [HubWrite]
+    ) {
+        var written: [CoreWrite] = []
+        core.settled(push, device: device, stored: stored, now: now, writes: &written)
+        writes += toSessions(written)
+    }
+
+    mutating func fanOut(
+        _ message: BroadcastMessage, to slice: ArraySlice<DeviceSlot>, now: UnixTime, writes: inout [HubWrite]
+    ) {
+        var written: [CoreWrite] = []
+        core.fanOut(message, to: slice, now: now, writes: &written)
+        writes += toSessions(written)
+    }
+
+    /// Another node runs the device now: its session (to close), queue and policy state are let go; the
+    /// held pushes are returned to hand over.
+    mutating func lost(_ device: DeviceSlot) -> (session: (any DeviceSession)?, held: [HeldPush]) {
+        let session = sessions.removeValue(forKey: device)
+        return (session, core.lost(device).held)
+    }
+
+    mutating func adopt(
+        _ device: DeviceSlot, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
+        now: UnixTime
+    ) -> (restored: Int, overflow: [APNsID]) {
+        core.adopt(device, budgets: budgets, pending: pending, now: now)
+    }
+}
+
+/// What one decision changes in the store: the new notification, what became of others, the budgets;
+/// with an answer when someone waits for its commit (the hub: the event loop a provider's answer goes
+/// out on).
+struct StoreChange<Answer: Sendable>: Sendable {
+    var inserting: StoredNotification?
+    var outcomes: [NotificationOutcome]
+    var budgets: [String: [AppBudget]]
+    var answer: Answer?
+    var sequence: UInt64 = 0
+}
