@@ -70,7 +70,9 @@ let package = Package(
         .target(name: "DeviceRuntime", dependencies: ["PushModel"], swiftSettings: hotPath),
         // A day of a fleet in virtual time: the simulated iPhones and the gateway's policy on one event
         // queue, no sockets (`pushgate forecast`). No NIO, no clock.
-        .target(name: "Forecast", dependencies: ["PushModel", "PushPolicy", "DeviceRuntime"], swiftSettings: hotPath),
+        .target(
+            name: "Forecast", dependencies: ["PushModel", "PushPolicy", "GatewayCore", "DeviceRuntime"],
+            swiftSettings: hotPath),
         // The content server simulated apps fetch from: versioned manifest and items over HTTP/1.1, resumable,
         // paced, publishing on a schedule, logging who fetched what (`pushgate origin`, the demo's own).
         .target(

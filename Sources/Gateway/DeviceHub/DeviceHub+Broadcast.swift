@@ -44,25 +44,15 @@ extension DeviceHub: BroadcastIntake {
         // Posted under the lock, so that the store has the subscription before any cursor of it.
         let stored = core.withLock { core -> EventLoopFuture<Void>? in
             guard
-                let (subscription, deliver) = core.broadcasts.subscribe(
-                    device, to: id, bundleID: bundleID, storage: channel.storagePolicy, now: now)
+                let subscription = core.subscribe(
+                    device, to: id, bundleID: bundleID, storage: channel.storagePolicy, now: now, writes: &writes)
             else { return writer.map { $0.enqueue(answeringOn: eventLoop) { _ in } } }
-            let future = writer?.enqueue(answeringOn: eventLoop) { batch in
+            return writer?.enqueue(answeringOn: eventLoop) { batch in
                 batch.subscribe(
                     StoredSubscription(
                         deviceID: deviceID, channelID: id.value, bundleID: bundleID,
                         acknowledged: subscription.acknowledged))
             }
-            if let deliver {
-                var items: [Outgoing] = []
-                core.deliveries.enqueue(
-                    Outgoing(push: deliver.push, rule: .broadcastCaughtUp, wake: false), for: device, now: now,
-                    into: &items)
-                if let session = core.session(of: device) {
-                    writes += items.map { HubWrite(session: session, device: device, item: $0) }
-                }
-            }
-            return future
         }
         write(writes)
         return .success(stored)

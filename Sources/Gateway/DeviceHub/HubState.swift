@@ -136,6 +136,17 @@ struct HubState<Answer: Sendable>: Sendable {
         writes += toSessions(written)
     }
 
+    mutating func subscribe(
+        _ device: DeviceSlot, to channel: ChannelID, bundleID: String, storage: MessageStoragePolicy, now: UnixTime,
+        writes: inout [HubWrite]
+    ) -> ChannelSubscriptions.Subscription? {
+        var written: [CoreWrite] = []
+        let subscription = core.subscribe(
+            device, to: channel, bundleID: bundleID, storage: storage, now: now, writes: &written)
+        writes += toSessions(written)
+        return subscription
+    }
+
     /// Another node runs the device now: its session (to close), queue and policy state are let go; the
     /// held pushes are returned to hand over.
     mutating func lost(_ device: DeviceSlot) -> (session: (any DeviceSession)?, held: [HeldPush]) {

@@ -90,14 +90,19 @@ public struct HubCore: Sendable {
     }
 
     /// The device acknowledged `id`: the push it names (nil if unknown or repeated), and what the window
-    /// now lets through.
+    /// now lets through. `app`: the push's app as the policy names it, when the caller has it at hand
+    /// (else it is looked up by bundle id).
     public mutating func acknowledged(
-        _ id: APNsID, by device: DeviceSlot, now: UnixTime, writes: inout [CoreWrite]
+        _ id: APNsID, by device: DeviceSlot, app: PolicyApp? = nil, now: UnixTime, writes: inout [CoreWrite]
     ) -> Outgoing? {
         var items: [Outgoing] = []
         guard let item = deliveries.acknowledged(id, by: device, now: now, into: &items) else { return nil }
-        policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
-        if connected.contains(device) { writes += items.map { CoreWrite(device: device, item: $0) } }
+        if let app {
+            policy.acknowledged(id, device: device, app: app, wake: item.wake, now: now)
+        } else {
+            policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
+        }
+        for item in items where connected.contains(device) { writes.append(CoreWrite(device: device, item: item)) }
         return item
     }
 
@@ -109,18 +114,25 @@ public struct HubCore: Sendable {
         unstored: APNsID? = nil, writes: inout [CoreWrite]
     ) {
         if let unstored { self.unstored.insert(unstored) }
-        var items: [Outgoing] = []
         for action in actions {
             guard case .deliver(let push, let rule, let wake) = action,
                 let target = device ?? slot(push.deviceToken)
             else { continue }
-            items.removeAll(keepingCapacity: true)
-            deliveries.enqueue(
-                Outgoing(push: push, rule: rule, wake: wake, durable: !isUnstored(push.id)), for: target, now: now,
-                into: &items)
-            guard !items.isEmpty, connected.contains(target) else { continue }
-            for item in items { writes.append(CoreWrite(device: target, item: item)) }
+            route(push, rule: rule, wake: wake, to: target, now: now, writes: &writes)
         }
+    }
+
+    /// One delivery the policy decided, into `device`'s queue; what its window lets through is written.
+    public mutating func route(
+        _ push: PushNotification, rule: Rule, wake: Bool, to device: DeviceSlot, now: UnixTime,
+        writes: inout [CoreWrite]
+    ) {
+        var items: [Outgoing] = []
+        deliveries.enqueue(
+            Outgoing(push: push, rule: rule, wake: wake, durable: !isUnstored(push.id)), for: device, now: now,
+            into: &items)
+        guard !items.isEmpty, connected.contains(device) else { return }
+        for item in items { writes.append(CoreWrite(device: device, item: item)) }
     }
 
     /// The store's commit of `push` (accepted for `device`) ended: if it was stored, its delivery may be
@@ -154,6 +166,23 @@ public struct HubCore: Sendable {
                 Outgoing(push: message.push, rule: .broadcast, wake: false), for: device, now: now, into: &items)
             for item in items { writes.append(CoreWrite(device: device, item: item)) }
         }
+    }
+
+    /// An activity on the device subscribes to a channel (`ChannelSubscriptions.subscribe`): the
+    /// channel's newest message, if it still stores it, goes to the device's queue (written as far as its
+    /// window lets it). Nil when the device was subscribed already.
+    public mutating func subscribe(
+        _ device: DeviceSlot, to channel: ChannelID, bundleID: String, storage: MessageStoragePolicy, now: UnixTime,
+        writes: inout [CoreWrite]
+    ) -> ChannelSubscriptions.Subscription? {
+        guard
+            let (subscription, deliver) = broadcasts.subscribe(
+                device, to: channel, bundleID: bundleID, storage: storage, now: now)
+        else { return nil }
+        if let deliver {
+            route(deliver.push, rule: .broadcastCaughtUp, wake: false, to: device, now: now, writes: &writes)
+        }
+        return subscription
     }
 
     private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }

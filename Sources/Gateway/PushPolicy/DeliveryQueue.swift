@@ -216,9 +216,8 @@ public struct DeliveryQueues: Sendable {
 
     /// `DeliveryQueue.stored` for `device`'s queue.
     public mutating func stored(_ id: APNsID, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]) {
-        guard var queue = queues[device] else { return }
-        queue.stored(id, now: now, into: &writes)
-        store(queue, for: device)
+        queues[device]?.stored(id, now: now, into: &writes)
+        dropIfIdle(device)
     }
 
     /// `DeliveryQueue.withdraw` for `device`'s queue.
@@ -228,14 +227,14 @@ public struct DeliveryQueues: Sendable {
         taking(from: device) { $0.withdraw(id, now: now, into: &writes) }
     }
 
-    /// Changes `device`'s queue with `take`, which returns the push it took out (counted) if any.
+    /// Changes `device`'s queue in place with `take` (a copy would copy its buffers on the first change),
+    /// which returns the push it took out (counted) if any.
     private mutating func taking(
         from device: DeviceSlot, _ take: (inout DeliveryQueue) -> Outgoing?
     ) -> Outgoing? {
-        guard var queue = queues[device] else { return nil }
-        let found = take(&queue)
-        if found != nil { totalCount -= 1 }
-        store(queue, for: device)
+        guard queues.keys.contains(device), let found = take(&queues[device]!) else { return nil }
+        totalCount -= 1
+        dropIfIdle(device)
         return found
     }
 
@@ -245,9 +244,8 @@ public struct DeliveryQueues: Sendable {
     }
 
     public mutating func disconnected(_ device: DeviceSlot) {
-        guard var queue = queues[device] else { return }
-        queue.disconnected()
-        store(queue, for: device)
+        queues[device]?.disconnected()
+        dropIfIdle(device)
     }
 
     public mutating func removeAll(of device: DeviceSlot) -> [Outgoing] {
@@ -258,11 +256,7 @@ public struct DeliveryQueues: Sendable {
     }
 
     /// Keeps a queue only while it holds something or its device is connected.
-    private mutating func store(_ queue: DeliveryQueue, for device: DeviceSlot) {
-        if queue.isEmpty, !queue.isConnected {
-            queues.removeValue(forKey: device)
-        } else {
-            queues[device] = queue
-        }
+    private mutating func dropIfIdle(_ device: DeviceSlot) {
+        if let queue = queues[device], queue.isEmpty, !queue.isConnected { queues.removeValue(forKey: device) }
     }
 }

@@ -1,4 +1,5 @@
 import DeviceRuntime
+import GatewayCore
 import PushModel
 import PushPolicy
 
@@ -27,8 +28,10 @@ final class ForecastShard {
     private var deadlineAt: [Int64] = []
     /// The time of each device's standing keep-alive entry (Int64.max: none: it holds nothing).
     private var keepAliveAt: [Int64] = []
-    private var engine: ThrottleEngine
-    /// Per kind, each app's name in the engine (by slot): interned once, not hashed per call.
+    /// The gateway's decisions, as the hub makes them: the policy, each device's delivery queue, who is
+    /// connected. A delivery it lets through is acknowledged at once.
+    private var core: HubCore
+    /// Per kind, each app's name in the policy (by slot): interned once, not hashed per call.
     private var policyApps: [[PolicyApp]] = []
     private var queue = EventQueue()
     private var policyTimerAt = Int64.max
@@ -38,6 +41,20 @@ final class ForecastShard {
     private let apps: [[(bundleID: String, behaviour: AppBehaviour, announce: AppProfile.Announcement)]]
     /// Per kind, by app slot: how its backend updates its Live Activities.
     private let live: [[LiveActivities]]
+    /// The broadcast channels, one per app and activity that follows one (`LiveActivities.channels`),
+    /// each with its subscribers in this shard in the order they subscribed; and per kind, the channel
+    /// of each of its apps' channel activities.
+    private var channels: [Channel] = []
+    private var channelIndex: [ChannelID: Int] = [:]
+    private var kindChannels: [[(slot: Int, channel: Int)]] = []
+    private var broadcastCounter: UInt64 = 0
+
+    struct Channel {
+        var id: ChannelID
+        var bundleID: String
+        var activity: Int
+        var subscribers: [DeviceSlot] = []
+    }
     /// Live Activity updates of the current version, per kind by app slot (nil: the app has no activity
     /// updated by token).
     private var liveTemplates: [[PushNotification?]] = []
@@ -49,6 +66,7 @@ final class ForecastShard {
     private var templatesVersion = 0
     private var runtimeBuffers = BufferPool<RuntimeAction>()
     private var policyBuffers = BufferPool<PolicyAction>()
+    private var writeBuffers = BufferPool<CoreWrite>()
 
     /// Folds each open as it comes (the publications are known in advance).
     private(set) var ledger: FreshnessLedger
@@ -166,9 +184,28 @@ final class ForecastShard {
             }
         }
         live = scenario.kinds.map { kind in kind.profile.apps.map(LiveActivities.init) }
+        var byApp: [String: Int] = [:]
+        var channels: [Channel] = []
+        for (kind, kindApps) in apps.enumerated() {
+            var mine: [(slot: Int, channel: Int)] = []
+            for (slot, app) in kindApps.enumerated() {
+                for activity in 0..<live[kind][slot].channels {
+                    let key = "\(app.bundleID)#\(activity)"
+                    if byApp[key] == nil {
+                        byApp[key] = channels.count
+                        channels.append(
+                            Channel(id: Self.channelID(channels.count), bundleID: app.bundleID, activity: activity))
+                    }
+                    mine.append((slot, byApp[key]!))
+                }
+            }
+            kindChannels.append(mine)
+        }
+        self.channels = channels
+        for (index, channel) in channels.enumerated() { channelIndex[channel.id] = index }
         var engine = ThrottleEngine(settings: scenario.policy, decisionLogCapacity: 0)
         policyApps = apps.map { kind in kind.map { engine.app($0.bundleID) } }
-        self.engine = engine
+        core = HubCore(policy: engine, deliveries: DeliveryQueues(window: 1, limit: Int.max))
         costs = Array(repeating: KindCosts(), count: scenario.kinds.count)
         hourlyPushes = Array(repeating: 0, count: max(1, Int(scenario.hours.rounded(.up))))
         hourlyWakes = hourlyPushes
@@ -246,7 +283,7 @@ final class ForecastShard {
                 keepAlives[device].advance()
                 if isTraced(device) { record(device, #""event":"keep_alive""#) }
                 var actions = policyBuffers.take()
-                engine.keepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
+                core.policy.keepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
                 policyBuffers.give(&actions)
                 armKeepAlive(device)
@@ -262,7 +299,7 @@ final class ForecastShard {
                 guard policyTimerAt == entry.time else { continue }
                 policyTimerAt = .max
                 var actions = policyBuffers.take()
-                engine.advance(to: UnixTime(milliseconds: now), into: &actions)
+                core.policy.advance(to: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
                 policyBuffers.give(&actions)
                 armPolicyTimer()
@@ -279,13 +316,26 @@ final class ForecastShard {
     /// The device connects: the gateway delivers what it stored (nothing: a forecast's publications
     /// come after its devices connect), and its runtime starts.
     private func connect(_ device: Int) {
-        var actions = policyBuffers.take()
-        engine.connected(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
+        var writes = writeBuffers.take()
+        let actions = core.connected(DeviceSlot(device), now: UnixTime(milliseconds: now), writes: &writes)
+        deliver(writes)
+        writeBuffers.give(&writes)
         apply(actions)
-        policyBuffers.give(&actions)
+        // Its activities on channels subscribe (given the channel's newest message if it has one).
+        var caughtUp = writeBuffers.take()
+        for (_, channel) in kindChannels[Int(kindOf[device])] {
+            guard
+                core.subscribe(
+                    DeviceSlot(device), to: channels[channel].id, bundleID: channels[channel].bundleID,
+                    storage: .mostRecentMessageStored, now: UnixTime(milliseconds: now), writes: &caughtUp) != nil
+            else { continue }
+            channels[channel].subscribers.append(DeviceSlot(device))
+        }
+        deliver(caughtUp)
+        writeBuffers.give(&caughtUp)
         // Apps with frequent Live Activity updates say so on every connection.
         for (slot, app) in live[Int(kindOf[device])].enumerated() where app.frequent {
-            engine.frequentPushesChanged(
+            core.policy.frequentPushesChanged(
                 device: DeviceSlot(device), bundleID: apps[Int(kindOf[device])][slot].bundleID, enabled: true,
                 now: UnixTime(milliseconds: now))
         }
@@ -317,22 +367,54 @@ final class ForecastShard {
         }
     }
 
-    /// Version `version` is broadcast on every channel: one POST each, written at once to every
-    /// subscriber connected (a forecast's devices always are), outside the update budget.
+    /// Version `version` is broadcast on every channel: one POST each, fanned out by the gateway's core to
+    /// every subscriber connected (a forecast's devices always are), outside the update budget.
     private func broadcast(version: Int) {
-        for device in iphones.indices {
-            let kind = Int(kindOf[device])
-            for (slot, app) in live[kind].enumerated() {
-                for activity in 0..<app.channels {
-                    costs[kind].broadcastWrites += 1
-                    deviceEvent(
-                        device,
-                        .liveActivityUpdated(
-                            app: AppSlot(slot), activity: activity, version: version,
-                            timestamp: publishTimes[version - 1] / 1000))
-                }
+        guard !channels.isEmpty else { return }
+        let time = UnixTime(milliseconds: now)
+        let timestamp = publishTimes[version - 1] / 1000
+        for channel in channels.indices where !channels[channel].subscribers.isEmpty {
+            let request = AnnouncementRequest.liveActivityUpdate(
+                topic: channels[channel].bundleID, version: version, priority: 10, timestamp: timestamp)
+            guard let template = Self.notification(request, bundleID: channels[channel].bundleID, at: now) else {
+                continue
             }
+            broadcastCounter += 1
+            let push = PushNotification(
+                id: APNsID(high: Self.broadcastMark, low: broadcastCounter), deviceToken: BroadcastMessage.noDevice,
+                topic: template.topic, bundleID: template.bundleID, pushType: template.pushType,
+                priority: template.priority, expiration: template.expiration, collapseID: nil,
+                notificationClass: template.notificationClass, mismatch: template.mismatch, payload: template.payload,
+                teamID: nil, receivedAt: time,
+                broadcast: BroadcastStamp(channel: channels[channel].id, sequence: Int64(broadcastCounter)))
+            let message = BroadcastMessage(
+                push: push,
+                deliverableUntil: BroadcastMessage.deliverableUntil(
+                    policy: .mostRecentMessageStored, expiration: push.expiration, acceptedAt: time,
+                    graceMilliseconds: 0))
+            _ = core.broadcasts.published(message)
+            var writes = writeBuffers.take()
+            core.fanOut(message, to: channels[channel].subscribers[...], now: time, writes: &writes)
+            deliver(writes)
+            writeBuffers.give(&writes)
         }
+        // The cursors the devices moved: a forecast stores none.
+        _ = core.broadcasts.takeCursors()
+    }
+
+    /// A broadcast's id: every subscriber is given the same push.
+    static let broadcastMark = UInt64.max
+
+    /// The id of the forecast's channel `index` (base64, as a channel id is).
+    static func channelID(_ index: Int) -> ChannelID {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        var value = index
+        var text = ""
+        for _ in 0..<16 {
+            text.append(alphabet[value % 64])
+            value /= 64
+        }
+        return ChannelID(text)!
     }
 
     /// The pushes announcing version `index + 1` to one device's apps reach the gateway now.
@@ -392,7 +474,7 @@ final class ForecastShard {
                     )
                 }
                 var actions = policyBuffers.take()
-                engine.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
+                core.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
                 policyBuffers.give(&actions)
             }
@@ -424,7 +506,7 @@ final class ForecastShard {
                     )
                 }
                 var actions = policyBuffers.take()
-                engine.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
+                core.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
                 policyBuffers.give(&actions)
             }
@@ -457,35 +539,13 @@ final class ForecastShard {
         for action in actions {
             switch action {
             case .deliver(let push, let rule, let wake):
-                let device = self.device(of: push.id)
-                count(rule, device)
-                if isTraced(device) {
-                    record(
-                        device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#
-                    )
-                }
-                let time = UnixTime(milliseconds: now)
-                guard let app = slot(of: push.bundleID, device) else { continue }
-                engine.acknowledged(
-                    push.id, device: DeviceSlot(device), app: policyApps[Int(kindOf[device])][Int(app.index)],
-                    wake: wake, now: time)
-                if push.id.low & Self.liveActivityMark != 0 {
-                    let low = push.id.low
-                    let version = Int((low & ~Self.liveActivityMark) >> 16)
-                    // Stamped with its version's publication, as the backend stamps it (`announce`).
-                    deviceEvent(
-                        device,
-                        .liveActivityUpdated(
-                            app: app, activity: Int(low & 0xFF), version: version,
-                            timestamp: publishTimes[version - 1] / 1000))
-                } else if let surface = WidgetKitSurface(push.pushType),
-                    let version = AnnouncementRequest.version(in: push.payload)
-                {
-                    costs[Int(kindOf[device])].reloadPushesDelivered[surface.index] += 1
-                    deviceEvent(device, .widgetKitPushed(app: app, surface: surface, version: version))
-                } else {
-                    deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
-                }
+                // Into the device's queue, as the hub does; what its window lets through is delivered.
+                var writes = writeBuffers.take()
+                core.route(
+                    push, rule: rule, wake: wake, to: DeviceSlot(device(of: push.id)),
+                    now: UnixTime(milliseconds: now), writes: &writes)
+                deliver(writes)
+                writeBuffers.give(&writes)
             case .hold(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
@@ -514,6 +574,71 @@ final class ForecastShard {
         armPolicyTimer()
     }
 
+    /// The pushes the core let through reach their devices, which acknowledge each at once (what the
+    /// acknowledgement lets through next, the same).
+    private func deliver(_ writes: [CoreWrite]) {
+        var writes = writes
+        var index = 0
+        while index < writes.count {
+            let write = writes[index]
+            index += 1
+            let push = write.item.push
+            let rule = write.item.rule
+            let wake = write.item.wake
+            let device = Int(write.device)
+            if let stamp = push.broadcast {
+                delivered(broadcast: write, stamp: stamp, &writes)
+                continue
+            }
+            count(rule, device)
+            if isTraced(device) {
+                record(
+                    device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#)
+            }
+            let app = slot(of: push.bundleID, device)
+            _ = core.acknowledged(
+                push.id, by: write.device, app: app.map { policyApps[Int(kindOf[device])][Int($0.index)] },
+                now: UnixTime(milliseconds: now), writes: &writes)
+            guard let app else { continue }
+            if push.id.low & Self.liveActivityMark != 0 {
+                let low = push.id.low
+                let version = Int((low & ~Self.liveActivityMark) >> 16)
+                // Stamped with its version's publication, as the backend stamps it (`announce`).
+                deviceEvent(
+                    device,
+                    .liveActivityUpdated(
+                        app: app, activity: Int(low & 0xFF), version: version,
+                        timestamp: publishTimes[version - 1] / 1000))
+            } else if let surface = WidgetKitSurface(push.pushType),
+                let version = AnnouncementRequest.version(in: push.payload)
+            {
+                costs[Int(kindOf[device])].reloadPushesDelivered[surface.index] += 1
+                deviceEvent(device, .widgetKitPushed(app: app, surface: surface, version: version))
+            } else {
+                deviceEvent(device, .pushDelivered(app: app, apnsID: push.id, silent: wake))
+            }
+        }
+    }
+
+    /// A broadcast written to a subscriber: acknowledged at once (its cursor moves), and the activity
+    /// that follows the channel shows the version, stamped with its publication.
+    private func delivered(broadcast write: CoreWrite, stamp: BroadcastStamp, _ writes: inout [CoreWrite]) {
+        let device = Int(write.device)
+        let time = UnixTime(milliseconds: now)
+        _ = core.acknowledged(write.item.id, by: write.device, now: time, writes: &writes)
+        _ = core.broadcasts.acknowledged(stamp, by: write.device)
+        costs[Int(kindOf[device])].broadcastWrites += 1
+        guard let channel = channelIndex[stamp.channel],
+            let app = slot(of: channels[channel].bundleID, device),
+            let version = AnnouncementRequest.version(in: write.item.push.payload)
+        else { return }
+        deviceEvent(
+            device,
+            .liveActivityUpdated(
+                app: app, activity: channels[channel].activity, version: version,
+                timestamp: publishTimes[version - 1] / 1000))
+    }
+
     private func count(_ rule: Rule, _ device: Int) {
         costs[Int(kindOf[device])].rules[Self.rules.firstIndex(of: rule)!] += 1
     }
@@ -529,7 +654,7 @@ final class ForecastShard {
     /// they are not simulated: a device is looked at again when a push is held, or its conditions or an
     /// app's state change (a force-quit app relaunched, Low Power Mode ending).
     private func armKeepAlive(_ device: Int) {
-        guard keepAliveAt[device] == .max, let from = Self.releases(&engine, device, now) else { return }
+        guard keepAliveAt[device] == .max, let from = Self.releases(&core.policy, device, now) else { return }
         let at = keepAlives[device].first(atOrAfter: from).milliseconds
         keepAliveAt[device] = at
         queue.schedule(at: at, .keepAlive, target: UInt32(device))
@@ -537,7 +662,7 @@ final class ForecastShard {
 
     /// The policy's timers run on the hub's tick (every 200 ms), as in the gateway.
     private func armPolicyTimer() {
-        guard let next = Self.nextTimer(&engine) else { return }
+        guard let next = Self.nextTimer(&core.policy) else { return }
         let tick: Int64 = 200
         let start = scenario.start.milliseconds
         var at = max(next, now + 1)
@@ -573,23 +698,23 @@ final class ForecastShard {
                 hourlyWakes[min(hourlyWakes.count - 1, Int((now - scenario.start.milliseconds) / 3_600_000))] += 1
                 continue
             case .appState(let app, let state):
-                engine.appStateChanged(
+                core.policy.appStateChanged(
                     device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], to: state, now: time,
                     into: &decided)
             case .complete(let id, let app, let result):
-                engine.completed(
+                core.policy.completed(
                     device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], id: id, result: result,
                     now: time, into: &decided)
             case .wakeRefused(let app, let id, let reason):
-                engine.notWoken(
+                core.policy.notWoken(
                     device: DeviceSlot(device), app: policyApps[kind][Int(app.index)], id: id, reason: reason,
                     now: time, into: &decided)
             case .conditions(let lowPowerMode, let refreshOff, let debugger, let others):
-                engine.conditionsChanged(
+                core.policy.conditionsChanged(
                     device: DeviceSlot(device), lowPowerMode: lowPowerMode, backgroundAppRefreshOff: refreshOff,
                     debuggerAttached: debugger, otherAppsWakesPerDay: others, now: time, into: &decided)
             case .rebooted:
-                engine.rebooted(device: DeviceSlot(device), now: time)
+                core.policy.rebooted(device: DeviceSlot(device), now: time)
             default:
                 continue
             }
