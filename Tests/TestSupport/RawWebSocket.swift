@@ -20,6 +20,8 @@ public enum RawWebSocket {
             if frame.opcode == .connectionClose {
                 var data = frame.unmaskedData
                 closeCodes.withLock { $0.append(data.readInteger(as: UInt16.self) ?? 0) }
+                // As a device does (`DeviceAgent`): the gateway's close frame ends the connection.
+                context.close(promise: nil)
             }
         }
     }
