@@ -15,18 +15,6 @@ import Testing
 /// it ended is sent again on the device's next connection, in order; nothing answered 200 is lost at the
 /// device edge. Over real sockets (a raw WebSocket device that does not acknowledge, and the agent).
 @Suite struct AcknowledgedDeliveryTests {
-    /// A device that installed the app and left: its identity and token.
-    func enrolledDevice(_ harness: HubHarness) async throws -> (DeviceAgent.Identity, String) {
-        let setup = harness.agent(log: EventLog())
-        setup.start()
-        try await eventually("app installed") { setup.tokens[HubHarness.bundle] != nil }
-        let identity = try #require(setup.identity)
-        let token = setup.tokens[HubHarness.bundle]!
-        setup.stop()
-        try await eventually("setup agent gone") { harness.hub.connectedCount == 0 }
-        return (identity, token)
-    }
-
     func postAlerts(_ harness: HubHarness, token: String, count: Int) async throws -> [String] {
         var ids: [String] = []
         for index in 0..<count {
@@ -39,7 +27,7 @@ import Testing
 
     @Test func anOrderlyCloseEndsTheSessionAndALaterAlertArrivesOnReconnect() async throws {
         let harness = try await HubHarness()
-        let (identity, token) = try await enrolledDevice(harness)
+        let (identity, token) = try await harness.enrolledDevice()
         let raw = try await harness.rawDevice(identity)
         try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
         let before = harness.hub.counters.disconnections
@@ -61,7 +49,7 @@ import Testing
 
     @Test func whatADroppedConnectionDidNotAcknowledgeIsSentAgainInOrder() async throws {
         let harness = try await HubHarness()
-        let (identity, token) = try await enrolledDevice(harness)
+        let (identity, token) = try await harness.enrolledDevice()
         let raw = try await harness.rawDevice(identity)
         try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
         let unacknowledged = try await postAlerts(harness, token: token, count: 3)
@@ -89,7 +77,7 @@ import Testing
 
     @Test func aSecondConnectionTakesOverWhatTheFirstHadNotAcknowledged() async throws {
         let harness = try await HubHarness()
-        let (identity, token) = try await enrolledDevice(harness)
+        let (identity, token) = try await harness.enrolledDevice()
         let raw = try await harness.rawDevice(identity)
         try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
         let ids = try await postAlerts(harness, token: token, count: 2)
@@ -111,7 +99,7 @@ import Testing
         settings.deliveryWindow = 4
         settings.maximumWaiting = 10
         let harness = try await HubHarness(hubSettings: settings)
-        let (identity, token) = try await enrolledDevice(harness)
+        let (identity, token) = try await harness.enrolledDevice()
         let raw = try await harness.rawDevice(identity)
         try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
         let ids = try await postAlerts(harness, token: token, count: 10)
@@ -138,7 +126,7 @@ import Testing
         var settings = HubSettings()
         settings.notReadingTimeoutSeconds = 5
         let harness = try await HubHarness(hubSettings: settings)
-        let (identity, token) = try await enrolledDevice(harness)
+        let (identity, token) = try await harness.enrolledDevice()
         let raw = try await harness.rawDevice(identity)
         try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
         let ids = try await postAlerts(harness, token: token, count: 5)
@@ -159,7 +147,7 @@ import Testing
 
     @Test func aTextFrameThatIsNotUTF8ClosesWith1007() async throws {
         let harness = try await HubHarness()
-        let (identity, _) = try await enrolledDevice(harness)
+        let (identity, _) = try await harness.enrolledDevice()
         let raw = try await harness.rawDevice(identity)
         try await eventually("raw device connected") { harness.hub.connectedCount == 1 }
         try await raw.send(bytes: [0x7B, 0xFF, 0xFE, 0x7D])

@@ -225,13 +225,7 @@ import Testing
         hubSettings.messageBurst = 100
         hubSettings.messagesPerSecond = 1
         let harness = try await HubHarness(hubSettings: hubSettings)
-        let setupLog = EventLog()
-        let setup = harness.agent(log: setupLog)
-        setup.start()
-        try await eventually("registered") { setup.tokens[HubHarness.bundle] != nil }
-        let identity = try #require(setup.identity)
-        setup.stop()
-        try await eventually("setup agent gone") { harness.hub.connectedCount == 0 }
+        let (identity, _) = try await harness.enrolledDevice()
 
         let device = try await RawDevice(
             port: harness.devicePort, deviceID: identity.deviceID, secret: identity.secret, reading: false,
@@ -274,14 +268,8 @@ import Testing
         var hubSettings = HubSettings()
         hubSettings.notReadingTimeoutSeconds = 1
         let harness = try await HubHarness(hubSettings: hubSettings)
-        let setupLog = EventLog()
-        let setup = harness.agent(log: setupLog)
-        setup.start()
-        try await eventually("installed") { setup.tokens[HubHarness.bundle] != nil }
-        let identity = try #require(setup.identity)
-        let token = try #require(DeviceToken(setup.tokens[HubHarness.bundle]!))
-        setup.stop()
-        try await eventually("setup agent gone") { harness.hub.connectedCount == 0 }
+        let (identity, hex) = try await harness.enrolledDevice()
+        let token = try #require(DeviceToken(hex))
 
         let goodLog = EventLog()
         let good = harness.agent(log: goodLog)

@@ -80,6 +80,19 @@ final class HubHarness: Sendable {
             enrolment: hub.settings.enrolmentSecret, behaviour: behaviour, group: group, onEvent: { log.append($0) })
     }
 
+    /// A device that installed the app and left (its agent stopped): its identity and token, for a raw
+    /// client to present.
+    func enrolledDevice() async throws -> (identity: DeviceAgent.Identity, token: String) {
+        let setup = agent(log: EventLog())
+        setup.start()
+        try await eventually("app installed") { setup.tokens[HubHarness.bundle] != nil }
+        let identity = try #require(setup.identity)
+        let token = setup.tokens[HubHarness.bundle]!
+        setup.stop()
+        try await eventually("setup agent gone") { self.hub.connectedCount == 0 }
+        return (identity, token)
+    }
+
     /// A started agent that has installed the app, and its token.
     func installedAgent(behaviour: AgentBehaviour = .prompt, log: EventLog) async throws -> (DeviceAgent, String) {
         let agent = self.agent(behaviour: behaviour, log: log)
