@@ -28,6 +28,8 @@ public struct HubCore: Sendable {
     /// New pushes whose insert the store has not committed yet: a delivery of one, decided with it or
     /// released later (an alert carrying a held push along), waits in its queue for `settled`.
     public private(set) var unstored: Set<APNsID> = []
+    /// What a queue lets through, reused from event to event.
+    private var scratch: [Outgoing] = []
 
     public init(policy: ThrottleEngine, deliveries: DeliveryQueues) {
         self.policy = policy
@@ -95,14 +97,16 @@ public struct HubCore: Sendable {
     public mutating func acknowledged(
         _ id: APNsID, by device: DeviceSlot, app: PolicyApp? = nil, now: UnixTime, writes: inout [CoreWrite]
     ) -> Outgoing? {
-        var items: [Outgoing] = []
-        guard let item = deliveries.acknowledged(id, by: device, now: now, into: &items) else { return nil }
+        scratch.removeAll(keepingCapacity: true)
+        guard let item = deliveries.acknowledged(id, by: device, now: now, into: &scratch) else { return nil }
         if let app {
             policy.acknowledged(id, device: device, app: app, wake: item.wake, now: now)
         } else {
             policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
         }
-        for item in items where connected.contains(device) { writes.append(CoreWrite(device: device, item: item)) }
+        if !scratch.isEmpty, connected.contains(device) {
+            for item in scratch { writes.append(CoreWrite(device: device, item: item)) }
+        }
         return item
     }
 
@@ -127,12 +131,12 @@ public struct HubCore: Sendable {
         _ push: PushNotification, rule: Rule, wake: Bool, to device: DeviceSlot, now: UnixTime,
         writes: inout [CoreWrite]
     ) {
-        var items: [Outgoing] = []
+        scratch.removeAll(keepingCapacity: true)
         deliveries.enqueue(
             Outgoing(push: push, rule: rule, wake: wake, durable: !isUnstored(push.id)), for: device, now: now,
-            into: &items)
-        guard !items.isEmpty, connected.contains(device) else { return }
-        for item in items { writes.append(CoreWrite(device: device, item: item)) }
+            into: &scratch)
+        guard !scratch.isEmpty, connected.contains(device) else { return }
+        for item in scratch { writes.append(CoreWrite(device: device, item: item)) }
     }
 
     /// The store's commit of `push` (accepted for `device`) ended: if it was stored, its delivery may be

@@ -216,8 +216,9 @@ public struct DeliveryQueues: Sendable {
 
     /// `DeliveryQueue.stored` for `device`'s queue.
     public mutating func stored(_ id: APNsID, for device: DeviceSlot, now: UnixTime, into writes: inout [Outgoing]) {
-        queues[device]?.stored(id, now: now, into: &writes)
-        dropIfIdle(device)
+        guard let index = queues.index(forKey: device) else { return }
+        queues.values[index].stored(id, now: now, into: &writes)
+        dropIfIdle(at: index)
     }
 
     /// `DeliveryQueue.withdraw` for `device`'s queue.
@@ -227,14 +228,14 @@ public struct DeliveryQueues: Sendable {
         taking(from: device) { $0.withdraw(id, now: now, into: &writes) }
     }
 
-    /// Changes `device`'s queue in place with `take` (a copy would copy its buffers on the first change),
-    /// which returns the push it took out (counted) if any.
+    /// Changes `device`'s queue in place with `take` (a copy would copy its buffers on the first change;
+    /// one look-up, by index), which returns the push it took out (counted) if any.
     private mutating func taking(
         from device: DeviceSlot, _ take: (inout DeliveryQueue) -> Outgoing?
     ) -> Outgoing? {
-        guard queues.keys.contains(device), let found = take(&queues[device]!) else { return nil }
+        guard let index = queues.index(forKey: device), let found = take(&queues.values[index]) else { return nil }
         totalCount -= 1
-        dropIfIdle(device)
+        dropIfIdle(at: index)
         return found
     }
 
@@ -244,8 +245,9 @@ public struct DeliveryQueues: Sendable {
     }
 
     public mutating func disconnected(_ device: DeviceSlot) {
-        queues[device]?.disconnected()
-        dropIfIdle(device)
+        guard let index = queues.index(forKey: device) else { return }
+        queues.values[index].disconnected()
+        dropIfIdle(at: index)
     }
 
     public mutating func removeAll(of device: DeviceSlot) -> [Outgoing] {
@@ -256,7 +258,7 @@ public struct DeliveryQueues: Sendable {
     }
 
     /// Keeps a queue only while it holds something or its device is connected.
-    private mutating func dropIfIdle(_ device: DeviceSlot) {
-        if let queue = queues[device], queue.isEmpty, !queue.isConnected { queues.removeValue(forKey: device) }
+    private mutating func dropIfIdle(at index: Dictionary<DeviceSlot, DeliveryQueue>.Index) {
+        if queues.values[index].isEmpty, !queues.values[index].isConnected { queues.remove(at: index) }
     }
 }
