@@ -1,5 +1,3 @@
-import Foundation
-import NIOHPACK
 import ProviderAuth
 import PushIntake
 import PushModel
@@ -13,32 +11,14 @@ struct BroadcastRequest {
     /// Apple: "The maximum payload size for a broadcast push notification is 5 KB (5120 bytes)".
     static let maximumPayload = 5_120
 
-    var method: String?
-    var path: String
-    var authorization: String?
-    var requestID: String?
-    var channelID: String?
-    var pushType: String?
-    var priority: String?
-    var expiration: String?
+    /// The head as the header block read it (`HeaderName`'s table, the same pass as a unicast's).
+    var head: RequestHead
     var body: [UInt8] = []
 
-    /// Reads the headers it needs from the block (a broadcast is rare beside unicasts: a second pass).
-    init(path: String, headers: HPACKHeaders) {
-        self.path = path
-        for (name, value, _) in headers {
-            switch name {
-            case ":method": method = value
-            case "authorization": authorization = value
-            case "apns-request-id": requestID = value
-            case "apns-channel-id": channelID = value
-            case "apns-push-type": pushType = value
-            case "apns-priority": priority = value
-            case "apns-expiration": expiration = value
-            default: break
-            }
-        }
-    }
+    init(head: RequestHead) { self.head = head }
+
+    var path: String { head.path ?? "" }
+    var requestID: String? { head.requestID }
 
     /// Collects body bytes, up to one past the limit (enough to refuse it as too large).
     mutating func append(_ bytes: some Collection<UInt8>) {
@@ -60,33 +40,34 @@ struct BroadcastRequest {
         context: ProviderContext, channels: any ChannelDirectory, now: UnixTime
     ) -> Result<BroadcastSubmission, BroadcastReason> {
         guard let bundle = Self.bundleID(of: path) else { return .failure(.badPath) }
-        guard method == "POST" else { return .failure(.methodNotAllowed) }
+        guard head.method == "POST" else { return .failure(.methodNotAllowed) }
         // The bundle id itself: a push-type suffix (`.push-type.liveactivity`) is not one ([ER] TopicDisallowed).
         guard let topic = Topic(String(bundle)) else { return .failure(.badPath) }
         guard !topic.value.contains(".push-type.") else { return .failure(.topicDisallowed) }
         let bundleID = topic.value
         let teamID: String?
         switch ChannelAuthorization.authorize(
-            bundleID: bundleID, authorization: authorization, identity: identity, authentication: &authentication,
+            bundleID: bundleID, authorization: head.authorization, identity: identity, authentication: &authentication,
             context: context, now: now)
         {
         case .failure(let reason): return .failure(reason)
         case .success(let team): teamID = team
         }
         if let requestID, APNsID(header: requestID) == nil { return .failure(.badMessageId) }
-        guard let pushType else { return .failure(.missingPushType) }
+        // The same header twice: the broadcast reasons (`BroadcastReason`) have no DuplicateHeaders; the last counts.
+        guard let pushType = head.pushType else { return .failure(.missingPushType) }
         guard pushType == PushType.liveactivity.rawValue else { return .failure(.invalidPushType) }
-        guard let channelText = channelID else { return .failure(.missingChannelId) }
+        guard let channelText = head.channelID else { return .failure(.missingChannelId) }
         guard let channelID = ChannelID(channelText) else { return .failure(.badChannelId) }
         // Apple requires both; absent, Pushgate takes what APNs takes for a unicast (priority 10) and
         // what the channel's policy allows (0 on a No-Message-Stored channel, stored otherwise).
         var priority = Priority.immediate
-        if let text = self.priority {
+        if let text = head.priority {
             guard let value = Priority(header: text) else { return .failure(.badPriority) }
             priority = value
         }
         var expiration: Expiration?
-        if let text = self.expiration {
+        if let text = head.expiration {
             guard let value = Expiration(header: text) else { return .failure(.badExpirationDate) }
             expiration = value
         }
@@ -101,9 +82,8 @@ struct BroadcastRequest {
         }
         guard !body.isEmpty else { return .failure(.payloadEmpty) }
         guard body.count <= Self.maximumPayload else { return .failure(.payloadTooLarge) }
-        guard (try? JSONSerialization.jsonObject(with: Data(body))) is [String: Any] else {
-            return .failure(.badRequestPayload)
-        }
+        // A JSON object, read by the provider API's own scanner (as a unicast's payload is).
+        guard case .success = PayloadScanner.scan(body) else { return .failure(.badRequestPayload) }
         return .success(
             BroadcastSubmission(
                 id: id, channel: channel, priority: priority, expiration: expiration ?? .storeByDefault,

@@ -229,7 +229,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         if id > lastStreamID {
             // A new stream (client stream ids only grow; the codec has refused any other).
             openStreams += 1
-            startStream(id, block: block(), headers: headers(), endStream: endStream, context: context)
+            startStream(id, block: block(), endStream: endStream, context: context)
         } else if streams[id] != nil {
             // RFC 9113 §8.1: trailers carry no pseudo-header, and end the stream (NIO's codec raises the second
             // itself); then they end the request.
@@ -293,8 +293,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     /// `headers`: the block as NIO decoded it, read again only for a broadcast (`BroadcastRequest`).
     private func startStream(
-        _ id: HTTP2StreamID, block: RequestHeaderBlock, headers: @autoclosure () -> HPACKHeaders, endStream: Bool,
-        context: ChannelHandlerContext
+        _ id: HTTP2StreamID, block: RequestHeaderBlock, endStream: Bool, context: ChannelHandlerContext
     ) {
         let (now, arrived) = times(context: context)
         lastActivity = arrived
@@ -314,8 +313,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         }
         // The id is echoed exactly as sent, on errors too; a generated one is lower case.
         if let path = block.head.path, path.hasPrefix(BroadcastRequest.pathPrefix) {
-            return startBroadcast(
-                id, path: path, headers: headers(), block: block, now: now, endStream: endStream, context: context)
+            return startBroadcast(id, block: block, now: now, endStream: endStream, context: context)
         }
         let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
@@ -344,10 +342,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     /// A broadcast's stream: its request id is the one sent (`apns-request-id`) or a new one.
     private func startBroadcast(
-        _ id: HTTP2StreamID, path: String, headers: HPACKHeaders, block: RequestHeaderBlock, now: UnixTime,
-        endStream: Bool, context: ChannelHandlerContext
+        _ id: HTTP2StreamID, block: RequestHeaderBlock, now: UnixTime, endStream: Bool, context: ChannelHandlerContext
     ) {
-        let request = BroadcastRequest(path: path, headers: headers)
+        let request = BroadcastRequest(head: block.head)
         let responseID = request.requestID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
         let state = StreamState(responseID: responseID, started: lastActivity, phase: .broadcast(request))
         state.contentLength = block.rules.contentLength

@@ -7,6 +7,10 @@ public enum HeaderName: CaseIterable, Sendable {
     case apnsPriority
     case apnsTopic
     case apnsCollapseID
+    /// A broadcast's (`POST /4/broadcasts/apps/<bundle id>`): its request id, echoed as `apns-request-id`.
+    case apnsRequestID
+    /// A broadcast's channel (base64).
+    case apnsChannelID
 
     /// The name as text.
     public var rawValue: String { wireName.description }
@@ -28,7 +32,12 @@ public enum HeaderName: CaseIterable, Sendable {
         case 10: candidate = .apnsTopic
         case 13: candidate = bytes[1] == UInt8(ascii: "u") ? .authorization : .apnsPriority
         case 14: candidate = .apnsPushType
-        case 15: candidate = .apnsExpiration
+        case 15:
+            switch bytes[5] {
+            case UInt8(ascii: "r"): candidate = .apnsRequestID
+            case UInt8(ascii: "c"): candidate = .apnsChannelID
+            default: candidate = .apnsExpiration
+            }
         case 16: candidate = .apnsCollapseID
         default: return nil
         }
@@ -47,6 +56,8 @@ public enum HeaderName: CaseIterable, Sendable {
         case .apnsPriority: "apns-priority"
         case .apnsTopic: "apns-topic"
         case .apnsCollapseID: "apns-collapse-id"
+        case .apnsRequestID: "apns-request-id"
+        case .apnsChannelID: "apns-channel-id"
         }
     }
 }

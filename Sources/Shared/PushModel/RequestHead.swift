@@ -10,6 +10,9 @@ public struct RequestHead: Sendable, Equatable {
     public var priority: String?
     public var topic: String?
     public var collapseID: String?
+    /// A broadcast's request id and channel (a unicast has no use for them).
+    public var requestID: String?
+    public var channelID: String?
     /// The first APNs header that appeared twice.
     public var duplicated: HeaderName?
 
@@ -29,6 +32,8 @@ public struct RequestHead: Sendable, Equatable {
         case .apnsPriority: store(&priority)
         case .apnsTopic: store(&topic)
         case .apnsCollapseID: store(&collapseID)
+        case .apnsRequestID: store(&requestID)
+        case .apnsChannelID: store(&channelID)
         }
     }
 
