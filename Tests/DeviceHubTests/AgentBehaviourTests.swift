@@ -75,7 +75,7 @@ import Yams
             switch behaviour.wake(delivery) {
             case .never: counts["never", default: 0] += 1
             case .complete(let result, let after):
-                counts[result, default: 0] += 1
+                counts[result.rawValue, default: 0] += 1
                 #expect((profile.work_ms_min...profile.work_ms_max).contains(after))
             case .fetch: Issue.record("no fetch_url, no fetch")
             }
@@ -91,7 +91,7 @@ import Yams
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let web = try await TinyWebServer.start(group: group)
         let http = HTTPClient(eventLoopGroupProvider: .shared(group))
-        func result(_ url: String, _ timeout: Int64 = 5000) async throws -> String {
+        func result(_ url: String, _ timeout: Int64 = 5000) async throws -> CompletionResult {
             try await WakeFetch.result(url, timeoutMilliseconds: timeout, http: http).get()
         }
         let ok = try await result("http://127.0.0.1:\(web.port)/data")
@@ -99,7 +99,7 @@ import Yams
         let missing = try await result("http://127.0.0.1:\(web.port)/missing")
         let refused = try await result("http://127.0.0.1:1/", 2000)
         try await http.shutdown()
-        #expect([ok, empty, missing, refused] == ["newData", "noData", "failed", "failed"])
+        #expect([ok, empty, missing, refused] == [.newData, .noData, .failed, .failed])
         try await web.channel.close()
         try await group.shutdownGracefully()
     }

@@ -95,10 +95,10 @@ public struct AgentProfile: Codable, Sendable, Equatable {
                 if let url { return .fetch(url: url, timeoutMilliseconds: profile.fetch_timeout_ms) }
                 let work = Int64.random(in: profile.work_ms_min...profile.work_ms_max, using: &random)
                 if roll < profile.never_fraction + profile.failed_fraction {
-                    return .complete(result: "failed", afterMilliseconds: work)
+                    return .complete(result: .failed, afterMilliseconds: work)
                 }
                 let newData = Double.random(in: 0..<1, using: &random) < profile.new_data_fraction
-                return .complete(result: newData ? "newData" : "noData", afterMilliseconds: work)
+                return .complete(result: newData ? .newData : .noData, afterMilliseconds: work)
             }
         }
     }

@@ -14,7 +14,7 @@ import Synchronization
 /// How a simulated app answers a background wake.
 public enum WakeResponse: Sendable, Equatable {
     /// Call the completion handler with `result` after `milliseconds` of work.
-    case complete(result: String, afterMilliseconds: Int64)
+    case complete(result: CompletionResult, afterMilliseconds: Int64)
     /// Never call it (the app will be terminated at the deadline).
     case never
     /// Do real work: an HTTP GET; complete with what its response calls for, after the real elapsed time.
@@ -58,7 +58,7 @@ public struct AgentBehaviour: Sendable {
         self.keptActivities = keptActivities
     }
 
-    public static let prompt = AgentBehaviour { _ in .complete(result: "newData", afterMilliseconds: 10) }
+    public static let prompt = AgentBehaviour { _ in .complete(result: .newData, afterMilliseconds: 10) }
 }
 
 /// What an agent saw, for tests and the simulator's counters.
@@ -70,7 +70,7 @@ public enum AgentEvent: Sendable, Equatable {
     case delivered(Delivery, viaKeepAlive: Bool)
     /// A notification delivered again (the gateway delivers at least once, e.g. after a crash): acknowledged, not shown twice.
     case duplicate(apnsID: String)
-    case completed(apnsID: String, result: String)
+    case completed(apnsID: String, result: CompletionResult)
     /// The app will not call its completion handler for this wake (it will miss its deadline).
     case leftUncompleted(apnsID: String)
     case closing(reason: String)
@@ -554,13 +554,13 @@ public final class DeviceAgent: Sendable {
                 return onEvent(.leftUncompleted(apnsID: delivery.apnsID))
             }
             WakeFetch.result(url, timeoutMilliseconds: timeout, http: http).whenSuccess { result in
-                agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result))
+                agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result.rawValue))
                 agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
             }
         case .complete(let result, let milliseconds):
             let agent = self
             channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
-                agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result))
+                agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result.rawValue))
                 agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
             }
         }

@@ -96,7 +96,7 @@ public final class SimulatedFleet: Sendable {
                     loop: group.next(), http: http[TransferClients.clientIndex(of: Int(index))], clock: clock,
                     createdAt: createdAt,
                     record: { action, at in
-                        if case .complete(_, _, let result) = action { counters.recordCompletion(result.rawValue) }
+                        if case .complete(_, _, let result) = action { counters.recordCompletion(result) }
                         freshness.record(action, at: at, profile: name)
                     },
                     transferred: { freshness.recordTransfer($0, profile: name) })
@@ -235,14 +235,14 @@ public final class SimulationCounters: Sendable {
         public var connected = 0
         public var received = 0
         public var viaKeepAlive = 0
-        public var completed: [String: Int] = [:]
+        public var completed: [CompletionResult: Int] = [:]
         public var leftUncompleted = 0
         public var closed = 0
         /// Devices the gateway refused for good, by reason.
         public var refused: [String: Int] = [:]
 
         public var line: String {
-            "connected \(connected)  received \(received) (\(viaKeepAlive) on keep-alive)  completed newData \(completed["newData", default: 0]) noData \(completed["noData", default: 0]) failed \(completed["failed", default: 0])  never completed \(leftUncompleted)  closings \(closed)"
+            "connected \(connected)  received \(received) (\(viaKeepAlive) on keep-alive)  completed newData \(completed[.newData, default: 0]) noData \(completed[.noData, default: 0]) failed \(completed[.failed, default: 0])  never completed \(leftUncompleted)  closings \(closed)"
                 + refused.sorted { $0.key < $1.key }.map { "  refused \($0.value) (\($0.key))" }.joined()
         }
     }
@@ -267,7 +267,7 @@ public final class SimulationCounters: Sendable {
     }
 
     /// A completion an iPhone's app sent (its runtime answers wakes, not the agent).
-    public func recordCompletion(_ result: String) {
+    public func recordCompletion(_ result: CompletionResult) {
         state.withLock { $0.completed[result, default: 0] += 1 }
     }
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import PushModel
 
 /// The real work a plain agent's app can do during a background wake: one GET (through the fleet's
 /// `HTTPClient`, the same client the iPhones' transfers use) with a deadline.
@@ -14,13 +15,15 @@ public enum WakeFetch {
 
     /// The completion result the response calls for: `newData` (2xx with a body), `noData` (204, 304 or an
     /// empty body) or `failed` (anything else, a connection error, or the deadline).
-    public static func result(_ url: String, timeoutMilliseconds: Int64, http: HTTPClient) -> EventLoopFuture<String> {
+    public static func result(_ url: String, timeoutMilliseconds: Int64, http: HTTPClient) -> EventLoopFuture<
+        CompletionResult
+    > {
         http.get(url: url, deadline: .now() + .milliseconds(timeoutMilliseconds)).map { response in
             switch response.status.code {
-            case 204, 304: return "noData"
-            case 200..<300: return (response.body?.readableBytes ?? 0) > 0 ? "newData" : "noData"
-            default: return "failed"
+            case 204, 304: return .noData
+            case 200..<300: return (response.body?.readableBytes ?? 0) > 0 ? .newData : .noData
+            default: return .failed
             }
-        }.recover { _ in "failed" }
+        }.recover { _ in .failed }
     }
 }
