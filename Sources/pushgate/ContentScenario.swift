@@ -95,7 +95,7 @@ final class ContentScenario: Sendable {
     /// under way is finished before it returns.
     func running<Result>(
         fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement],
-        surfaces: [String: Set<WidgetKitSurface>] = [:],
+        surfaces: [String: WidgetKitSurfaces] = [:],
         liveActivities: [String: ContentAnnouncer.LiveActivities] = [:], provider: Provider?, publishEvery: Double,
         sampleEvery: Double = 5, _ body: () async throws -> Result
     ) async throws -> Result {

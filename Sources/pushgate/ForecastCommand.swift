@@ -271,8 +271,11 @@ struct ForecastCommand: AsyncParsableCommand {
         let results = runs.map { $0[0] }
         print(results[0].summary)
         if !base.traced.isEmpty {
-            try (results[0].trace.joined(separator: "\n") + "\n").write(
-                toFile: traceFile, atomically: true, encoding: .utf8)
+            // One JSON object a line, its keys sorted: the same seed writes the same bytes.
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let lines = try results[0].trace.map { String(decoding: try encoder.encode($0), as: UTF8.self) }
+            try (lines.joined(separator: "\n") + "\n").write(toFile: traceFile, atomically: true, encoding: .utf8)
             print(
                 "trace of \(base.traced.count) device\(base.traced.count == 1 ? "" : "s") (\(base.traced.sorted().map(String.init).joined(separator: ", "))) written to \(traceFile)"
             )

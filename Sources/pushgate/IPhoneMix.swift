@@ -84,8 +84,8 @@ struct IPhoneMix {
     }
 
     /// The apps with a widget or a control (their backends send a push for each with each version).
-    var surfaces: [String: Set<WidgetKitSurface>] {
-        var surfaces: [String: Set<WidgetKitSurface>] = [:]
+    var surfaces: [String: WidgetKitSurfaces] {
+        var surfaces: [String: WidgetKitSurfaces] = [:]
         for app in kinds.flatMap(\.profile.apps) where !app.surfaces.isEmpty {
             surfaces[app.bundle_id, default: []].formUnion(app.surfaces)
         }

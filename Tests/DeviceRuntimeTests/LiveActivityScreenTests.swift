@@ -74,7 +74,7 @@ import Testing
         _ surface: WidgetKitSurface
     ) {
         let since = IOSProfile.version(surface.since)
-        var rig = Rig(since, .with { $0.surfaces = [surface] }, apps: ["com.example.news"])
+        var rig = Rig(since, .with { $0.surfaces = WidgetKitSurfaces(surface) }, apps: ["com.example.news"])
         #expect(
             rig.send(.widgetKitPushed(app: app, surface: surface, version: 3))
                 == [.widgetKitReloaded(app: app, surface: surface, version: 3)])
@@ -85,7 +85,7 @@ import Testing
         var without = Rig(since, apps: ["com.example.news"])
         #expect(without.send(.widgetKitPushed(app: app, surface: surface, version: 3)).isEmpty)
         #expect(without.send(.screen(on: true)).isEmpty)
-        var older = Rig(.ios17, .with { $0.surfaces = [surface] }, apps: ["com.example.news"])
+        var older = Rig(.ios17, .with { $0.surfaces = WidgetKitSurfaces(surface) }, apps: ["com.example.news"])
         #expect(older.send(.widgetKitPushed(app: app, surface: surface, version: 3)).isEmpty, "iOS 17 has no token")
         #expect(older.send(.screen(on: true)) == [.widgetKitViewed(app: app, surface: surface, contentVersion: nil)])
     }

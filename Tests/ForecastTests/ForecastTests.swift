@@ -201,14 +201,11 @@ import Testing
             publications: PublicationSchedule(everySeconds: 3600))
         scenario.traced = [0]
         let result = await Forecast.run(scenario)
-        let lines = result.trace.map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
-        let opens = lines.filter { $0["event"] as? String == "opened" }.map { $0["t"] as! Double }
+        let lines = result.trace
+        let opens = lines.filter { $0.event == "opened" }.map(\.t)
         #expect(opens == [43_200, 129_600, 216_000, 302_400])
         // Three opens make a habit: on the fourth day the system fetches at 11:50.
-        let habitual = lines.filter {
-            $0["event"] as? String == "woken" && $0["fetch_planned_by"] as? String == "launch_habit"
-        }
-        .map { $0["t"] as! Double }
+        let habitual = lines.filter { $0.event == "woken" && $0.fetchPlannedBy == "launch_habit" }.map(\.t)
         #expect(habitual.contains(302_400 - 600))
         #expect(!habitual.contains { $0 < 216_000 })
     }
@@ -219,29 +216,22 @@ import Testing
             link: LinkModel(bytesPerSecond: 1_000_000, latencyMilliseconds: 100), itemBytes: 200_000)
         scenario.traced = [0]
         let result = await Forecast.run(scenario)
-        let lines = result.trace.map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        let lines = result.trace
         // Version 2's push (version 1's, at the start, is downloaded the same way).
-        let push = try #require(
-            lines.first { $0["event"] as? String == "push" && $0["version"] as? Int == 2 }?["t"] as? Double)
+        let push = try #require(lines.first { $0.event == "push" && $0.version == 2 }?.t)
         #expect(push == 1800)
         let started = try #require(
-            lines.first {
-                $0["event"] as? String == "transfer_started" && $0["session"] as? String == "background_discretionary"
-                    && $0["t"] as? Double ?? 0 >= push
-            })
-        let id = try #require(started["transfer"] as? Int)
-        let begun = try #require(started["t"] as? Double)
+            lines.first { $0.event == "transfer_started" && $0.session == "background_discretionary" && $0.t >= push })
+        let id = try #require(started.transfer)
+        let begun = started.t
         // R9: a discretionary transfer waits 300 s (iOS 17) before the system starts it …
         #expect(begun >= push + 300)
         #expect(begun < push + 301)
         // … then moves 200,000 bytes 4× slower than a 1 MB/s link, after 100 ms of latency: 0.9 s.
-        let finished = try #require(
-            lines.first { $0["event"] as? String == "transfer_finished" && $0["transfer"] as? Int == id }?["t"]
-                as? Double)
+        let finished = try #require(lines.first { $0.event == "transfer_finished" && $0.transfer == id }?.t)
         #expect(abs(finished - begun - 0.9) < 0.0005)
-        let updated = try #require(
-            lines.first { $0["event"] as? String == "content_updated" && $0["version"] as? Int == 2 })
-        #expect(updated["t"] as? Double ?? 0 >= finished)
+        let updated = try #require(lines.first { $0.event == "content_updated" && $0.version == 2 })
+        #expect(updated.t >= finished)
     }
 
     /// Live Activities: each version goes to the activity on a channel as one broadcast, written at once

@@ -37,7 +37,7 @@ public struct AppBehaviour: Sendable, Equatable {
     public var liveActivities = 0
     /// What WidgetKit shows for the app (a Home Screen widget, a control), each reloading on its own push
     /// and seen whenever the screen comes on.
-    public var surfaces: Set<WidgetKitSurface> = []
+    public var surfaces: WidgetKitSurfaces = []
 
     public init() {}
 }

@@ -115,8 +115,11 @@ public struct AppProfile: Sendable, Equatable, Decodable {
     public var control = false
 
     /// What WidgetKit shows for it: `widget` and `control`.
-    public var surfaces: Set<WidgetKitSurface> {
-        Set(WidgetKitSurface.allCases.filter { $0 == .widget ? widget : control })
+    public var surfaces: WidgetKitSurfaces {
+        var surfaces: WidgetKitSurfaces = []
+        if widget { surfaces.insert(.widget) }
+        if control { surfaces.insert(.control) }
+        return surfaces
     }
 
     public init(bundle_id: String) { self.bundle_id = bundle_id }

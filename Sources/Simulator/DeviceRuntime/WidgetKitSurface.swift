@@ -61,3 +61,20 @@ extension WidgetKitSurface {
         }
     }
 }
+
+/// A set of surfaces in one byte: an app's behaviour is copied on the runtime's hot path, and a `Set`
+/// there would be a reference counted at every copy and a string hashed at every look.
+public struct WidgetKitSurfaces: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let widget = WidgetKitSurfaces(.widget)
+    public static let control = WidgetKitSurfaces(.control)
+
+    public init(_ surface: WidgetKitSurface) { rawValue = 1 << UInt8(surface.index) }
+
+    public func contains(_ surface: WidgetKitSurface) -> Bool { contains(WidgetKitSurfaces(surface)) }
+
+    /// Its surfaces, in `WidgetKitSurface.allCases`' order.
+    public var members: [WidgetKitSurface] { WidgetKitSurface.allCases.filter(contains) }
+}

@@ -76,7 +76,7 @@ public enum Forecast {
         let seconds = Double(monotonicNanoseconds() - started) / 1e9
         return ForecastResult(
             scenario: scenario, ledger: ledger, costs: costs, hourlyPushes: hourlyPushes, hourlyWakes: hourlyWakes,
-            events: events, seconds: seconds, threads: threads, trace: trace.map(\.json))
+            events: events, seconds: seconds, threads: threads, trace: trace.map(\.line))
     }
 
     /// An atomic count the slices' threads share.

@@ -68,11 +68,11 @@ public struct ForecastResult: Sendable, Codable {
     public var events: Int
     public var seconds: Double
     public var threads: Int
-    public var trace: [String]
+    public var trace: [ForecastTraceLine]
 
     init(
         scenario: ForecastScenario, ledger: FreshnessLedger, costs: [ForecastShard.KindCosts], hourlyPushes: [Int],
-        hourlyWakes: [Int], events: Int, seconds: Double, threads: Int, trace: [String]
+        hourlyWakes: [Int], events: Int, seconds: Double, threads: Int, trace: [ForecastTraceLine]
     ) {
         let fleet = Double(max(1, scenario.devices))
         hourlyPushesPerDevice = hourlyPushes.map { Double($0) / fleet }

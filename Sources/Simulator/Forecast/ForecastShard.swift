@@ -161,7 +161,7 @@ final class ForecastShard {
         var time: Int64
         var device: Int
         var order: Int
-        var json: String
+        var line: ForecastTraceLine
     }
 
     /// Devices `range` (fleet-wide indexes) of the scenario's fleet.
@@ -281,7 +281,7 @@ final class ForecastShard {
                 guard keepAliveAt[device] == entry.time else { continue }
                 keepAliveAt[device] = .max
                 keepAlives[device].advance()
-                if isTraced(device) { record(device, #""event":"keep_alive""#) }
+                if isTraced(device) { record(device, "keep_alive") }
                 var actions = policyBuffers.take()
                 core.policy.keepAlive(device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
                 apply(actions)
@@ -428,7 +428,7 @@ final class ForecastShard {
                     if let known = parsed[app.bundleID] { return known }
                     let requests =
                         AnnouncementRequest.requests(app.announce, topic: app.bundleID, version: version)
-                        + WidgetKitSurface.allCases.filter(app.behaviour.surfaces.contains).map {
+                        + app.behaviour.surfaces.members.map {
                             AnnouncementRequest.reload($0, topic: app.bundleID, version: version)
                         }
                     let pushes = requests.compactMap { Self.notification($0, bundleID: app.bundleID, at: now) }
@@ -468,10 +468,12 @@ final class ForecastShard {
                     mismatch: template.mismatch, payload: template.payload, teamID: nil,
                     receivedAt: UnixTime(milliseconds: now))
                 if isTraced(device) {
-                    record(
-                        device,
-                        #""event":"push","app":"\#(apps[kind][slot].bundleID)","push_type":"\#(push.pushType.rawValue)","version":\#(version),"apns_id":"\#(push.id)""#
-                    )
+                    record(device, "push") {
+                        $0.app = apps[kind][slot].bundleID
+                        $0.pushType = push.pushType.rawValue
+                        $0.version = version
+                        $0.apnsID = push.id.description
+                    }
                 }
                 var actions = policyBuffers.take()
                 core.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
@@ -500,10 +502,13 @@ final class ForecastShard {
                     collapseID: nil, notificationClass: template.notificationClass, mismatch: template.mismatch,
                     payload: template.payload, teamID: nil, receivedAt: UnixTime(milliseconds: now))
                 if isTraced(device) {
-                    record(
-                        device,
-                        #""event":"push","app":"\#(apps[kind][slot].bundleID)","push_type":"liveactivity","activity":\#(activity),"version":\#(version),"apns_id":"\#(push.id)""#
-                    )
+                    record(device, "push") {
+                        $0.app = apps[kind][slot].bundleID
+                        $0.pushType = "liveactivity"
+                        $0.activity = activity
+                        $0.version = version
+                        $0.apnsID = push.id.description
+                    }
                 }
                 var actions = policyBuffers.take()
                 core.received(push, device: DeviceSlot(device), now: UnixTime(milliseconds: now), into: &actions)
@@ -549,23 +554,34 @@ final class ForecastShard {
             case .hold(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
-                if isTraced(device) { record(device, #""event":"hold","apns_id":"\#(id)","rule":"\#(rule.rawValue)""#) }
+                if isTraced(device) {
+                    record(device, "hold") {
+                        $0.apnsID = id.description
+                        $0.rule = rule.rawValue
+                    }
+                }
                 armKeepAlive(device)
             case .discard(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
                 if id.low & Self.liveActivityMark != 0 { costs[Int(kindOf[device])].liveActivityUpdatesDropped += 1 }
                 if isTraced(device) {
-                    record(device, #""event":"discard","apns_id":"\#(id)","rule":"\#(rule.rawValue)""#)
+                    record(device, "discard") {
+                        $0.apnsID = id.description
+                        $0.rule = rule.rawValue
+                    }
                 }
             case .deadlineMissed(let id):
                 let device = self.device(of: id)
                 costs[Int(kindOf[device])].deadlineMisses += 1
-                if isTraced(device) { record(device, #""event":"deadline_missed","apns_id":"\#(id)""#) }
+                if isTraced(device) { record(device, "deadline_missed") { $0.apnsID = id.description } }
             case .notWoken(let id, let reason):
                 let device = self.device(of: id)
                 if isTraced(device) {
-                    record(device, #""event":"not_woken","apns_id":"\#(id)","reason":"\#(reason.rawValue)""#)
+                    record(device, "not_woken") {
+                        $0.apnsID = id.description
+                        $0.reason = reason.rawValue
+                    }
                 }
             case .completed, .completedLate:
                 break
@@ -592,8 +608,11 @@ final class ForecastShard {
             }
             count(rule, device)
             if isTraced(device) {
-                record(
-                    device, #""event":"deliver","apns_id":"\#(push.id)","rule":"\#(rule.rawValue)","wake":\#(wake)"#)
+                record(device, "deliver") {
+                    $0.apnsID = push.id.description
+                    $0.rule = rule.rawValue
+                    $0.wake = wake
+                }
             }
             let app = slot(of: push.bundleID, device)
             _ = core.acknowledged(
@@ -827,76 +846,93 @@ final class ForecastShard {
         tracing && scenario.traced.contains(firstDevice + device)
     }
 
-    private func record(_ device: Int, _ fields: String) {
-        let seconds = Double(now - scenario.start.milliseconds) / 1000
-        let kind = scenario.kinds[Int(kindOf[device])].name
-        trace.append(
-            TraceLine(
-                time: now, device: firstDevice + device, order: trace.count,
-                json: #"{"t":\#(seconds),"device":\#(firstDevice + device),"profile":"\#(kind)",\#(fields)}"#))
+    private func record(_ device: Int, _ event: String, _ fill: (inout ForecastTraceLine) -> Void = { _ in }) {
+        var line = ForecastTraceLine(
+            t: Double(now - scenario.start.milliseconds) / 1000, device: firstDevice + device,
+            profile: scenario.kinds[Int(kindOf[device])].name, event: event)
+        fill(&line)
+        trace.append(TraceLine(time: now, device: firstDevice + device, order: trace.count, line: line))
     }
 
     private func traceEvent(_ device: Int, _ event: RuntimeEvent) {
         switch event {
-        case .userOpened(let app): record(device, #""event":"user_opened","app":"\#(name(app, device))""#)
-        case .userLeft(let app): record(device, #""event":"user_left","app":"\#(name(app, device))""#)
-        case .userForceQuit(let app): record(device, #""event":"user_force_quit","app":"\#(name(app, device))""#)
-        case .screen(let on): record(device, #""event":"screen","on":\#(on)"#)
-        case .lowPowerMode(let on): record(device, #""event":"low_power_mode","on":\#(on)"#)
-        case .backgroundAppRefresh(let on): record(device, #""event":"background_app_refresh","on":\#(on)"#)
+        case .userOpened(let app): record(device, "user_opened") { $0.app = name(app, device) }
+        case .userLeft(let app): record(device, "user_left") { $0.app = name(app, device) }
+        case .userForceQuit(let app): record(device, "user_force_quit") { $0.app = name(app, device) }
+        case .screen(let on): record(device, "screen") { $0.on = on }
+        case .lowPowerMode(let on): record(device, "low_power_mode") { $0.on = on }
+        case .backgroundAppRefresh(let on): record(device, "background_app_refresh") { $0.on = on }
         case .widgetKitPushed(let app, let surface, let version):
-            record(
-                device,
-                #""event":"\#(surface.rawValue)_push","app":"\#(name(app, device))","version":\#(version)"#)
-        case .memoryPressure(let app): record(device, #""event":"memory_pressure","app":"\#(name(app, device))""#)
-        case .rebooted: record(device, #""event":"reboot""#)
-        case .pushDelivered(let app, let id, let silent):
-            record(
-                device,
-                #""event":"push_delivered","app":"\#(name(app, device))","apns_id":"\#(id)","silent":\#(silent)"#)
-        case .locationChanged(let app): record(device, #""event":"location_changed","app":"\#(name(app, device))""#)
-        case .liveActivityUpdated(let app, let activity, let version, let timestamp):
-            record(
-                device,
-                #""event":"live_activity_update","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version),"timestamp":\#(timestamp)"#
-            )
-        case .transferFinished(let id, let result):
-            let what: String
-            switch result {
-            case .manifest(let version): what = #""manifest_version":\#(version)"#
-            case .item(let version, let bytes): what = #""item_version":\#(version),"bytes":\#(bytes)"#
-            case .failed(let bytes): what = #""failed":true,"bytes":\#(bytes)"#
+            record(device, "\(surface.rawValue)_push") {
+                $0.app = name(app, device)
+                $0.version = version
             }
-            record(device, #""event":"transfer_finished","transfer":\#(id),\#(what)"#)
+        case .memoryPressure(let app): record(device, "memory_pressure") { $0.app = name(app, device) }
+        case .rebooted: record(device, "reboot")
+        case .pushDelivered(let app, let id, let silent):
+            record(device, "push_delivered") {
+                $0.app = name(app, device)
+                $0.apnsID = id.description
+                $0.silent = silent
+            }
+        case .locationChanged(let app): record(device, "location_changed") { $0.app = name(app, device) }
+        case .liveActivityUpdated(let app, let activity, let version, let timestamp):
+            record(device, "live_activity_update") {
+                $0.app = name(app, device)
+                $0.activity = activity
+                $0.version = version
+                $0.timestamp = timestamp
+            }
+        case .transferFinished(let id, let result):
+            record(device, "transfer_finished") { line in
+                line.transfer = id
+                switch result {
+                case .manifest(let version): line.manifestVersion = version
+                case .item(let version, let bytes):
+                    line.itemVersion = version
+                    line.bytes = Int64(bytes)
+                case .failed(let bytes):
+                    line.failed = true
+                    line.bytes = Int64(bytes)
+                }
+            }
         case .tick: break
         }
     }
 
-    /// A freshness sample's fields: the version it shows (as `label`), the newest published by now, and
-    /// whether it was fresh (nothing published yet: fresh).
-    private func sample(_ shown: Int?, as label: String) -> String {
+    /// A freshness sample's (the version held or shown set): the newest published by now, and whether it
+    /// was fresh (nothing published yet: fresh).
+    private func sample(_ line: inout ForecastTraceLine) {
+        let shown = line.versionShown ?? line.versionHeld
         let newest = newestVersion(at: now)
-        let fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
-        return
-            #""\#(label)":\#(shown.map(String.init) ?? "null"),"newest_published":\#(newest.map(String.init) ?? "null"),"fresh":\#(fresh)"#
+        line.newestPublished = newest
+        line.fresh = newest.map { newest in shown.map { $0 >= newest } ?? false } ?? true
     }
 
     private func traceAction(_ device: Int, _ action: RuntimeAction) {
         switch action {
         case .appState(let app, let state):
-            record(device, #""event":"app_state","app":"\#(name(app, device))","state":"\#(state.rawValue)""#)
+            record(device, "app_state") {
+                $0.app = name(app, device)
+                $0.state = state.rawValue
+            }
         case .widgetKitReloaded(let app, let surface, let version):
-            record(
-                device,
-                #""event":"\#(surface.rawValue)_updated","app":"\#(name(app, device))","version":\#(version)"#)
+            record(device, "\(surface.rawValue)_updated") {
+                $0.app = name(app, device)
+                $0.version = version
+            }
         case .widgetKitViewed(let app, let surface, let shown):
-            record(
-                device,
-                #""event":"\#(surface.rawValue)_viewed","app":"\#(name(app, device))",\#(sample(shown, as: "version_shown"))"#
-            )
+            record(device, "\(surface.rawValue)_viewed") {
+                $0.app = name(app, device)
+                $0.versionShown = shown
+                sample(&$0)
+            }
         case .complete(let id, let app, let result):
-            record(
-                device, #""event":"complete","app":"\#(name(app, device))","apns_id":"\#(id)","result":"\#(result)""#)
+            record(device, "complete") {
+                $0.app = name(app, device)
+                $0.apnsID = id.description
+                $0.result = result.rawValue
+            }
         case .startTransfer(let request):
             var session = "foreground"
             if case .background(let discretionary) = request.session {
@@ -907,54 +943,76 @@ final class ForecastShard {
             case .manifest: content = "manifest"
             case .item(let version): content = "item \(version)"
             }
-            record(
-                device,
-                #""event":"transfer_started","app":"\#(name(request.app, device))","transfer":\#(request.id),"content":"\#(content)","session":"\#(session)","from":\#(max(0, request.resumeFrom))"#
-            )
-        case .cancelTransfer(let id): record(device, #""event":"transfer_cancelled","transfer":\#(id)"#)
-        case .pauseTransfer(let id): record(device, #""event":"transfer_paused","transfer":\#(id)"#)
-        case .resumeTransfer(let id): record(device, #""event":"transfer_resumed","transfer":\#(id)"#)
-        case .moveToBackgroundSession(let from, let to):
-            record(device, #""event":"moved_to_background_session","transfer":\#(from),"to":\#(to.id)"#)
-        case .woken(let app, let kind):
-            var why = ""
-            if kind == .fetch, let schedule = iphones[device].runtime.app(app)?.fetch {
-                why = #","fetch_planned_by":"\#(schedule.plannedBy.rawValue)""#
+            record(device, "transfer_started") {
+                $0.app = name(request.app, device)
+                $0.transfer = request.id
+                $0.content = content
+                $0.session = session
+                $0.from = Int64(max(0, request.resumeFrom))
             }
-            record(device, #""event":"woken","app":"\#(name(app, device))","kind":"\#(kind.name)"\#(why)"#)
+        case .cancelTransfer(let id): record(device, "transfer_cancelled") { $0.transfer = id }
+        case .pauseTransfer(let id): record(device, "transfer_paused") { $0.transfer = id }
+        case .resumeTransfer(let id): record(device, "transfer_resumed") { $0.transfer = id }
+        case .moveToBackgroundSession(let from, let to):
+            record(device, "moved_to_background_session") {
+                $0.transfer = from
+                $0.to = to.id
+            }
+        case .woken(let app, let kind):
+            var why: String?
+            if kind == .fetch, let schedule = iphones[device].runtime.app(app)?.fetch {
+                why = schedule.plannedBy.rawValue
+            }
+            record(device, "woken") {
+                $0.app = name(app, device)
+                $0.kind = kind.name
+                $0.fetchPlannedBy = why
+            }
         case .terminated(let app, let cause):
-            record(device, #""event":"terminated","app":"\#(name(app, device))","cause":"\#(cause.rawValue)""#)
-        case .relaunched(let app): record(device, #""event":"relaunched","app":"\#(name(app, device))""#)
+            record(device, "terminated") {
+                $0.app = name(app, device)
+                $0.cause = cause.rawValue
+            }
+        case .relaunched(let app): record(device, "relaunched") { $0.app = name(app, device) }
         case .opened(let app, let held):
-            record(
-                device,
-                #""event":"opened","app":"\#(name(app, device))",\#(sample(held, as: "version_held"))"#)
+            record(device, "opened") {
+                $0.app = name(app, device)
+                $0.versionHeld = held
+                sample(&$0)
+            }
         case .contentUpdated(let app, let version, let by):
-            record(
-                device,
-                #""event":"content_updated","app":"\#(name(app, device))","version":\#(version),"by":"\#(by?.name ?? "foreground")""#
-            )
+            record(device, "content_updated") {
+                $0.app = name(app, device)
+                $0.version = version
+                $0.by = by?.name ?? "foreground"
+            }
         case .conditions(let lowPower, let refreshOff, let debugger, let others):
-            record(
-                device,
-                #""event":"conditions","low_power_mode":\#(lowPower),"background_app_refresh_off":\#(refreshOff),"debugger_attached":\#(debugger),"other_apps_wakes_per_day":\#(others)"#
-            )
-        case .rebooted: record(device, #""event":"rebooted""#)
+            record(device, "conditions") {
+                $0.lowPowerMode = lowPower
+                $0.backgroundAppRefreshOff = refreshOff
+                $0.debuggerAttached = debugger
+                $0.otherAppsWakesPerDay = others
+            }
+        case .rebooted: record(device, "rebooted")
         case .wakeRefused(let app, let id, let reason):
-            record(
-                device,
-                #""event":"wake_refused","app":"\#(name(app, device))","apns_id":"\#(id)","reason":"\#(reason.rawValue)""#
-            )
+            record(device, "wake_refused") {
+                $0.app = name(app, device)
+                $0.apnsID = id.description
+                $0.reason = reason.rawValue
+            }
         case .activityUpdated(let app, let activity, let version):
-            record(
-                device,
-                #""event":"activity_updated","app":"\#(name(app, device))","activity":\#(activity),"version":\#(version)"#
-            )
+            record(device, "activity_updated") {
+                $0.app = name(app, device)
+                $0.activity = activity
+                $0.version = version
+            }
         case .activityViewed(let app, let activity, let shown):
-            record(
-                device,
-                #""event":"activity_viewed","app":"\#(name(app, device))","activity":\#(activity),\#(sample(shown, as: "version_shown"))"#
-            )
+            record(device, "activity_viewed") {
+                $0.app = name(app, device)
+                $0.activity = activity
+                $0.versionShown = shown
+                sample(&$0)
+            }
         }
     }
 }

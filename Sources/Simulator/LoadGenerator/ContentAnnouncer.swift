@@ -13,8 +13,8 @@ public enum ContentAnnouncer {
         public var silent: Bool
         public var alert: Bool
         /// The app's widget and control: a push for each goes with each version (`AnnouncementRequest.reload`).
-        public var surfaces: Set<WidgetKitSurface>
-        public init(silent: Bool, alert: Bool, surfaces: Set<WidgetKitSurface> = []) {
+        public var surfaces: WidgetKitSurfaces
+        public init(silent: Bool, alert: Bool, surfaces: WidgetKitSurfaces = []) {
             self.silent = silent
             self.alert = alert
             self.surfaces = surfaces
@@ -78,7 +78,7 @@ public enum ContentAnnouncer {
             guard let strategy = strategies[target.topic] else { continue }
             let announce: AppProfile.Announcement =
                 strategy.silent ? (strategy.alert ? .silent_and_alert : .silent) : (strategy.alert ? .alert : .none)
-            let reloads = WidgetKitSurface.allCases.filter(strategy.surfaces.contains).map {
+            let reloads = strategy.surfaces.members.map {
                 AnnouncementRequest.reload($0, topic: target.topic, version: version)
             }
             for request in AnnouncementRequest.requests(announce, topic: target.topic, version: version) + reloads {
