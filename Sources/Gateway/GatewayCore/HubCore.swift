@@ -6,10 +6,13 @@ import PushPolicy
 public struct CoreWrite: Sendable {
     public var device: DeviceSlot
     public var item: Outgoing
+    /// Written to a session that acknowledges at once, and acknowledged already (`routeInstant`).
+    public var acknowledged: Bool
 
-    public init(device: DeviceSlot, item: Outgoing) {
+    public init(device: DeviceSlot, item: Outgoing, acknowledged: Bool = false) {
         self.device = device
         self.item = item
+        self.acknowledged = acknowledged
     }
 }
 
@@ -170,6 +173,26 @@ public struct HubCore: Sendable {
                 Outgoing(push: message.push, rule: .broadcast, wake: false), for: device, now: now, into: &items)
             for item in items { writes.append(CoreWrite(device: device, item: item)) }
         }
+    }
+
+    /// One delivery to a device whose session acknowledges what is written to it in the same instant (the
+    /// forecast's devices): with nothing else outstanding for it, the push is written and acknowledged at
+    /// once — what `route` and then `acknowledged` would do, the queue empty before and after — and comes
+    /// back marked acknowledged; otherwise it goes through the queue as any delivery (`route`).
+    public mutating func routeInstant(
+        _ push: PushNotification, rule: Rule, wake: Bool, to device: DeviceSlot, app: PolicyApp?, now: UnixTime,
+        writes: inout [CoreWrite]
+    ) {
+        guard deliveries.count(of: device) == 0, connected.contains(device), !isUnstored(push.id) else {
+            return route(push, rule: rule, wake: wake, to: device, now: now, writes: &writes)
+        }
+        if let app {
+            policy.acknowledged(push.id, device: device, app: app, wake: wake, now: now)
+        } else {
+            policy.acknowledged(push.id, device: device, bundleID: push.bundleID, wake: wake, now: now)
+        }
+        writes.append(
+            CoreWrite(device: device, item: Outgoing(push: push, rule: rule, wake: wake, sends: 1), acknowledged: true))
     }
 
     /// An activity on the device subscribes to a channel (`ChannelSubscriptions.subscribe`): the

@@ -546,8 +546,10 @@ final class ForecastShard {
             case .deliver(let push, let rule, let wake):
                 // Into the device's queue, as the hub does; what its window lets through is delivered.
                 var writes = writeBuffers.take()
-                core.route(
-                    push, rule: rule, wake: wake, to: DeviceSlot(device(of: push.id)),
+                let device = device(of: push.id)
+                core.routeInstant(
+                    push, rule: rule, wake: wake, to: DeviceSlot(device),
+                    app: slot(of: push.bundleID, device).map { policyApps[Int(kindOf[device])][Int($0.index)] },
                     now: UnixTime(milliseconds: now), writes: &writes)
                 deliver(writes)
                 writeBuffers.give(&writes)
@@ -615,9 +617,11 @@ final class ForecastShard {
                 }
             }
             let app = slot(of: push.bundleID, device)
-            _ = core.acknowledged(
-                push.id, by: write.device, app: app.map { policyApps[Int(kindOf[device])][Int($0.index)] },
-                now: UnixTime(milliseconds: now), writes: &writes)
+            if !write.acknowledged {
+                _ = core.acknowledged(
+                    push.id, by: write.device, app: app.map { policyApps[Int(kindOf[device])][Int($0.index)] },
+                    now: UnixTime(milliseconds: now), writes: &writes)
+            }
             guard let app else { continue }
             if push.id.low & Self.liveActivityMark != 0 {
                 let low = push.id.low
