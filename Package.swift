@@ -294,6 +294,7 @@ let package = Package(
             ]),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["FuzzTargets", "ProviderAPI", "PushModel"]),
         .testTarget(name: "PushPolicyTests", dependencies: ["PushPolicy", "PushModel"]),
+        .testTarget(name: "GatewayCoreTests", dependencies: ["GatewayCore", "PushPolicy", "PushModel"]),
         .testTarget(
             name: "PushStoreTests",
             dependencies: [

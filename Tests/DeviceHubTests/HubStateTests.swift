@@ -9,9 +9,9 @@ import Testing
 
 @testable import DeviceHub
 
-/// The hub's core without sockets: fake sessions, plain instants. Every event in each state a device can
+/// The hub's locked state (the core, the sessions) without sockets: fake sessions, plain instants. Every event in each state a device can
 /// be in (never connected, connected, replaced, gone, taken by another node), and what it writes.
-@Suite struct HubCoreTests {
+@Suite struct HubStateTests {
     final class FakeSession: DeviceSession {
         let closed = Mutex(false)
         let ended = Mutex(false)
