@@ -9,12 +9,12 @@ import Synchronization
     import Darwin
 #endif
 
-/// Runs a scenario in virtual time: the fleet in slices (`ForecastShard`, at most `shardSize` devices
-/// each), as many at once as `threads`, each slice made when a thread takes it and dropped once its
-/// figures are added, so memory follows the threads, not the fleet. The slices are the same whatever
-/// the threads, and their figures add up in slice order: one thread or several, the same result.
+/// Runs a scenario in virtual time: the fleet in shards (`ForecastShard`, at most `shardSize` devices
+/// each), as many at once as `threads`, each shard made when a thread takes it and dropped once its
+/// figures are added, so memory follows the threads, not the fleet. The shards are the same whatever
+/// the threads, and their figures add up in shard order: one thread or several, the same result.
 public enum Forecast {
-    /// Devices per slice.
+    /// Devices per shard.
     public static let shardSize = 2_048
 
     /// `progress` hears the share done (0…1) now and then, from any thread.
@@ -79,12 +79,12 @@ public enum Forecast {
             events: events, seconds: seconds, threads: threads, trace: trace.map(\.line))
     }
 
-    /// An atomic count the slices' threads share.
+    /// An atomic count the shards' threads share.
     final class Counter: Sendable {
         let value = Atomic<Int>(0)
     }
 
-    /// What a finished slice leaves behind (the slice itself is dropped).
+    /// What a finished shard leaves behind (the shard itself is dropped).
     struct ShardFigures: Sendable {
         var ledger: FreshnessLedger
         var costs: [ForecastShard.KindCosts]
