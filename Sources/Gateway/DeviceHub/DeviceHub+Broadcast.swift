@@ -41,19 +41,20 @@ extension DeviceHub: BroadcastIntake {
         guard let deviceID = registry.deviceID(of: device) else { return .failure(.notInstalled) }
         let now = clock()
         var writes: [HubWrite] = []
-        // Posted under the lock, so that the store has the subscription before any cursor of it.
-        let stored = core.withLock { core -> EventLoopFuture<Void>? in
-            guard
-                let subscription = core.subscribe(
-                    device, to: id, bundleID: bundleID, storage: channel.storagePolicy, now: now, writes: &writes)
-            else { return writer.map { $0.enqueue(answeringOn: eventLoop) { _ in } } }
-            return writer?.enqueue(answeringOn: eventLoop) { batch in
-                batch.subscribe(
-                    StoredSubscription(
-                        deviceID: deviceID, channelID: id.value, bundleID: bundleID,
-                        acknowledged: subscription.acknowledged))
+        // Decided and posted under the lock, in order with the rest (the store has the subscription before
+        // any cursor of it); handed to the writer after unlocking, as every change is.
+        let posted = core.withLock { core -> UInt64? in
+            let subscription = core.subscribe(
+                device, to: id, bundleID: bundleID, storage: channel.storagePolicy, now: now, writes: &writes)
+            guard writer != nil else { return nil }
+            var change = StoreChange<any EventLoop>(answer: eventLoop)
+            change.subscribing = subscription.map {
+                StoredSubscription(
+                    deviceID: deviceID, channelID: id.value, bundleID: bundleID, acknowledged: $0.acknowledged)
             }
+            return core.post(change)
         }
+        let stored = posted.flatMap { enqueuePosted(upTo: $0) }
         write(writes)
         return .success(stored)
     }
@@ -62,11 +63,16 @@ extension DeviceHub: BroadcastIntake {
     @discardableResult
     func unsubscribe(_ device: DeviceSlot, channel id: ChannelID) -> Bool {
         guard let deviceID = registry.deviceID(of: device) else { return false }
-        return core.withLock { core in
-            guard core.broadcasts.unsubscribe(device, from: id) else { return false }
-            writer?.enqueue { $0.unsubscribe(SubscriptionKey(deviceID: deviceID, channelID: id.value)) }
-            return true
+        let posted = core.withLock { core -> UInt64?? in
+            guard core.broadcasts.unsubscribe(device, from: id) else { return nil }
+            guard writer != nil else { return .some(nil) }
+            var change = StoreChange<any EventLoop>()
+            change.unsubscribing = SubscriptionKey(deviceID: deviceID, channelID: id.value)
+            return core.post(change)
         }
+        guard let posted else { return false }
+        if let posted { _ = enqueuePosted(upTo: posted) }
+        return true
     }
 
     /// An app uninstalled: its activities' subscriptions end.

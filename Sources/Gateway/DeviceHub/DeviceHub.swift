@@ -485,16 +485,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// lock: one thread at a time drains everything posted so far (so no change overtakes an earlier
     /// one — an outcome never reaches the store before the insert of its notification). Returns the
     /// commit future of change `sequence` when it has an answer loop, whichever thread enqueued it.
-    private func enqueuePosted(upTo sequence: UInt64) -> EventLoopFuture<Void>? {
+    func enqueuePosted(upTo sequence: UInt64) -> EventLoopFuture<Void>? {
         guard let writer else { return nil }
         return draining.withLock { handedOver -> EventLoopFuture<Void>? in
             var mine: EventLoopFuture<Void>?
             for change in core.withLock({ $0.takePosted() }) {
-                let apply: (inout StoreBatch) -> Void = { batch in
-                    if let inserting = change.inserting { batch.notifications.append(inserting) }
-                    batch.outcomes.append(contentsOf: change.outcomes)
-                    for (device, apps) in change.budgets { batch.budgets[device] = apps }
-                }
+                let apply: (inout StoreBatch) -> Void = { change.apply(to: &$0) }
                 guard let loop = change.answer else {
                     writer.enqueue(apply)
                     continue

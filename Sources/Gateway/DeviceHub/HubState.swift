@@ -167,8 +167,20 @@ struct HubState<Answer: Sendable>: Sendable {
 /// out on).
 struct StoreChange<Answer: Sendable>: Sendable {
     var inserting: StoredNotification?
-    var outcomes: [NotificationOutcome]
-    var budgets: [String: [AppBudget]]
+    var outcomes: [NotificationOutcome] = []
+    var budgets: [String: [AppBudget]] = [:]
+    /// A channel subscription made or ended (the subscription's row before any cursor of it).
+    var subscribing: StoredSubscription?
+    var unsubscribing: SubscriptionKey?
     var answer: Answer?
     var sequence: UInt64 = 0
+
+    /// What it changes, into the writer's batch.
+    func apply(to batch: inout StoreBatch) {
+        if let inserting { batch.notifications.append(inserting) }
+        batch.outcomes.append(contentsOf: outcomes)
+        for (device, apps) in budgets { batch.budgets[device] = apps }
+        if let subscribing { batch.subscribe(subscribing) }
+        if let unsubscribing { batch.unsubscribe(unsubscribing) }
+    }
 }
