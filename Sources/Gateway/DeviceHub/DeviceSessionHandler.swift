@@ -56,8 +56,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        session = ChannelSession(
-            channel: context.channel, lingerMilliseconds: hub.settings.notReadingTimeoutSeconds * 1000)
+        session = ChannelSession(channel: context.channel)
         address = context.channel.remoteAddress?.ipAddress ?? "?"
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         helloTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.helloTimeoutSeconds)) {
@@ -98,8 +97,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // Malformed WebSocket framing (NIO's decoder or aggregator): this device only, once.
-        guard !isClosing else { return }
+        // Malformed WebSocket framing (NIO's decoder or aggregator): this device only, counted once.
+        guard !state.isClosed else { return }
         hub.count { $0.closedForMisbehaviour += 1 }
         let detail: String
         switch error {
@@ -111,18 +110,10 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         close(context, reason: "protocol_error", detail)
     }
 
-    /// The gateway closed the session (the handler for a reason of the device's, or the hub): what the
-    /// device still sends is read and dropped until it answers the close frame, closes, or the linger ends
-    /// (`ChannelSession.close`).
-    private var isClosing: Bool { state.isClosed || session?.hasEnded == true }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        guard !isClosing else {
-            // Its close frame answers ours: the connection is over (RFC 6455 §5.5.1).
-            if frame.opcode == .connectionClose { context.close(promise: nil) }
-            return
-        }
+        // Closed for a reason of its own: what it still sends is dropped, and counted no more.
+        guard !state.isClosed else { return }
         switch frame.opcode {
         case .text:
             guard limiter.take(now: hub.clock()) else {
@@ -314,13 +305,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 final class ChannelSession: DeviceSession {
     let channel: any Channel
     private let ended = Atomic<Bool>(false)
-    /// How long a closed session reads on, waiting for the device to answer the close frame.
-    private let lingerMilliseconds: Int64
 
-    init(channel: any Channel, lingerMilliseconds: Int64) {
-        self.channel = channel
-        self.lingerMilliseconds = lingerMilliseconds
-    }
+    init(channel: any Channel) { self.channel = channel }
 
     var hasEnded: Bool { ended.load(ordering: .acquiring) }
 
@@ -348,20 +334,17 @@ final class ChannelSession: DeviceSession {
         }
     }
 
-    /// Says why and sends a WebSocket close frame, then reads on (dropping what the device sends) until
-    /// the device answers with its own close frame or closes, or `lingerMilliseconds` pass: closing at
-    /// once while the device is still sending would make the kernel reset the connection over the bytes
-    /// that arrive after it, and a reset throws away what the device had not read yet — the reason
-    /// among it. A device that does not read would never take them: it is closed at once.
+    /// Says why, sends a WebSocket close frame, and closes once they are written. A device that does not
+    /// read would never take them: it is closed at once.
     func close(reason: String, reconnectAfterMilliseconds: Int?, detail: String?) {
-        end()
         guard reason != "not_reading" else { return channel.close(promise: nil) }
         if let detail { send(.error(message: detail)) }
         send(.closing(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds))
         var data = channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: Self.closeCode(for: reason))
         let channel = self.channel
-        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
-        channel.eventLoop.scheduleTask(in: .milliseconds(lingerMilliseconds)) { channel.close(promise: nil) }
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 }
