@@ -68,9 +68,7 @@ struct HubState<Answer: Sendable>: Sendable {
     }
 
     mutating func noteResends(_ writes: [HubWrite], now: UnixTime) {
-        for write in writes where write.item.sends > 1 {
-            core.policy.sentAgain(write.item.id, sends: write.item.sends, now: now)
-        }
+        for write in writes { core.noteResend(write.item, now: now) }
     }
 
     // MARK: Events

@@ -44,9 +44,12 @@ public struct HubCore: Sendable {
 
     /// Writes of pushes written before (to a connection that ended) go in the decision log.
     public mutating func noteResends(_ writes: [CoreWrite], now: UnixTime) {
-        for write in writes where write.item.sends > 1 {
-            policy.sentAgain(write.item.id, sends: write.item.sends, now: now)
-        }
+        for write in writes { noteResend(write.item, now: now) }
+    }
+
+    /// One write: in the decision log if the push was written before.
+    public mutating func noteResend(_ item: Outgoing, now: UnixTime) {
+        if item.sends > 1 { policy.sentAgain(item.id, sends: item.sends, now: now) }
     }
 
     // MARK: Events
@@ -102,11 +105,7 @@ public struct HubCore: Sendable {
     ) -> Outgoing? {
         scratch.removeAll(keepingCapacity: true)
         guard let item = deliveries.acknowledged(id, by: device, now: now, into: &scratch) else { return nil }
-        if let app {
-            policy.acknowledged(id, device: device, app: app, wake: item.wake, now: now)
-        } else {
-            policy.acknowledged(id, device: device, bundleID: item.push.bundleID, wake: item.wake, now: now)
-        }
+        policyAcknowledged(item.push, device: device, app: app, wake: item.wake, now: now)
         if !scratch.isEmpty, connected.contains(device) {
             for item in scratch { writes.append(CoreWrite(device: device, item: item)) }
         }
@@ -186,11 +185,7 @@ public struct HubCore: Sendable {
         guard deliveries.count(of: device) == 0, connected.contains(device), !isUnstored(push.id) else {
             return route(push, rule: rule, wake: wake, to: device, now: now, writes: &writes)
         }
-        if let app {
-            policy.acknowledged(push.id, device: device, app: app, wake: wake, now: now)
-        } else {
-            policy.acknowledged(push.id, device: device, bundleID: push.bundleID, wake: wake, now: now)
-        }
+        policyAcknowledged(push, device: device, app: app, wake: wake, now: now)
         writes.append(
             CoreWrite(device: device, item: Outgoing(push: push, rule: rule, wake: wake, sends: 1), acknowledged: true))
     }
@@ -210,6 +205,17 @@ public struct HubCore: Sendable {
             route(deliver.push, rule: .broadcastCaughtUp, wake: false, to: device, now: now, writes: &writes)
         }
         return subscription
+    }
+
+    /// The policy hears of an acknowledgement, by the app's handle when the caller has it.
+    private mutating func policyAcknowledged(
+        _ push: PushNotification, device: DeviceSlot, app: PolicyApp?, wake: Bool, now: UnixTime
+    ) {
+        if let app {
+            policy.acknowledged(push.id, device: device, app: app, wake: wake, now: now)
+        } else {
+            policy.acknowledged(push.id, device: device, bundleID: push.bundleID, wake: wake, now: now)
+        }
     }
 
     private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }
