@@ -39,15 +39,7 @@ public struct HubCore: Sendable {
         self.deliveries = deliveries
     }
 
-    public func isConnected(_ device: DeviceSlot) -> Bool { connected.contains(device) }
-    public var connectedCount: Int { connected.count }
-
-    /// Writes of pushes written before (to a connection that ended) go in the decision log.
-    public mutating func noteResends(_ writes: [CoreWrite], now: UnixTime) {
-        for write in writes { noteResend(write.item, now: now) }
-    }
-
-    /// One write: in the decision log if the push was written before.
+    /// A write of a push written before (to a connection that ended) goes in the decision log.
     public mutating func noteResend(_ item: Outgoing, now: UnixTime) {
         if item.sends > 1 { policy.sentAgain(item.id, sends: item.sends, now: now) }
     }
