@@ -215,6 +215,91 @@ import Testing
         try await harness.stop()
     }
 
+    /// A device that floods while reading slowly, and goes on sending after the gateway decided to close it,
+    /// is still told why (`closing` with `flooding`, then close code 1008): the gateway half-closes and
+    /// reads on until the device closes (or `notReadingTimeoutSeconds`), so its own close never resets
+    /// the connection over what the device sent meanwhile, which would throw away what the device had not
+    /// read yet.
+    @Test func aFloodingDeviceThatReadsSlowlyIsToldWhy() async throws {
+        var hubSettings = HubSettings()
+        hubSettings.messageBurst = 100
+        hubSettings.messagesPerSecond = 1
+        let harness = try await HubHarness(hubSettings: hubSettings)
+        let (identity, _) = try await harness.enrolledDevice()
+
+        let device = try await RawDevice(
+            port: harness.devicePort, deviceID: identity.deviceID, secret: identity.secret, reading: false,
+            group: harness.group)
+        try await eventually("authenticated") { harness.hub.connectedCount == 1 }
+        func burst(_ first: Int) async throws {
+            for sequence in first..<(first + 50) {
+                let text = #"{"type":"keep_alive","sequence":\#(sequence)}"#
+                device.channel.write(
+                    WebSocketFrame(
+                        fin: true, opcode: .text, maskKey: .random(),
+                        data: device.channel.allocator.buffer(string: text)),
+                    promise: nil)
+            }
+            try await device.channel.writeAndFlush(
+                WebSocketFrame(
+                    fin: true, opcode: .ping, maskKey: .random(), data: device.channel.allocator.buffer(capacity: 0)))
+        }
+        // Bursts of 50 past the burst of 100: the gateway decides to close it as flooding.
+        for burstIndex in 0..<4 { try await burst(burstIndex * 50) }
+        try await eventually("closed as flooding") { harness.hub.counters.closedForMisbehaviour == 1 }
+        // It goes on sending, then reads what it was sent.
+        for burstIndex in 4..<40 { try? await burst(burstIndex * 50) }
+        try await device.channel.setOption(.autoRead, value: true).get()
+        device.channel.read()
+        try await eventually("its close frame read") {
+            !device.collector.closeCodes.withLock { $0.isEmpty } || !device.channel.isActive
+        }
+        let texts = device.collector.texts.withLock { $0 }
+        #expect(texts.filter { $0.contains("keep_alive_ack") }.count == 99, "the burst of 100, less the hello")
+        #expect(texts.last?.contains(#""reason":"flooding""#) == true, "\(texts.suffix(2))")
+        #expect(device.collector.closeCodes.withLock { $0 } == [1008])
+        try? await device.channel.close()
+        try await harness.stop()
+    }
+
+    /// The flood limit counts what a device says, not its answers: acknowledging hundreds of pushes kept for
+    /// it, as fast as they arrive, closes nothing; acknowledgements of nothing in flight count as any
+    /// message does.
+    @Test func acknowledgementsOfPushesInFlightAreNoFlood() async throws {
+        var hubSettings = HubSettings()
+        hubSettings.messageBurst = 20
+        hubSettings.messagesPerSecond = 1
+        let harness = try await HubHarness(hubSettings: hubSettings)
+        let log = EventLog()
+        let (agent, hex) = try await harness.installedAgent(log: log)
+        let token = try #require(DeviceToken(hex))
+        let loop = harness.group.next()
+        for _ in 0..<300 {
+            let push = PushNotification(
+                id: APNsID.generate(), deviceToken: token, topic: Topic(HubHarness.bundle)!,
+                bundleID: HubHarness.bundle, pushType: .alert, priority: .immediate, expiration: .storeByDefault,
+                collapseID: nil, notificationClass: .alerting, payload: Array(alert.utf8), teamID: nil,
+                receivedAt: harness.clock.now)
+            _ = harness.hub.submit(push, on: loop)
+        }
+        try await eventually("all 300 acknowledged") { harness.hub.counters.delivered == 300 }
+        #expect(harness.hub.counters.closedForMisbehaviour == 0)
+        #expect(log.deliveries.count == 300)
+        agent.stop()
+
+        // Acknowledgements of pushes that are not in flight take a token each: past the burst, a flood.
+        let (identity, _) = try await harness.enrolledDevice()
+        let device = try await harness.rawDevice(identity)
+        try await eventually("authenticated") { harness.hub.connectedCount == 1 }
+        for _ in 0..<30 { try? await device.acknowledge(APNsID.generate().description) }
+        try await eventually("closed as flooding") { harness.hub.counters.closedForMisbehaviour == 1 }
+        try await eventually("told why") {
+            device.collector.texts.withLock { $0.contains { $0.contains(#""reason":"flooding""#) } }
+        }
+        try? await device.channel.close()
+        try await harness.stop()
+    }
+
     /// A device that stops reading while the gateway has much to send is closed alone after
     /// `notReadingTimeoutSeconds`; the others carry on.
     @Test func aDeviceThatStopsReadingIsClosedAlone() async throws {

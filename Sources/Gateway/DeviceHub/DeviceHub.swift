@@ -236,9 +236,12 @@ public final class DeviceHub: NotificationIntake, Sendable {
 
     /// The device acknowledged a push: it is delivered (the store records it, a wake's deadline starts),
     /// and its window lets the next one through.
-    func acknowledged(_ device: DeviceSlot, apnsID: String) {
+    /// Whether it acknowledged a push in flight to the device (an unknown id, a repeat, or a push already
+    /// acknowledged is not one).
+    @discardableResult
+    func acknowledged(_ device: DeviceSlot, apnsID: String) -> Bool {
         hubCounters.withLock { $0.acknowledged += 1 }
-        guard let id = APNsID(header: apnsID) else { return }
+        guard let id = APNsID(header: apnsID) else { return false }
         let now = clock()
         var writes: [HubWrite] = []
         let (item, cursorMoved) = core.withLock { core -> (Outgoing?, Bool) in
@@ -248,9 +251,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
             return (item, core.broadcasts.acknowledged(stamp, by: device))
         }
         write(writes)
-        guard let item else { return }
+        guard let item else { return false }
         if let stamp = item.push.broadcast {
-            return acknowledgedBroadcast(stamp, by: device, cursorMoved: cursorMoved)
+            acknowledgedBroadcast(stamp, by: device, cursorMoved: cursorMoved)
+            return true
         }
         hubCounters.withLock {
             $0.delivered += 1
@@ -261,9 +265,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
             }
         }
-        guard let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) }) else { return }
+        guard let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) }) else { return true }
         let microseconds = UInt64(max(0, (NIODeadline.now() - accepted).nanoseconds / 1000))
         ackLatency.withLock { _ = $0.record(microseconds) }
+        return true
     }
 
     /// Accept-to-device-ack latency of pushes delivered at once: p50, p90, p99, max (microseconds) and count.

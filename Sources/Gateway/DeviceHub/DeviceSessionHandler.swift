@@ -56,7 +56,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        session = ChannelSession(channel: context.channel)
+        session = ChannelSession(
+            channel: context.channel, lingerMilliseconds: hub.settings.notReadingTimeoutSeconds * 1000)
         address = context.channel.remoteAddress?.ipAddress ?? "?"
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         helloTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.helloTimeoutSeconds)) {
@@ -97,8 +98,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // Malformed WebSocket framing (NIO's decoder or aggregator): this device only, counted once.
-        guard !state.isClosed else { return }
+        // Malformed WebSocket framing (NIO's decoder or aggregator): this device only, once.
+        guard !isClosing else { return }
         hub.count { $0.closedForMisbehaviour += 1 }
         let detail: String
         switch error {
@@ -110,17 +111,20 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         close(context, reason: "protocol_error", detail)
     }
 
+    /// The gateway closed the session (the handler for a reason of the device's, or the hub): what the
+    /// device still sends is read and dropped until it answers the close frame, closes, or the linger ends
+    /// (`ChannelSession.close`).
+    private var isClosing: Bool { state.isClosed || session?.hasEnded == true }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        // Closed for a reason of its own: what it still sends is dropped, and counted no more.
-        guard !state.isClosed else { return }
+        guard !isClosing else {
+            // Its close frame answers ours: the connection is over (RFC 6455 §5.5.1).
+            if frame.opcode == .connectionClose { context.close(promise: nil) }
+            return
+        }
         switch frame.opcode {
         case .text:
-            guard limiter.take(now: hub.clock()) else {
-                hub.count { $0.closedForMisbehaviour += 1 }
-                return close(
-                    context, reason: "flooding", "more than \(hub.settings.messagesPerSecond) messages per second")
-            }
             let bytes = frame.unmaskedData.readableBytesView
             // RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection with 1007.
             guard String(validating: bytes, as: UTF8.self) != nil else {
@@ -133,6 +137,19 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             } catch {
                 hub.count { $0.closedForMisbehaviour += 1 }
                 return close(context, reason: "protocol_error", error.message)
+            }
+            // The acknowledgement of a push the gateway sent costs no token: a device catching up on
+            // thousands of pushes kept for it answers each at once, and that is no flood. Every other
+            // message (an acknowledgement of nothing in flight among them) takes one.
+            if case .authenticated(let device) = state, case .ack(let apnsID) = message,
+                hub.acknowledged(device, apnsID: apnsID)
+            {
+                return
+            }
+            guard limiter.take(now: hub.clock()) else {
+                hub.count { $0.closedForMisbehaviour += 1 }
+                return close(
+                    context, reason: "flooding", "more than \(hub.settings.messagesPerSecond) messages per second")
             }
             handle(message, context)
         case .ping:
@@ -202,8 +219,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             } else {
                 send(.error(message: "uninstall: '\(bundleID)' is not installed"), context)
             }
-        case (.authenticated(let device), .ack(let apnsID)):
-            hub.acknowledged(device, apnsID: apnsID)
+        case (.authenticated, .ack):
+            break  // told to the hub in channelRead, before the flood limit
         case (.authenticated(let device), .complete(let apnsID, let bundleID, let result)):
             guard let id = APNsID(header: apnsID), let result = CompletionResult(rawValue: result) else {
                 return send(
@@ -305,8 +322,13 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 final class ChannelSession: DeviceSession {
     let channel: any Channel
     private let ended = Atomic<Bool>(false)
+    /// How long a closed session reads on, waiting for the device to answer the close frame.
+    private let lingerMilliseconds: Int64
 
-    init(channel: any Channel) { self.channel = channel }
+    init(channel: any Channel, lingerMilliseconds: Int64) {
+        self.channel = channel
+        self.lingerMilliseconds = lingerMilliseconds
+    }
 
     var hasEnded: Bool { ended.load(ordering: .acquiring) }
 
@@ -334,17 +356,20 @@ final class ChannelSession: DeviceSession {
         }
     }
 
-    /// Says why, sends a WebSocket close frame, and closes once they are written. A device that does not
-    /// read would never take them: it is closed at once.
+    /// Says why and sends a WebSocket close frame, then reads on (dropping what the device sends) until
+    /// the device answers with its own close frame or closes, or `lingerMilliseconds` pass: closing at
+    /// once while the device is still sending would make the kernel reset the connection over the bytes
+    /// that arrive after it, and a reset throws away what the device had not read yet — the reason
+    /// among it. A device that does not read would never take them: it is closed at once.
     func close(reason: String, reconnectAfterMilliseconds: Int?, detail: String?) {
+        end()
         guard reason != "not_reading" else { return channel.close(promise: nil) }
         if let detail { send(.error(message: detail)) }
         send(.closing(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds))
         var data = channel.allocator.buffer(capacity: 2)
         data.write(webSocketErrorCode: Self.closeCode(for: reason))
         let channel = self.channel
-        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
+        channel.eventLoop.scheduleTask(in: .milliseconds(lingerMilliseconds)) { channel.close(promise: nil) }
     }
 }

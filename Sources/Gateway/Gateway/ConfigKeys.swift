@@ -211,7 +211,8 @@ public enum ConfigKeys {
             to: \.hub.keepAliveSeconds),
         .int(
             "devices.message_burst", "200", in: 1...1_000_000,
-            "Messages a device may send in a burst before it is closed as flooding.", to: \.hub.messageBurst),
+            "Messages a device may send in a burst before it is closed as flooding (acknowledgements of pushes in flight to it are not counted).",
+            to: \.hub.messageBurst),
         .number(
             "devices.messages_per_second", "50", in: 0.01...1_000_000,
             "Sustained messages per second a device may send.", to: \.hub.messagesPerSecond),
