@@ -116,13 +116,27 @@ import Testing
 
     @Test func tokenBucket() {
         let start = UnixTime(seconds: 100)
-        var bucket = TokenBucket(capacity: 2, refillIntervalMilliseconds: 1000, now: start)
+        let rate = TokenBucket.Rate(capacity: 2, refillIntervalMilliseconds: 1000)
+        var bucket = TokenBucket(now: start)
+        #expect(bucket.isUntouched && bucket.isFull(rate, at: start))
         let taken = [
-            bucket.take(now: start), bucket.take(now: start), bucket.take(now: start),
-            bucket.take(now: start.adding(milliseconds: 999)), bucket.take(now: start.adding(milliseconds: 1000)),
+            bucket.take(rate, now: start), bucket.take(rate, now: start), bucket.take(rate, now: start),
+            bucket.take(rate, now: start.adding(milliseconds: 999)),
+            bucket.take(rate, now: start.adding(milliseconds: 1000)),
         ]
         #expect(taken == [true, true, false, false, true])
-        #expect(bucket.isFull(at: start.adding(seconds: 10)))
+        #expect(!bucket.hasToken(rate, at: start.adding(milliseconds: 1999)))
+        #expect(bucket.hasToken(rate, at: start.adding(milliseconds: 2000)))
+        #expect(bucket.isFull(rate, at: start.adding(seconds: 10)))
+        // A smaller capacity cuts a fuller bucket at once; a token given back never overflows it.
+        let later = start.adding(seconds: 10)
+        #expect(bucket.left(TokenBucket.Rate(capacity: 1, refillIntervalMilliseconds: 1000), now: later) == 1)
+        bucket.refill(rate, to: later)
+        bucket.giveBack(capacity: 2)
+        #expect(bucket.left(rate, now: later) == 2)
+        bucket.empty()
+        #expect(bucket.left(rate, now: later) == 0 && bucket.tokens == 0 && !bucket.isUntouched)
+        #expect(bucket.left(rate, now: later.adding(milliseconds: 1000)) == 1)
     }
 }
 

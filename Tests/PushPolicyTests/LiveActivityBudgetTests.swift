@@ -29,13 +29,13 @@ import Testing
 
     @Test func theBucketRefillsOnePerInterval() {
         let size = settings.liveActivityBudget(frequentPushes: false)
-        var budget = LiveActivityBudget(size: size, now: t0)
-        #expect((0..<4).map { _ in budget.take(size: size, now: t0) } == [true, true, true, false])
-        #expect(budget.left(size: size, now: t0.plus(minutes: 9)) == 0)
-        #expect(budget.left(size: size, now: t0.plus(minutes: 10)) == 1)
-        #expect(!budget.isFull(size: size, now: t0.plus(minutes: 29)))
-        #expect(budget.isFull(size: size, now: t0.plus(minutes: 30)))
-        #expect(budget.left(size: size, now: t0.plus(minutes: 600)) == 3, "never above capacity")
+        var budget = TokenBucket(now: t0)
+        #expect((0..<4).map { _ in budget.take(size, now: t0) } == [true, true, true, false])
+        #expect(budget.left(size, now: t0.plus(minutes: 9)) == 0)
+        #expect(budget.left(size, now: t0.plus(minutes: 10)) == 1)
+        #expect(!budget.isFull(size, at: t0.plus(minutes: 29)))
+        #expect(budget.isFull(size, at: t0.plus(minutes: 30)))
+        #expect(budget.left(size, now: t0.plus(minutes: 600)) == 3, "never above capacity")
     }
 
     @Test mutating func frequentPushesGiveTheLargerBudget() {

@@ -636,6 +636,7 @@ public struct HubSettings: Sendable, Equatable {
     /// Messages a device may send in a burst, then per second, before it is closed as flooding.
     public var messageBurst: Int = 200
     public var messagesPerSecond: Double = 50
+    var messageRate: TokenBucket.Rate { TokenBucket.Rate(burst: messageBurst, perSecond: messagesPerSecond) }
     /// A device that does not read its messages for this long is closed.
     public var notReadingTimeoutSeconds: Int64 = 30
     /// Largest WebSocket frame a device may send.

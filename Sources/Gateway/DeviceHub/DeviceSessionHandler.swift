@@ -38,9 +38,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     init(hub: DeviceHub) {
         self.hub = hub
-        self.limiter = TokenBucket(
-            capacity: hub.settings.messageBurst,
-            refillIntervalMilliseconds: Int64(1000 / max(0.001, hub.settings.messagesPerSecond)), now: hub.clock())
+        self.limiter = TokenBucket(now: hub.clock())
     }
 
     /// The hub's logger with the connection's address and, once it said hello, its device id (never its
@@ -146,7 +144,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             {
                 return
             }
-            guard limiter.take(now: hub.clock()) else {
+            guard limiter.take(hub.settings.messageRate, now: hub.clock()) else {
                 hub.count { $0.closedForMisbehaviour += 1 }
                 return close(
                     context, reason: "flooding", "more than \(hub.settings.messagesPerSecond) messages per second")

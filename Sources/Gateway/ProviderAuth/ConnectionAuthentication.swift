@@ -49,7 +49,8 @@ public struct ConnectionAuthentication: Sendable {
     public private(set) var teamID: String?
     private var current: Accepted?
     private var previous: Accepted?
-    private var updates: TokenBucket?
+    /// Provider-token updates on this connection (`Policy.updateBurst`, then one per interval).
+    private var updates = TokenBucket(now: UnixTime(milliseconds: 0))
     private let policy: Policy
     /// The last few rejected `authorization` values and their answers, newest last.
     private var rejected: [(header: String, rejection: Rejection)] = []
@@ -97,12 +98,9 @@ public struct ConnectionAuthentication: Sendable {
             return .success(token)
         }
         if current != nil {
-            if updates == nil {
-                updates = TokenBucket(
-                    capacity: policy.updateBurst, refillIntervalMilliseconds: policy.updateIntervalMilliseconds,
-                    now: now)
-            }
-            guard updates!.take(now: now) else { return .failure(Rejection(.tooManyProviderTokenUpdates)) }
+            let rate = TokenBucket.Rate(
+                capacity: policy.updateBurst, refillIntervalMilliseconds: Double(policy.updateIntervalMilliseconds))
+            guard updates.take(rate, now: now) else { return .failure(Rejection(.tooManyProviderTokenUpdates)) }
         }
         teamID = token.teamID
         previous = current

@@ -16,13 +16,12 @@ import PushModel
 /// missed deadline), misbehaviour strikes, the pushes held for later, and the background wakes
 /// awaiting their completion.
 public struct AppThrottle: Sendable, Equatable {
-    // Kept compact (a fleet has millions of these): 48 bytes when nothing is pending.
-    /// Tokens in the silent budget; NaN until the first wake (a full bucket).
-    private var tokens: Float = .nan
+    // Kept compact (a fleet has millions of these): 56 bytes when nothing is pending.
+    /// The silent budget, untouched until the first wake; its time is also the time strike decay is
+    /// applied up to.
+    private var bucket = TokenBucket(now: UnixTime(milliseconds: 0))
     /// Misbehaviour strikes, decaying with a half-life.
     private var strikes: Float = 0
-    /// Refill and strike decay are applied up to this time (milliseconds since the epoch).
-    private var settledAt: Int64 = 0
     /// Until then the bucket refills `coolingSlowdown` times slower (milliseconds since the epoch).
     private var coolingUntil: Int64 = 0
     public private(set) var appState: AppState = .background
@@ -50,7 +49,7 @@ public struct AppThrottle: Sendable, Equatable {
         case missed(APNsID, forgetAt: UnixTime)
         /// A Live Activity's priority-10 budget, named by the activity's update token; kept while it is
         /// not full.
-        case activity(DeviceToken, LiveActivityBudget)
+        case activity(DeviceToken, TokenBucket)
         /// The app's daily budget of widget or control reloads (by push type); kept while its window
         /// has spent some.
         case reloads(PushType, ReloadBudget)
@@ -224,7 +223,7 @@ public struct AppThrottle: Sendable, Equatable {
             default: return false
             }
         }
-        if wasSent, !tokens.isNaN { tokens = min(Float(settings.budgetCapacity), tokens + 1) }
+        if wasSent { bucket.giveBack(capacity: settings.budgetCapacity) }
         compact()
         return wasHeld
     }
@@ -336,7 +335,7 @@ public struct AppThrottle: Sendable, Equatable {
         pending.removeAll { item in
             switch item {
             case .awaiting, .sent: return false
-            case .activity(_, let budget): return budget.isFull(size: size, now: now)
+            case .activity(_, let budget): return budget.isFull(size, at: now)
             case .reloads(_, let budget): return budget.isFull(now: now)
             case .held(let entry):
                 guard let expiresAt = entry.expiresAt, expiresAt < now else { return false }
@@ -373,14 +372,15 @@ public struct AppThrottle: Sendable, Equatable {
     public func snapshot(settings: PolicySettings, now: UnixTime) -> AppThrottleSnapshot {
         var copy = self
         copy.settle(settings: settings, now: now)
-        let tokens = copy.tokens.isNaN ? Double(settings.budgetCapacity) : Double(copy.tokens)
+        let rate = copy.rate(settings, now)
+        let tokens = copy.bucket.exactly(rate, now: now)
         var nextRefill: UnixTime?
         if tokens < Double(settings.budgetCapacity) {
             let missing = 1 - (tokens - tokens.rounded(.down))
-            nextRefill = now.adding(milliseconds: Int64((missing * copy.refillInterval(settings, now)).rounded(.up)))
+            nextRefill = now.adding(milliseconds: Int64((missing * rate.refillIntervalMilliseconds).rounded(.up)))
         }
         return AppThrottleSnapshot(
-            budgetLeft: Int((tokens + 1e-4).rounded(.down)), budgetCapacity: settings.budgetCapacity,
+            budgetLeft: copy.bucket.left(rate, now: now), budgetCapacity: settings.budgetCapacity,
             nextRefill: nextRefill,
             held: held.map { HeldSummary(id: $0.notification.id, rule: $0.rule, expiresAt: $0.expiresAt) },
             strikes: Double(copy.strikes),
@@ -404,16 +404,17 @@ public struct AppThrottle: Sendable, Equatable {
         let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         let onlyFullBudgets = pending.allSatisfy {
             switch $0 {
-            case .activity(_, let budget): return budget.isFull(size: size, now: now)
+            case .activity(_, let budget): return budget.isFull(size, at: now)
             case .reloads(_, let budget): return budget.isFull(now: now)
             default: return false
             }
         }
         guard onlyFullBudgets else { return false }
-        if tokens.isNaN { return strikes == 0 }
+        if bucket.isUntouched { return strikes == 0 }
         var copy = self
         copy.settle(settings: settings, now: now)
-        return copy.strikes < 0.01 && copy.tokens >= Float(settings.budgetCapacity)
+        let rate = copy.rate(settings, now)
+        return copy.strikes < 0.01 && copy.bucket.exactly(rate, now: now) >= Double(settings.budgetCapacity)
     }
 
     // MARK: Rules
@@ -533,15 +534,15 @@ public struct AppThrottle: Sendable, Equatable {
         let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         pending.removeAll { item in
             guard case .activity(let token, let budget) = item, token != activity else { return false }
-            return budget.isFull(size: size, now: now)
+            return budget.isFull(size, at: now)
         }
         let index = pending.firstIndex {
             if case .activity(activity, _) = $0 { return true }
             return false
         }
-        var budget = LiveActivityBudget(size: size, now: now)
+        var budget = TokenBucket(now: now)
         if let index, case .activity(_, let kept) = pending[index] { budget = kept }
-        let taken = budget.take(size: size, now: now)
+        let taken = budget.take(size, now: now)
         if let index {
             pending[index] = .activity(activity, budget)
         } else {
@@ -577,38 +578,32 @@ public struct AppThrottle: Sendable, Equatable {
         let size = settings.liveActivityBudget(frequentPushes: frequentPushes)
         var left: [DeviceToken: Int] = [:]
         for item in pending {
-            if case .activity(let token, let budget) = item { left[token] = budget.left(size: size, now: now) }
+            if case .activity(let token, let budget) = item { left[token] = budget.left(size, now: now) }
         }
         return left
     }
 
     private mutating func takeToken(settings: PolicySettings, now: UnixTime) -> Bool {
         settle(settings: settings, now: now)
-        if tokens.isNaN { tokens = Float(settings.budgetCapacity) }
-        guard tokens >= 1 - 1e-4 else { return false }
-        tokens = max(0, tokens - 1)
-        return true
+        return bucket.takeSettled(capacity: settings.budgetCapacity)
     }
 
     /// Brings the bucket and the strikes up to `now`: refill (slower while cooling off, at the normal
     /// rate after) and strike decay.
     private mutating func settle(settings: PolicySettings, now: UnixTime) {
         let to = now.milliseconds
-        guard to > settledAt else { return }
-        let from = settledAt
-        settledAt = to
-        if !tokens.isNaN {
-            let base = settings.refillIntervalMilliseconds
-            var gained = 0.0
-            if from < coolingUntil {
-                let coolingEnd = min(to, coolingUntil)
-                gained += Double(coolingEnd - from) / (base * settings.coolingSlowdown)
-                if to > coolingUntil { gained += Double(to - coolingUntil) / base }
-            } else {
-                gained = Double(to - from) / base
-            }
-            tokens = Float(min(Double(settings.budgetCapacity), Double(tokens) + gained))
+        let from = bucket.settledAt
+        guard to > from else { return }
+        let base = settings.refillIntervalMilliseconds
+        var gained = 0.0
+        if from < coolingUntil {
+            let coolingEnd = min(to, coolingUntil)
+            gained += Double(coolingEnd - from) / (base * settings.coolingSlowdown)
+            if to > coolingUntil { gained += Double(to - coolingUntil) / base }
+        } else {
+            gained = Double(to - from) / base
         }
+        bucket.refill(adding: gained, capacity: settings.budgetCapacity, to: now)
         if strikes > 0, settings.strikeHalfLifeSeconds > 0, from > 0 {
             let halfLives = Double(to - from) / Double(settings.strikeHalfLifeSeconds * 1000)
             strikes = Float(Double(strikes) * pow2(-halfLives))
@@ -616,9 +611,12 @@ public struct AppThrottle: Sendable, Equatable {
         }
     }
 
-    private func refillInterval(_ settings: PolicySettings, _ now: UnixTime) -> Double {
-        now.milliseconds < coolingUntil
-            ? settings.refillIntervalMilliseconds * settings.coolingSlowdown : settings.refillIntervalMilliseconds
+    /// The silent budget's rate at `now` (slower while cooling off).
+    private func rate(_ settings: PolicySettings, _ now: UnixTime) -> TokenBucket.Rate {
+        TokenBucket.Rate(
+            capacity: settings.budgetCapacity,
+            refillIntervalMilliseconds: now.milliseconds < coolingUntil
+                ? settings.refillIntervalMilliseconds * settings.coolingSlowdown : settings.refillIntervalMilliseconds)
     }
 
     private func relief(for result: CompletionResult, _ settings: PolicySettings) -> Double {
@@ -650,7 +648,7 @@ public struct AppThrottle: Sendable, Equatable {
     ) {
         actions.append(.deadlineMissed(id))
         addStrikes(settings.missStrike, settings: settings, now: now)
-        tokens = 0
+        bucket.empty()
         let cooling = Double(settings.coolingBaseSeconds) * pow2(max(0, Double(strikes) - 1))
         let seconds = Int64(min(Double(settings.coolingMaxSeconds), cooling))
         coolingUntil = max(coolingUntil, now.adding(seconds: seconds).milliseconds)
@@ -677,7 +675,7 @@ public struct AppThrottle: Sendable, Equatable {
 extension AppThrottle {
     public var budget: ThrottleBudget {
         ThrottleBudget(
-            tokens: tokens.isNaN ? nil : tokens, strikes: strikes, settledAt: settledAt, coolingUntil: coolingUntil,
+            tokens: bucket.tokens, strikes: strikes, settledAt: bucket.settledAt, coolingUntil: coolingUntil,
             appState: appState)
     }
 
@@ -689,9 +687,8 @@ extension AppThrottle {
     public init(restoring budget: ThrottleBudget, held: [HeldPush], sentWakes: [APNsID] = [], overflow: inout [APNsID])
     {
         self.init()
-        tokens = budget.tokens ?? .nan
+        bucket = TokenBucket(tokens: budget.tokens, settledAt: budget.settledAt)
         strikes = budget.strikes
-        settledAt = budget.settledAt
         coolingUntil = budget.coolingUntil
         appState = budget.appState
         let kept = held.suffix(Self.maximumHeld)

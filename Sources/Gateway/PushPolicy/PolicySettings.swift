@@ -101,8 +101,13 @@ public struct PolicySettings: Sendable, Equatable {
         case sameApp = "same_app"
     }
 
-    /// The size of an activity's budget, by whether its app has frequent pushes.
-    public func liveActivityBudget(frequentPushes: Bool) -> LiveActivityBudget.Size {
+    /// The size of a Live Activity's budget for priority-10 updates, by whether its app has frequent
+    /// pushes: a token bucket per activity (named by its update token), `capacity` updates in a burst, one
+    /// refilled every `refillSeconds`. Apple says only that "the system allows for a certain budget of
+    /// ActivityKit push notifications per hour", that priority-10 ones count against it and priority-5
+    /// ones do not, and that `NSSupportsLiveActivitiesFrequentUpdates` raises it; the sizes are not
+    /// published, so both pairs are settings (docs/live-activities.md).
+    public func liveActivityBudget(frequentPushes: Bool) -> TokenBucket.Rate {
         frequentPushes
             ? .init(capacity: liveActivityFrequentCapacity, refillSeconds: liveActivityFrequentRefillSeconds)
             : .init(capacity: liveActivityCapacity, refillSeconds: liveActivityRefillSeconds)

@@ -10,5 +10,6 @@ public struct RateLimit: Sendable, Equatable {
 
     public static let unlimited = RateLimit(burst: 0, perSecond: 0)
     public var isEnabled: Bool { perSecond > 0 && burst > 0 }
-    public var refillIntervalMilliseconds: Int64 { Int64((1000 / perSecond).rounded(.up)) }
+    /// The limit as a token bucket's rate.
+    public var rate: TokenBucket.Rate { TokenBucket.Rate(burst: burst, perSecond: perSecond) }
 }

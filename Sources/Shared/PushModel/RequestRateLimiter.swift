@@ -22,7 +22,7 @@ public final class RequestRateLimiter<Key: Hashable & Sendable>: Sendable {
     public func isExhausted(for key: Key, now: UnixTime) -> Bool {
         guard limit.isEnabled else { return false }
         let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
-        return shard.buckets.withLock { buckets in buckets[key].map { !$0.hasToken(at: now) } ?? false }
+        return shard.buckets.withLock { buckets in buckets[key].map { !$0.hasToken(limit.rate, at: now) } ?? false }
     }
 
     /// Whether one more request for `key` is within the limit at `now` (and counts it if so).
@@ -31,14 +31,13 @@ public final class RequestRateLimiter<Key: Hashable & Sendable>: Sendable {
         let shard = shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
         return shard.buckets.withLock { buckets in
             if let index = buckets.index(forKey: key) {
-                return buckets.values[index].take(now: now)
+                return buckets.values[index].take(limit.rate, now: now)
             }
             if buckets.count >= pruneThreshold {
-                buckets = buckets.filter { !$0.value.isFull(at: now) }
+                buckets = buckets.filter { !$0.value.isFull(limit.rate, at: now) }
             }
-            var bucket = TokenBucket(
-                capacity: limit.burst, refillIntervalMilliseconds: limit.refillIntervalMilliseconds, now: now)
-            let allowed = bucket.take(now: now)
+            var bucket = TokenBucket(now: now)
+            let allowed = bucket.take(limit.rate, now: now)
             buckets[key] = bucket
             return allowed
         }
