@@ -178,6 +178,23 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // A fleet of simulated iPhones as the CLI and the tests make one: the mix of kinds (`--iphones`,
+        // the shipped profiles compiled in), the content scenario (origin, publications, announcements,
+        // freshness figures), the Live Activity channels it announces on.
+        .target(
+            name: "IPhoneFleet",
+            dependencies: [
+                "PushModel", "DeviceRuntime", "DeviceAgent", "ContentOrigin", "LoadGenerator", "ProviderAuth",
+                "ProviderClient", "JobQueue", "WallClock",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            // The shipped kinds of iPhone (links to Config/iphone), compiled in: simulate, demo and forecast
+            // run outside the repository too.
+            resources: ["chat", "misbehaving", "news", "podcast", "sports"].map { .embedInCode("iphone/\($0).yaml") }
+        ),
         // The load generator: open- and closed-loop HTTP/2 traffic to any APNs-compatible server, its
         // scenarios, measurements and reports (`pushgate bench`, `pushgate demo`); a content scenario's
         // announcements, and a simulated fleet's freshness figures (report, timeline, Prometheus text).
@@ -239,11 +256,10 @@ let package = Package(
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "ContentOrigin", "WallClock", "JobQueue", "ChildProcess", "PushStore",
+                "ContentOrigin", "WallClock", "ChildProcess", "PushStore",
                 "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderAPI",
                 "ProviderClient", "DeviceAgent",
-                "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast", "IPhoneFleet",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -253,10 +269,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            // The shipped kinds of iPhone (links to Config/iphone), compiled in: simulate, demo and forecast
-            // run outside the repository too.
-            resources: ["chat", "misbehaving", "news", "podcast", "sports"].map { .embedInCode("iphone/\($0).yaml") }
+            ]
         ),
         // Fuzzing: every parser of peer or user input as a function of bytes (Fuzz/run.sh builds the
         // driver with libFuzzer; FuzzRegressionTests replays the corpus through the same functions).
@@ -384,9 +397,9 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess", "DescriptorLimit",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"), "pushgate", "AdminAPI", "GatewayFiles",
-                "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent", "DeviceProtocol",
-                "PushMetrics",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), "IPhoneFleet", "AdminAPI",
+                "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent",
+                "DeviceProtocol", "PushMetrics",
                 "ConnectionLimits", "PushStore", "TestSupport", "Forecast", "DeviceHub", "ProviderAPI", "WallClock",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -411,7 +424,9 @@ let sides: [String: [String]] = [
         "ProviderAPI",
         "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",
     ],
-    "Simulator": ["DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient"],
+    "Simulator": [
+        "DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient", "IPhoneFleet",
+    ],
 ]
 for (side, modules) in sides {
     for module in modules {

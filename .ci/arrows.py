@@ -9,6 +9,8 @@ wherever the modules live (Sources/<side>/<module>). Exits non-zero with one lin
    read no clock: their time is passed in, so they run on the wall clock and in virtual time alike.
 3. The layers inside the gateway: model -> policy -> hub/provider -> gateway -> executable.
 4. Each target imports exactly what it declares (no undeclared module, no declared one unused).
+5. The executable only parses and prints: no target imports it (the tests take what they test from the
+   libraries), and libnghttp2's declarations (CNGHTTP2) are imported only by the provider API's codec.
 
 Usage: python3 .ci/arrows.py  (from the repository; .ci/run runs it)
 """
@@ -34,6 +36,8 @@ FORBIDDEN = {
     "PushStore": {"DeviceHub", "ProviderAPI", "Gateway", "AdminAPI"},
     "AdminAPI": {"Gateway", "ProviderAPI"},
 }
+# Who may import libnghttp2's declarations: the provider API, whose codec is its one user, and its tests.
+CNGHTTP2_USERS = {"ProviderAPI", "ProviderAPITests"}
 # Modules every target may import without declaring them (the toolchain's).
 SYSTEM = {"Foundation", "FoundationEssentials", "Dispatch", "Glibc", "Musl", "Darwin", "Synchronization",
           "Testing", "XCTest", "_Concurrency", "Observation"}
@@ -67,6 +71,10 @@ def main() -> int:
                         findings.append(f"{file}:{number}: {name} reads a clock (its time must be passed in)")
         mine = side.get(name)
         for module, file in sorted(imports.items()):
+            if module in targets and targets[module][0]["type"] == "executable":
+                findings.append(f"{file}: {name} imports the executable {module}: take what it needs from a library")
+            if module == "CNGHTTP2" and name not in CNGHTTP2_USERS:
+                findings.append(f"{file}: {name} imports CNGHTTP2, which only the codec's module may")
             theirs = side.get(module)
             if mine and theirs and mine != theirs:
                 allowed = SIDES_ALLOWED.get((mine, theirs), set())

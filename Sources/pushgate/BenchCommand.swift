@@ -1,3 +1,4 @@
+import IPhoneFleet
 import AdminAPI
 import ArgumentParser
 import Foundation
@@ -229,10 +230,7 @@ func write(_ result: BenchResult, json: String?, html: String?) throws {
 
 /// host, port and whether it is https, from `http(s)://host:port`.
 func parseURL(_ text: String, flag: String) throws -> (host: String, port: Int, tls: Bool) {
-    guard let url = URL(string: text), let scheme = url.scheme, let host = url.host,
-        scheme == "http" || scheme == "https"
-    else { throw ValidationError("\(flag) must look like https://host:port or http://host:port, got '\(text)'") }
-    return (host, url.port ?? (scheme == "https" ? 443 : 80), scheme == "https")
+    try failing { try ServerURL.parse(text, flag: flag) }
 }
 
 /// The scenario named (Config/scenarios/NAME.yaml) or at a path; the embedded realistic one by default.
@@ -255,7 +253,7 @@ func loadNamedYAML<T: Decodable>(_ name: String, directory: String, flag: String
     do {
         return try YAMLDecoder().decode(T.self, from: text)
     } catch {
-        throw ValidationError("\(flag) \(path): \(describe(error, in: text))")
+        throw ValidationError("\(flag) \(path): \(YAMLProblem.describe(error, in: text))")
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import IPhoneFleet
 import GatewayFiles
 
 /// The options every command that reads the configuration shares.
@@ -40,6 +41,8 @@ private func described(_ error: any Error) -> any Error {
     switch error {
     case let error as ConfigError: return ValidationError(error.description)
     case let error as RegistryFileError: return ValidationError(error.description)
+    case let error as IPhoneFleetError:
+        return error.isUsage ? ValidationError(error.description) : CommandFailure(error.description)
     default: return error
     }
 }

@@ -1,3 +1,4 @@
+import IPhoneFleet
 import AdminAPI
 import ArgumentParser
 import DeviceAgent
@@ -131,9 +132,11 @@ struct DemoCommand: AsyncParsableCommand {
                 opensPerHour: iphone.opensPerHour ?? 60,
                 channels: channelPort.map { port in
                     { mix in
-                        try await FleetChannels.create(
-                            for: mix, url: "http://127.0.0.1:\(port)", flag: "channels.h2c.port",
-                            signer: gateway.signer, group: fleetGroup)
+                        try await asyncFailing {
+                            try await FleetChannels.create(
+                                for: mix, url: "http://127.0.0.1:\(port)", flag: "channels.h2c.port",
+                                signer: gateway.signer, group: fleetGroup)
+                        }
                     }
                 }, group: fleetGroup)
             content = started.0

@@ -41,7 +41,7 @@ enum ForecastPage {
                 + scatter(names: names, results: results, front: front ?? [], objective: objective)
                 + "<ol>" + names.map { "<li>" + HTMLTable.escape($0) + "</li>" }.joined() + "</ol>"
                 + HTMLTable.fromMarkdown(
-                    ForecastCommand.comparison(names, results, front: front, objective: objective))
+                    ForecastComparison.table(names, results, front: front, objective: objective))
         }
         let assumptions =
             robust.map { "<h2>Under each assumption</h2>" + HTMLTable.fromMarkdown($0) } ?? ""

@@ -1,3 +1,4 @@
+import IPhoneFleet
 import ArgumentParser
 import ContentOrigin
 import DeviceAgent
@@ -58,8 +59,8 @@ struct IPhoneOptions: ParsableArguments {
     func mix(devices: Int, opensPerHour: Double) throws -> (
         IPhoneMix, [(name: String, profile: IPhoneProfile, devices: Int)]
     ) {
-        let mix = try IPhoneMix(flag: iphones)
-        return (mix, try mix.counts(devices: devices, opensPerHour: opensPerHour))
+        let mix = try failing { try IPhoneMix(flag: iphones) }
+        return (mix, try failing { try mix.counts(devices: devices, opensPerHour: opensPerHour) })
     }
 
     /// The content scenario and the fleet of iPhones that fetch from it (not started).

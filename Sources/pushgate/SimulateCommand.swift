@@ -1,3 +1,4 @@
+import IPhoneFleet
 import ArgumentParser
 import DeviceAgent
 import DeviceProtocol
@@ -243,11 +244,13 @@ struct SimulateCommand: AsyncParsableCommand {
             opensPerHour: iphone.opensPerHour ?? 0,
             channels: channelAPI.map { url in
                 { mix in
-                    try await FleetChannels.create(
-                        for: mix, url: url,
-                        flag: self.channelAPI == nil
-                            ? "--channel-api (absent: --provider's host on 2196)" : "--channel-api",
-                        signer: signer, group: group)
+                    try await asyncFailing {
+                        try await FleetChannels.create(
+                            for: mix, url: url,
+                            flag: self.channelAPI == nil
+                                ? "--channel-api (absent: --provider's host on 2196)" : "--channel-api",
+                            signer: signer, group: group)
+                    }
                 }
             }, group: group)
         for (bundleID, ids) in channels.sorted(by: { $0.key < $1.key }) {

@@ -8,7 +8,6 @@ import PushPolicy
 import Testing
 
 @testable import Gateway
-@testable import pushgate
 
 @Suite struct ConfigurationTests {
     @Test func defaultsAreValid() throws {

@@ -4,6 +4,7 @@ import DeviceHub
 import DeviceRuntime
 import Forecast
 import Foundation
+import IPhoneFleet
 import Gateway
 import LoadGenerator
 import Logging
@@ -14,8 +15,6 @@ import PushModel
 import TestSupport
 import Testing
 import WallClock
-
-@testable import pushgate
 
 /// The small version of `Benchmarks/forecast-validate.sh`: a real run — a gateway, a content server
 /// announcing each version through the provider API, iPhones over real sockets — and the forecast of the

@@ -5,6 +5,7 @@ import DeviceAgent
 import DeviceHub
 import DeviceRuntime
 import Foundation
+import IPhoneFleet
 import Gateway
 import LoadGenerator
 import Logging
@@ -19,8 +20,6 @@ import Testing
 import WallClock
 import Yams
 
-@testable import pushgate
-
 /// The kinds of iPhone shipped in Config/iphone, the `--iphones` mix, and a fleet of a few hundred
 /// iPhones against a real gateway and content server.
 @Suite(.timeLimit(.minutes(5))) struct IPhoneFleetTests {
@@ -28,7 +27,7 @@ import Yams
         .deletingLastPathComponent()
 
     /// Each shipped file is valid, says what it models, and is compiled into the binary (a new one needs
-    /// its link in Sources/pushgate/iphone and its name in Package.swift's resources).
+    /// its link in Sources/Simulator/IPhoneFleet/iphone and its name in Package.swift's resources).
     @Test func theShippedIPhonesAreValidAndEmbedded() throws {
         let directory = Self.repository.appendingPathComponent("Config/iphone")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }

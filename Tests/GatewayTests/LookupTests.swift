@@ -1,11 +1,10 @@
+import AdminAPI
 import DeviceAgent
 import Foundation
 import Gateway
 import PushModel
 import TestSupport
 import Testing
-
-@testable import pushgate
 
 /// Lookups on a real gateway: a silent push held over budget and released on a keep-alive shows that
 /// journey, with the store's record; the device shows its app's spent budget; both read as tables.

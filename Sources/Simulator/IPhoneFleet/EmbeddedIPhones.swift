@@ -1,8 +1,8 @@
 /// The kinds of simulated iPhone shipped in Config/iphone, compiled in (SwiftPM resources,
-/// `.embedInCode`, through the links in Sources/pushgate/iphone) so that `pushgate simulate`, `demo`
+/// `.embedInCode`, through the links in Sources/Simulator/IPhoneFleet/iphone) so that `pushgate simulate`, `demo`
 /// and `forecast` run outside the repository too.
-enum EmbeddedIPhones {
-    static let files: [String: String] = [
+public enum EmbeddedIPhones {
+    public static let files: [String: String] = [
         "chat": String(decoding: PackageResources.chat_yaml, as: UTF8.self),
         "misbehaving": String(decoding: PackageResources.misbehaving_yaml, as: UTF8.self),
         "news": String(decoding: PackageResources.news_yaml, as: UTF8.self),

@@ -1,8 +1,7 @@
-import AdminAPI
 import Foundation
 
 /// The admin API's lookups as tables for a terminal (`pushgate lookup`; `--json` prints the JSON).
-enum AdminTables {
+public enum AdminTables {
     /// The table for a lookup's JSON answer, or nil when the answer is not a lookup this knows.
     public static func render(resource: String, json: String) -> String? {
         let data = Data(json.utf8)

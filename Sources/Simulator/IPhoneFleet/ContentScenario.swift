@@ -16,17 +16,24 @@ import WallClock
 /// fetch from — built in, or any URL that serves the same manifest — its publishing schedule, and the
 /// pushes each publication's backends send to announce it (`ContentAnnouncer`, by each app's
 /// `announce`); and the fleet's freshness figures sampled over the run.
-final class ContentScenario: Sendable {
+public final class ContentScenario: Sendable {
     /// Where announcements are POSTed.
-    struct Provider: Sendable {
-        var host: String
-        var port: Int
-        var security: ProviderClient.Security
-        var signer: ProviderTokenSigner?
+    public struct Provider: Sendable {
+        public var host: String
+        public var port: Int
+        public var security: ProviderClient.Security
+        public var signer: ProviderTokenSigner?
+
+        public init(host: String, port: Int, security: ProviderClient.Security, signer: ProviderTokenSigner?) {
+            self.host = host
+            self.port = port
+            self.security = security
+            self.signer = signer
+        }
     }
 
-    let originURL: String
-    let startedAt: UnixTime
+    public let originURL: String
+    public let startedAt: UnixTime
     private let origin: OriginServer?
     private let watch: ManifestWatch?
     private let http: HTTPClient
@@ -41,7 +48,7 @@ final class ContentScenario: Sendable {
     private let announcer = Mutex<(running: Bool, next: Int?)>((false, nil))
 
     /// A built-in content server on a free loopback port (nil `url`), or the one at `url`.
-    init(url: String?, settings: OriginServer.Settings, group: any EventLoopGroup) async throws {
+    public init(url: String?, settings: OriginServer.Settings, group: any EventLoopGroup) async throws {
         self.group = group
         startedAt = UnixTime.now()
         http = HTTPClient(eventLoopGroupProvider: .shared(group))
@@ -72,13 +79,13 @@ final class ContentScenario: Sendable {
     }
 
     /// Versions published so far: number → publish time (ms).
-    var versions: [Int: Int64] {
+    public var versions: [Int: Int64] {
         if let origin { return Dictionary(uniqueKeysWithValues: origin.versions.map { ($0.version, $0.publishedAt) }) }
         return watch?.versions ?? [:]
     }
 
     /// Publishes now (the built-in server, or `POST /publish` to a `pushgate origin` at the URL).
-    func publish() async {
+    public func publish() async {
         if let origin {
             origin.publish()
         } else {
@@ -93,7 +100,7 @@ final class ContentScenario: Sendable {
     /// itself, or `publish()` from `body`), and samples the fleet's figures every `sampleEvery` seconds.
     /// All of it in task groups of this call: when `body` ends, the schedule stops and an announcement
     /// under way is finished before it returns.
-    func running<Result>(
+    public func running<Result>(
         fleet: SimulatedFleet, strategies: [String: AppProfile.Announcement],
         surfaces: [String: WidgetKitSurfaces] = [:],
         liveActivities: [String: ContentAnnouncer.LiveActivities] = [:], provider: Provider?, publishEvery: Double,
@@ -209,7 +216,7 @@ final class ContentScenario: Sendable {
     }
 
     /// The fleet's figures now.
-    func figures(_ fleet: SimulatedFleet) -> FleetFigures? {
+    public func figures(_ fleet: SimulatedFleet) -> FleetFigures? {
         guard let freshness = fleet.freshness else { return nil }
         let now = UnixTime.now()
         let versions = self.versions
@@ -224,7 +231,7 @@ final class ContentScenario: Sendable {
     }
 
     /// Stops the server (or the watch of one elsewhere) and the HTTP client.
-    func stop() async {
+    public func stop() async {
         watch?.stop()
         await origin?.stop()
         try? await http.shutdown()

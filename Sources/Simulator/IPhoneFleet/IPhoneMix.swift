@@ -1,45 +1,44 @@
-import ArgumentParser
 import DeviceRuntime
 import Foundation
 import Yams
 
 /// `--iphones news=40,chat=30,…`: kinds of simulated iPhone (a name in Config/iphone, or a YAML file's
 /// path) with their weights, turned into device counts.
-struct IPhoneMix {
-    struct Kind {
-        var name: String
-        var profile: IPhoneProfile
-        var weight: Double
+public struct IPhoneMix: Sendable {
+    public struct Kind: Sendable {
+        public var name: String
+        public var profile: IPhoneProfile
+        public var weight: Double
     }
 
-    static let defaultFlag = "news=40,chat=30,podcast=20,misbehaving=10"
+    public static let defaultFlag = "news=40,chat=30,podcast=20,misbehaving=10"
 
-    var kinds: [Kind]
+    public var kinds: [Kind]
 
     /// Reads the flag's kinds; errors name the flag and the entry.
-    init(flag: String, option: String = "--iphones") throws {
+    public init(flag: String, option: String = "--iphones") throws {
         var kinds: [Kind] = []
         for entry in flag.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
             let weight = parts.count == 2 ? Double(parts[1]) : 1
             guard let weight, weight > 0, weight.isFinite, let name = parts.first, !name.isEmpty else {
-                throw ValidationError("\(option): expected name=weight (a weight > 0), got '\(entry)'")
+                throw IPhoneFleetError.usage("\(option): expected name=weight (a weight > 0), got '\(entry)'")
             }
             let profile = try Self.load(name, option: option)
             let label =
                 name.contains("/") ? String(name.split(separator: "/").last!.split(separator: ".").first!) : name
             guard !kinds.contains(where: { $0.name == label }) else {
-                throw ValidationError("\(option): '\(label)' twice")
+                throw IPhoneFleetError.usage("\(option): '\(label)' twice")
             }
             kinds.append(Kind(name: label, profile: profile, weight: weight))
         }
-        guard !kinds.isEmpty else { throw ValidationError("\(option): name at least one kind of iPhone") }
+        guard !kinds.isEmpty else { throw IPhoneFleetError.usage("\(option): name at least one kind of iPhone") }
         // One strategy per app: the announcer reads it by bundle id.
         var strategies: [String: (String, AppProfile.Announcement)] = [:]
         for kind in kinds {
             for app in kind.profile.apps {
                 if let (other, announce) = strategies[app.bundle_id], announce != app.announce {
-                    throw ValidationError(
+                    throw IPhoneFleetError.usage(
                         "\(option): \(app.bundle_id) is announced as \(announce.rawValue) in '\(other)' and as \(app.announce.rawValue) in '\(kind.name)'"
                     )
                 }
@@ -51,14 +50,14 @@ struct IPhoneMix {
 
     /// Device counts by weight, each kind's users given `opensPerHour` extra opens; refuses a kind whose
     /// users would then never open its apps.
-    func counts(devices: Int, opensPerHour: Double, option: String = "--iphones") throws -> [(
+    public func counts(devices: Int, opensPerHour: Double, option: String = "--iphones") throws -> [(
         name: String, profile: IPhoneProfile, devices: Int
     )] {
         var counts = counts(devices: devices)
         for index in counts.indices {
             counts[index].profile.users.extra_opens_per_day += opensPerHour * 24
             if counts[index].profile.users.neverOpens {
-                throw ValidationError(
+                throw IPhoneFleetError.usage(
                     "\(option) \(counts[index].name): its users never open the app (users.habit_hours is empty and users.extra_opens_per_day is 0): give them either in the profile, or add opens with --opens-per-hour"
                 )
             }
@@ -67,7 +66,7 @@ struct IPhoneMix {
     }
 
     /// Device counts by weight (largest remainder), each kind at least one when there are enough devices.
-    func counts(devices: Int) -> [(name: String, profile: IPhoneProfile, devices: Int)] {
+    public func counts(devices: Int) -> [(name: String, profile: IPhoneProfile, devices: Int)] {
         let total = kinds.map(\.weight).reduce(0, +)
         let shares = kinds.map { Double(devices) * $0.weight / total }
         var counts = shares.map { Int($0) }
@@ -77,14 +76,14 @@ struct IPhoneMix {
     }
 
     /// Every app's backend strategy, by bundle id.
-    var strategies: [String: AppProfile.Announcement] {
+    public var strategies: [String: AppProfile.Announcement] {
         var all: [String: AppProfile.Announcement] = [:]
         for kind in kinds { for app in kind.profile.apps { all[app.bundle_id] = app.announce } }
         return all
     }
 
     /// The apps with a widget or a control (their backends send a push for each with each version).
-    var surfaces: [String: WidgetKitSurfaces] {
+    public var surfaces: [String: WidgetKitSurfaces] {
         var surfaces: [String: WidgetKitSurfaces] = [:]
         for app in kinds.flatMap(\.profile.apps) where !app.surfaces.isEmpty {
             surfaces[app.bundle_id, default: []].formUnion(app.surfaces)
@@ -93,7 +92,7 @@ struct IPhoneMix {
     }
 
     /// Config/iphone/NAME.yaml, a path, or the embedded copy of a shipped one.
-    static func load(_ name: String, option: String) throws -> IPhoneProfile {
+    public static func load(_ name: String, option: String) throws -> IPhoneProfile {
         let path = name.contains("/") || name.hasSuffix(".yaml") ? name : "Config/iphone/\(name).yaml"
         let text: String
         if let file = try? String(contentsOfFile: path, encoding: .utf8) {
@@ -101,7 +100,7 @@ struct IPhoneMix {
         } else if let embedded = EmbeddedIPhones.files[name] {
             text = embedded
         } else {
-            throw ValidationError(
+            throw IPhoneFleetError.usage(
                 "\(option): no iPhone profile '\(name)' (no file at \(path); shipped: \(EmbeddedIPhones.files.keys.sorted().joined(separator: ", ")))"
             )
         }
@@ -109,10 +108,10 @@ struct IPhoneMix {
         do {
             profile = try YAMLDecoder().decode(IPhoneProfile.self, from: text)
         } catch {
-            throw ValidationError("\(option) \(path): \(describe(error, in: text))")
+            throw IPhoneFleetError.usage("\(option) \(path): \(YAMLProblem.describe(error, in: text))")
         }
         if let problem = profile.problem() {
-            throw ValidationError("\(option) \(path): \(locatedProblem(problem, in: text))")
+            throw IPhoneFleetError.usage("\(option) \(path): \(YAMLProblem.located(problem, in: text))")
         }
         return profile
     }

@@ -1,8 +1,7 @@
 import Foundation
-import Gateway
 
 /// Renders the key table as documents: the commented YAML file in Config/ and the README's Markdown table.
-enum ConfigDocument {
+public enum ConfigDocument {
     /// Every key, nested as the file expects it, with its meaning as a comment and its default as the value.
     public static func yaml() -> String {
         var lines = [

@@ -1,4 +1,3 @@
-import ArgumentParser
 import DeviceRuntime
 import Foundation
 import LoadGenerator
@@ -11,9 +10,9 @@ import WallClock
 /// The broadcast channels a fleet of iPhones follows: for every app whose Live Activities follow
 /// channels (a kind's `channels`), that many channels made through the gateway's channel-management API
 /// before the devices start (Most Recent Message Stored: a device that reconnects is given the newest).
-enum FleetChannels {
+public enum FleetChannels {
     /// Each app's Live Activity strategy across the mix: its priority and the most channels any kind gives it.
-    static func apps(of mix: IPhoneMix) -> [String: (priority: Int, channels: Int)] {
+    public static func apps(of mix: IPhoneMix) -> [String: (priority: Int, channels: Int)] {
         var apps: [String: (priority: Int, channels: Int)] = [:]
         for kind in mix.kinds {
             for app in kind.profile.apps where app.live_activities > 0 {
@@ -26,12 +25,12 @@ enum FleetChannels {
 
     /// Creates the channels the mix's apps follow, over a connection to the channel API at `url`
     /// (`flag` names it in errors).
-    static func create(
+    public static func create(
         for mix: IPhoneMix, url: String, flag: String, signer: ProviderTokenSigner?, group: any EventLoopGroup
     ) async throws -> [String: [String]] {
         let wanted = apps(of: mix).filter { $0.value.channels > 0 }
         guard !wanted.isEmpty else { return [:] }
-        let target = try parseURL(url, flag: flag)
+        let target = try ServerURL.parse(url, flag: flag)
         let client: ProviderClient
         do {
             client = try await ProviderClient.connect(
@@ -39,7 +38,7 @@ enum FleetChannels {
                 security: target.tls ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
                 group: group)
         } catch {
-            throw CommandFailure(
+            throw IPhoneFleetError.failure(
                 "\(flag) \(url): cannot connect to the channel-management API (channels.h2c.port, channels.tls.port): \(error)"
             )
         }
@@ -66,7 +65,7 @@ enum FleetChannels {
                     headers: authorization.map { [("authorization", $0)] } ?? [],
                     body: Array(#"{"message-storage-policy": 1, "push-type": "LiveActivity"}"#.utf8))
                 guard response.status == 201, let id = response.header("apns-channel-id") else {
-                    throw CommandFailure(
+                    throw IPhoneFleetError.failure(
                         "\(flag) \(url): creating a channel for \(bundleID) was answered \(response.status) \(response.bodyText)"
                     )
                 }
@@ -77,7 +76,7 @@ enum FleetChannels {
     }
 
     /// What each app's backend sends to its kept Live Activities, with the channels made for it.
-    static func announcements(of mix: IPhoneMix, channels: [String: [String]])
+    public static func announcements(of mix: IPhoneMix, channels: [String: [String]])
         -> [String: ContentAnnouncer.LiveActivities]
     {
         apps(of: mix).reduce(into: [:]) { result, app in
