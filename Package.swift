@@ -188,6 +188,7 @@ let package = Package(
                 "ProviderClient", "JobQueue", "WallClock",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -253,13 +254,20 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
             ]
         ),
+        // Several gateway nodes on this machine on one PostgreSQL (`pushgate fleet`): where each node goes,
+        // starting and stopping them (and the fleet's own PostgreSQL), what was started, and its status.
+        .target(
+            name: "GatewayNodes",
+            dependencies: [
+                "Gateway", "GatewayFiles", "AdminAPI", "DeviceHub", "PushStore", "ChildProcess",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .executableTarget(
             name: "pushgate",
             dependencies: [
-                "ContentOrigin", "WallClock", "ChildProcess", "PushStore",
-                "AdminAPI", "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderAPI",
-                "ProviderClient", "DeviceAgent",
-                "DeviceProtocol", "DeviceHub", "DeviceRuntime", "LoadGenerator", "Forecast", "IPhoneFleet",
+                "ContentOrigin", "WallClock", "ChildProcess", "AdminAPI", "GatewayFiles", "Gateway", "PushModel",
+                "ProviderAuth", "ProviderAPI", "ProviderClient", "DeviceAgent", "DeviceProtocol", "DeviceHub",
+                "DeviceRuntime", "LoadGenerator", "Forecast", "IPhoneFleet", "GatewayNodes",
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -422,7 +430,7 @@ let sides: [String: [String]] = [
     "Gateway": [
         "PushPolicy", "GatewayCore", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "CNGHTTP2",
         "ProviderAPI",
-        "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway",
+        "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway", "GatewayNodes",
     ],
     "Simulator": [
         "DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient", "IPhoneFleet",

@@ -32,8 +32,7 @@ struct DevicesCommand: AsyncParsableCommand {
                     print("removed \(id)")
                 } else {
                     failed = true
-                    let message = (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: String])?[
-                        "error"]
+                    let message = AdminError.message(in: body)
                     FileHandle.standardError.write(Data("\(id): \(message ?? body)\n".utf8))
                 }
             }

@@ -4,6 +4,7 @@ import DeviceAgent
 import DeviceProtocol
 import Foundation
 import Gateway
+import GatewayNodes
 import GatewayFiles
 import LoadGenerator
 import NIOCore
@@ -142,10 +143,10 @@ struct SimulateCommand: AsyncParsableCommand {
     func deviceEndpoints() throws -> [DeviceAgent.Endpoint] {
         if let endpoints { return try parseEndpoints(endpoints, flag: "--endpoints") }
         guard fleet else { return [.init(host: host, port: port)] }
-        let base = FleetPlan.absolute(dataDir)
-        guard let state = try FleetState.read(dataDirectory: base) else {
+        let base = NodePlan.absolute(dataDir)
+        guard let state = try NodeRecord.read(dataDirectory: base) else {
             throw ValidationError(
-                "--fleet: no fleet is recorded in \(FleetState.path(dataDirectory: base)) (pushgate fleet up, with the same --data-dir)"
+                "--fleet: no fleet is recorded in \(NodeRecord.path(dataDirectory: base)) (pushgate fleet up, with the same --data-dir)"
             )
         }
         let ports = state.nodes.map(\.devicesPort).filter { $0 != 0 }

@@ -86,6 +86,6 @@ struct LiveFeed {
                 : .init(
                     p50: Double(device.p50) / 1000, p90: Double(device.p90) / 1000, p99: Double(device.p99) / 1000),
             connectedDevices: hub.connectedCount, heldNow: policy.heldNow, deadlineMisses: policy.deadlinePenalties,
-            acceptedTotal: policy.alertingAccepted + policy.silentAccepted + policy.otherAccepted)
+            acceptedTotal: policy.acceptedTotal)
     }
 }

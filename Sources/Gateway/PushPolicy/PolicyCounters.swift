@@ -53,6 +53,9 @@ public struct PolicyCounters: Sendable, Equatable, Codable {
 
     public init() {}
 
+    /// Pushes the policy took in, of every class.
+    public var acceptedTotal: Int { alertingAccepted + silentAccepted + otherAccepted }
+
     mutating func accepted(_ kind: NotificationClass) {
         switch kind {
         case .silent: silentAccepted += 1

@@ -5,24 +5,24 @@ import Gateway
 /// node is started with. Node i (from 0) takes each configured port plus i × the span of the configured
 /// ports, so the nodes' ports follow one another without overlapping (the defaults, 2195–2201, make node
 /// 1 2195–2201, node 2 2202–2208, …).
-struct FleetPlan {
-    let dataDirectory: String
-    let fleetDirectory: String
-    let nodeCount: Int
+public struct NodePlan {
+    public let dataDirectory: String
+    public let fleetDirectory: String
+    public let nodeCount: Int
     /// The configured ports, by key (0 for a listener that is off).
-    let ports: [(key: String, port: Int)]
-    let stride: Int
+    public let ports: [(key: String, port: Int)]
+    public let stride: Int
     /// Settings naming the files every node shares (the base data directory's registries).
-    let sharedFiles: [String: String]
+    public let sharedFiles: [String: String]
     /// Whether a listener needs a TLS certificate (the provider's or the devices').
-    let needsTLS: Bool
+    public let needsTLS: Bool
 
-    init(configuration: GatewayConfiguration, nodes: Int) throws {
+    public init(configuration: GatewayConfiguration, nodes: Int) throws {
         dataDirectory = Self.absolute(configuration.dataDirectory)
-        fleetDirectory = FleetState.directory(dataDirectory: dataDirectory)
+        fleetDirectory = NodeRecord.directory(dataDirectory: dataDirectory)
         nodeCount = nodes
         guard configuration.admin.enabled else {
-            throw FleetFailure(
+            throw NodesFailure(
                 "admin.enabled is false: fleet up waits for each node's /ready and fleet status reads its admin API")
         }
         var ports: [(key: String, port: Int)] = []
@@ -37,7 +37,7 @@ struct FleetPlan {
                 continue
             }
             guard listener.port != 0 else {
-                throw FleetFailure(
+                throw NodesFailure(
                     "\(key) is 0 (a free port): fleet up gives each node its own port from it, so set one")
             }
             ports.append((key, listener.port))
@@ -45,7 +45,7 @@ struct FleetPlan {
         let used = ports.map(\.port).filter { $0 != 0 }
         stride = (used.max() ?? 0) - (used.min() ?? 0) + 1
         guard (used.max() ?? 0) + stride * (nodes - 1) <= 65535 else {
-            throw FleetFailure(
+            throw NodesFailure(
                 "\(nodes) nodes from port \(used.min() ?? 0) in steps of \(stride) pass 65535: lower the ports or --nodes"
             )
         }
@@ -59,13 +59,13 @@ struct FleetPlan {
     }
 
     /// Node `index` (from 0), before it runs (pid 0).
-    func node(_ index: Int) -> FleetState.Node {
+    public func node(_ index: Int) -> NodeRecord.Node {
         let name = "node-\(index + 1)"
         func port(_ key: String) -> Int {
             let base = ports.first { $0.key == key }?.port ?? 0
             return base == 0 ? 0 : base + stride * index
         }
-        return FleetState.Node(
+        return NodeRecord.Node(
             name: name, pid: 0, dataDirectory: fleetDirectory + "/" + name, log: fleetDirectory + "/\(name).log",
             providerTLSPort: port("provider.tls.port"), providerH2CPort: port("provider.h2c.port"),
             devicesPort: port("devices.port"), devicesTLSPort: port("devices.tls.port"), adminPort: port("admin.port"),
@@ -73,7 +73,7 @@ struct FleetPlan {
     }
 
     /// The settings that make `node` one node of the fleet (after the user's own `--set`s, so these win).
-    func overrides(for node: FleetState.Node) -> [String: String] {
+    public func overrides(for node: NodeRecord.Node) -> [String: String] {
         var settings = [
             "data_dir": node.dataDirectory, "store.backend": "postgres", "store.postgres.node_id": node.name,
         ]
@@ -86,7 +86,7 @@ struct FleetPlan {
         return settings
     }
 
-    static func absolute(_ path: String) -> String {
+    public static func absolute(_ path: String) -> String {
         let url = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         return url.standardizedFileURL.path
     }

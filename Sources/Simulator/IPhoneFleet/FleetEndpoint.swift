@@ -5,11 +5,11 @@ import NIOPosix
 /// `pushgate simulate --metrics-port`: the fleet's figures over HTTP/1.1 — `GET /metrics` (Prometheus
 /// text) and `GET /v1/fleet` (JSON) — for a fleet that runs apart from the gateway (in `pushgate demo`
 /// the gateway's admin port serves both).
-final class FleetEndpoint: Sendable {
-    typealias Answer = (status: HTTPResponseStatus, contentType: String, body: String)
+public final class FleetEndpoint: Sendable {
+    public typealias Answer = (status: HTTPResponseStatus, contentType: String, body: String)
     private let channel: any Channel
 
-    init(host: String, port: Int, group: any EventLoopGroup, answer: @escaping @Sendable (String) -> Answer)
+    public init(host: String, port: Int, group: any EventLoopGroup, answer: @escaping @Sendable (String) -> Answer)
         async throws
     {
         channel = try await ServerBootstrap(group: group)
@@ -23,12 +23,12 @@ final class FleetEndpoint: Sendable {
             .bind(host: host, port: port).get()
     }
 
-    var port: Int? { channel.localAddress?.port }
+    public var port: Int? { channel.localAddress?.port }
 
-    func stop() async { try? await channel.close() }
+    public func stop() async { try? await channel.close() }
 
     /// The answer for a path.
-    static func answer(path: String, metrics: () -> String, json: () -> String) -> Answer {
+    public static func answer(path: String, metrics: () -> String, json: () -> String) -> Answer {
         switch path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path {
         case "/metrics": (.ok, "text/plain; version=0.0.4; charset=utf-8", metrics())
         case "/v1/fleet": (.ok, "application/json", json())

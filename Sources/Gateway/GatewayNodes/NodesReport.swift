@@ -4,20 +4,20 @@ import PushStore
 
 /// What `pushgate fleet up` and `fleet status` print, and the figures status reads from each node's
 /// admin API and from the database's leases.
-enum FleetReport {
+public enum NodesReport {
     /// One node's counters at one instant (nil when its admin API did not answer).
-    struct Sample: Sendable {
-        var ready: Bool
-        var connectedDevices: Int
-        var accepted: Int
-        var delivered: Int
+    public struct Sample: Sendable {
+        public var ready: Bool
+        public var connectedDevices: Int
+        public var accepted: Int
+        public var delivered: Int
         /// The node's cap on device connections (`devices.max_connections` as resolved; 0: none).
-        var deviceLimit: Int
+        public var deviceLimit: Int
     }
 
-    static func redacted(_ url: String) -> String { PostgresStore.redacted(url) }
+    public static func redacted(_ url: String) -> String { PostgresStore.redacted(url) }
 
-    static func nodes(_ state: FleetState, databaseShown: String) -> String {
+    public static func nodes(_ state: NodeRecord, databaseShown: String) -> String {
         var lines = [
             "Fleet: \(state.nodes.count) nodes on \(databaseShown)\(state.ownPostgres.map { " (started for the fleet in \($0.directory))" } ?? "")",
             "| node | pid | provider h2c | provider TLS | devices | devices TLS | channels h2c | channels TLS | admin | log |",
@@ -31,8 +31,8 @@ enum FleetReport {
         return lines.joined(separator: "\n")
     }
 
-    static func status(
-        _ state: FleetState, first: [Sample?], second: [Sample?], seconds: Double,
+    public static func status(
+        _ state: NodeRecord, first: [Sample?], second: [Sample?], seconds: Double,
         leases: Result<[String: Int64], any Error>,
         databaseShown: String
     ) -> String {
@@ -88,7 +88,7 @@ enum FleetReport {
     /// Whether the answering nodes' device connections would hold every connected device with one of
     /// them gone (the one with the largest cap): a lost node's devices reconnect to the others, and those
     /// a full node refuses keep retrying. Nil when a node has no cap or none answered.
-    static func capacity(limits: [Int], devices: Int) -> String? {
+    public static func capacity(limits: [Int], devices: Int) -> String? {
         guard !limits.isEmpty, !limits.contains(0) else { return nil }
         let total = limits.reduce(0, +)
         let survivors = total - limits.max()!
@@ -101,14 +101,14 @@ enum FleetReport {
     }
 
     /// Each node's counters now, read from its admin API (nil for a node that does not answer).
-    static func sample(_ state: FleetState) async -> [Sample?] {
+    public static func sample(_ state: NodeRecord) async -> [Sample?] {
         var samples: [Sample?] = []
         for node in state.nodes {
             guard node.isRunning,
                 let counters = try? await AdminClient.get(
                     host: "127.0.0.1", port: node.adminPort, path: "/v1/counters", token: nil),
                 counters.status == 200,
-                let json = try? JSONSerialization.jsonObject(with: Data(counters.body.utf8)) as? [String: Any]
+                let figures = try? JSONDecoder().decode(Counters.self, from: Data(counters.body.utf8))
             else {
                 samples.append(nil)
                 continue
@@ -116,26 +116,16 @@ enum FleetReport {
             let ready =
                 (try? await AdminClient.get(host: "127.0.0.1", port: node.adminPort, path: "/ready", token: nil))?
                 .status == 200
-            let hub = json["hub"] as? [String: Any] ?? [:]
-            let policy = json["policy"] as? [String: Any] ?? [:]
-            let doors = json["connections"] as? [String: Any] ?? [:]
-            func number(_ dictionary: [String: Any], _ key: String) -> Int {
-                (dictionary[key] as? NSNumber)?.intValue ?? 0
-            }
             samples.append(
                 Sample(
-                    ready: ready, connectedDevices: number(json, "connectedDevices"),
-                    accepted: ["alertingAccepted", "silentAccepted", "otherAccepted"].reduce(0) {
-                        $0 + number(policy, $1)
-                    },
-                    delivered: number(hub, "delivered"),
-                    deviceLimit: number(doors["devices"] as? [String: Any] ?? [:], "limit")))
+                    ready: ready, connectedDevices: figures.connectedDevices, accepted: figures.accepted,
+                    delivered: figures.delivered, deviceLimit: figures.deviceConnectionLimit))
         }
         return samples
     }
 
     /// The nodes' leases, from the database (bounded: a database that does not answer is reported).
-    static func leases(url: String) async -> Result<[String: Int64], any Error> {
+    public static func leases(url: String) async -> Result<[String: Int64], any Error> {
         do {
             let store = try PostgresStore(url: url, nodeID: "pushgate-fleet-status")
             return .success(
@@ -144,7 +134,7 @@ enum FleetReport {
                         group.addTask { try await store.leaseAges() }
                         group.addTask {
                             try await Task.sleep(for: .seconds(5))  // clock-ok: the status command's deadline
-                            throw FleetFailure("no answer in 5 s")
+                            throw NodesFailure("no answer in 5 s")
                         }
                         defer { group.cancelAll() }
                         return try await group.next()!

@@ -11,23 +11,23 @@ import Foundation
 /// on loopback only, with a role `pushgate` whose password is made here and kept beside the cluster
 /// (0600). As root the server runs as the `postgres` user (PostgreSQL refuses to run as root), the way
 /// `.ci/postgres.sh` runs Debian's own cluster.
-struct LocalPostgres {
+public struct LocalPostgres {
     /// The cluster's directory (`<data_dir>/fleet/postgres`).
-    let directory: String
-    let port: Int
+    public let directory: String
+    public let port: Int
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
     }
 
-    var url: String { "postgres://pushgate:\(password ?? "")@127.0.0.1:\(port)/pushgate" }
+    public var url: String { "postgres://pushgate:\(password ?? "")@127.0.0.1:\(port)/pushgate" }
     private var passwordPath: String { directory + ".password" }
     private var password: String? {
         (try? String(contentsOfFile: passwordPath, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Debian's newest installed server: `/usr/lib/postgresql/<version>/bin`.
-    static func binaries() -> String? {
+    public static func binaries() -> String? {
         let root = "/usr/lib/postgresql"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
             .compactMap(Int.init).sorted()
@@ -39,7 +39,7 @@ struct LocalPostgres {
     }
 
     /// Makes the cluster if it is not there, starts it, and makes the database; returns its URL.
-    func start(log: String) throws -> String {
+    public func start(log: String) throws -> String {
         guard let bin = Self.binaries() else {
             throw Failure(
                 description:
@@ -83,7 +83,7 @@ struct LocalPostgres {
     }
 
     /// Stops the server (fast: open connections are closed); nothing to do when it is not running.
-    func stop(log: String) throws {
+    public func stop(log: String) throws {
         guard let bin = Self.binaries(), FileManager.default.fileExists(atPath: directory + "/postmaster.pid") else {
             return
         }
