@@ -222,46 +222,39 @@ struct ForecastCommand: AsyncParsableCommand {
         return chosen
     }
 
-    /// Whose freshness ranks the variants: `--objective`, else the kinds whose apps a variant changes
-    /// (`app.<bundle id>.…`), else the fleet.
-    func rankedObjective(_ variants: [ForecastVariant], _ base: ForecastScenario) throws -> ForecastObjective {
-        let kinds = Set(base.kinds.map(\.name))
-        if let objective {
-            if objective == "all" { return .fleet }
-            let named = Set(objective.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
-            if let unknown = named.subtracting(kinds).sorted().first {
-                throw ValidationError(
-                    "--objective: no kind of iPhone '\(unknown)' in this fleet (\(kinds.sorted().joined(separator: ", ")), or all)"
-                )
-            }
-            return ForecastObjective(kinds: named)
-        }
-        let bundles = Set(
-            variants.flatMap(\.overrides).map(\.key).filter { $0.hasPrefix("app.") }.compactMap { key -> String? in
-                let rest = key.dropFirst("app.".count)
-                return rest.lastIndex(of: ".").map { String(rest[..<$0]) }
-            })
-        let changed = base.kinds.filter { kind in kind.profile.apps.contains { bundles.contains($0.bundle_id) } }
-        let names = Set(changed.map(\.name))
-        return names.isEmpty || names == kinds ? .fleet : ForecastObjective(kinds: names)
-    }
-
     func run() async throws {
         let base = try scenario()
+        // The policy and keep-alive the configuration gives with a variant's gateway keys (as with --set).
+        let gatewaySettings: ForecastVariant.GatewaySettings = { [config] settings in
+            var options = config
+            options.overrides += settings
+            let configuration = try options.load()
+            return (configuration.policy, configuration.hub.keepAliveSeconds)
+        }
         var variants = [ForecastVariant(name: "as configured", overrides: [])]
-        variants += try self.variants.map { try ForecastVariant(flag: $0, option: "--compare") }
-        if !dimensions.isEmpty { variants += try ForecastVariant.search(dimensions, sample: sample, seed: seed) }
-        let assumed =
-            assumptions.isEmpty
-            ? [ForecastVariant(name: "as configured", overrides: [])]
-            : try ForecastVariant.search(assumptions, sample: nil, seed: seed, option: "--assume")
-        let objective = try rankedObjective(variants, base)
-        // Every variant under every assumption, made (and checked) before any runs.
-        let grid = try variants.map { variant in
-            try assumed.map { assumption in
-                try ForecastVariant(name: variant.name, overrides: variant.overrides + assumption.overrides)
-                    .apply(to: base, config: config, option: assumptions.isEmpty ? "--compare" : "--assume")
+        let assumed: [ForecastVariant]
+        let objective: ForecastObjective
+        let grid: [[ForecastScenario]]
+        do {
+            variants += try self.variants.map { flag throws(ForecastVariantError) in
+                try ForecastVariant(flag: flag, option: "--compare")
             }
+            if !dimensions.isEmpty { variants += try ForecastVariant.search(dimensions, sample: sample, seed: seed) }
+            assumed =
+                assumptions.isEmpty
+                ? [ForecastVariant(name: "as configured", overrides: [])]
+                : try ForecastVariant.search(assumptions, sample: nil, seed: seed, option: "--assume")
+            objective = try ForecastObjective.ranking(self.objective, of: variants, in: base)
+            // Every variant under every assumption, made (and checked) before any runs.
+            let option = assumptions.isEmpty ? "--compare" : "--assume"
+            grid = try variants.map { variant throws(ForecastVariantError) in
+                try assumed.map { assumption throws(ForecastVariantError) in
+                    try ForecastVariant(name: variant.name, overrides: variant.overrides + assumption.overrides)
+                        .apply(to: base, option: option, gatewaySettings: gatewaySettings)
+                }
+            }
+        } catch {
+            throw ValidationError(error.description)
         }
         let names = variants.flatMap { variant in
             assumed.map { assumed.count > 1 ? "\(variant.name) | \($0.name)" : variant.name }

@@ -31,3 +31,31 @@ public struct ForecastObjective: Sendable, Equatable {
         return rows.map { $0.awakeSecondsPerDeviceDay * Double($0.devices) }.reduce(0, +) / Double(devices)
     }
 }
+
+extension ForecastObjective {
+    /// Whose freshness ranks the variants: `named` (`--objective`: kinds of iPhone, comma-separated, or
+    /// `all`), else the kinds whose apps a variant changes (`app.<bundle id>.…`), else the fleet.
+    public static func ranking(_ named: String?, of variants: [ForecastVariant], in base: ForecastScenario)
+        throws(ForecastVariantError) -> ForecastObjective
+    {
+        let kinds = Set(base.kinds.map(\.name))
+        if let named {
+            if named == "all" { return .fleet }
+            let chosen = Set(named.split(separator: ",").map { String($0.trimmed) })
+            if let unknown = chosen.subtracting(kinds).sorted().first {
+                throw ForecastVariantError(
+                    "--objective: no kind of iPhone '\(unknown)' in this fleet (\(kinds.sorted().joined(separator: ", ")), or all)"
+                )
+            }
+            return ForecastObjective(kinds: chosen)
+        }
+        let bundles = Set(
+            variants.flatMap(\.overrides).map(\.key).filter { $0.hasPrefix("app.") }.compactMap { key -> String? in
+                let rest = key.dropFirst("app.".count)
+                return rest.lastIndex(of: ".").map { String(rest[..<$0]) }
+            })
+        let changed = base.kinds.filter { kind in kind.profile.apps.contains { bundles.contains($0.bundle_id) } }
+        let names = Set(changed.map(\.name))
+        return names.isEmpty || names == kinds ? .fleet : ForecastObjective(kinds: names)
+    }
+}

@@ -1,18 +1,14 @@
-import ArgumentParser
-import DeviceHub
 import DeviceRuntime
-import Forecast
-import Foundation
-import Gateway
 import PushModel
+import PushPolicy
 
 /// One what-if of `pushgate forecast --variant` or `--search`: a name and the overrides it makes to the
 /// scenario — configuration keys (`policy.*`, `devices.keep_alive_seconds`, through the same table as
 /// `--set`), an app's strategy (`app.<bundle id>.announce | fetch | background_download | item_bytes`)
 /// and the publication cadence (`publish_every`).
-struct ForecastVariant {
-    var name: String
-    var overrides: [(key: String, value: String)]
+public struct ForecastVariant: Sendable {
+    public var name: String
+    public var overrides: [(key: String, value: String)]
 
     static let appKeys = [
         "announce", "fetch", "background_download", "item_bytes", "live_activities", "channels",
@@ -20,37 +16,47 @@ struct ForecastVariant {
     ]
 
     /// `name: key=value, key=value` (the name may be left out: the overrides name it).
-    init(flag: String, option: String = "--variant") throws {
+    public init(flag: String, option: String = "--variant") throws(ForecastVariantError) {
         var text = Substring(flag)
         var name: String?
         if let colon = flag.firstIndex(of: ":"), !flag[..<colon].contains("=") {
-            name = flag[..<colon].trimmingCharacters(in: .whitespaces)
+            name = String(flag[..<colon].trimmed)
             text = flag[flag.index(after: colon)...]
         }
-        overrides = try text.split(separator: ",").map { part in
-            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        var overrides: [(key: String, value: String)] = []
+        for part in text.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { String($0.trimmed) }
             guard pair.count == 2, !pair[0].isEmpty else {
-                throw ValidationError("\(option) '\(flag)': expected key=value, got '\(part)'")
+                throw ForecastVariantError("\(option) '\(flag)': expected key=value, got '\(part)'")
             }
-            return (pair[0], pair[1])
+            overrides.append((pair[0], pair[1]))
         }
+        self.overrides = overrides
         self.name = name ?? overrides.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
         if self.name.isEmpty { self.name = "as configured" }
     }
 
-    init(name: String, overrides: [(key: String, value: String)]) {
+    public init(name: String, overrides: [(key: String, value: String)]) {
         self.name = name
         self.overrides = overrides
     }
 
+    /// The gateway's settings a variant may change (`policy.*`, `devices.keep_alive_seconds`): given the
+    /// `key=value` overrides, the policy and keep-alive interval the configuration gives with them (the
+    /// gateway's own key table parses them, as `--set`; the message of its error names the key).
+    public typealias GatewaySettings = ([String]) throws -> (policy: PolicySettings, keepAliveSeconds: Int)
+
     /// The scenario with the overrides made; errors name the option and the key.
-    func apply(to base: ForecastScenario, config: ConfigOptions, option: String) throws -> ForecastScenario {
+    public func apply(to base: ForecastScenario, option: String, gatewaySettings: GatewaySettings)
+        throws(ForecastVariantError) -> ForecastScenario
+    {
         var scenario = base
         var settings: [String] = []
         for (key, value) in overrides {
             if key == "publish_every" {
                 guard let seconds = Double(value), seconds >= 0 else {
-                    throw ValidationError("\(option) \(name): publish_every: expected seconds (≥ 0), got '\(value)'")
+                    throw ForecastVariantError(
+                        "\(option) \(name): publish_every: expected seconds (≥ 0), got '\(value)'")
                 }
                 scenario.publications.everySeconds = seconds
             } else if key.hasPrefix("app.") {
@@ -58,31 +64,28 @@ struct ForecastVariant {
             } else if key.hasPrefix("policy.") || key == "devices.keep_alive_seconds" {
                 settings.append("\(key)=\(value)")
             } else {
-                throw ValidationError(
+                throw ForecastVariantError(
                     "\(option) \(name): unknown key '\(key)' (policy.*, devices.keep_alive_seconds, app.<bundle id>.{\(Self.appKeys.joined(separator: ","))}, publish_every)"
                 )
             }
         }
         if !settings.isEmpty {
-            var options = config
-            options.overrides += settings
-            let configuration: GatewayConfiguration
             do {
-                configuration = try options.load()
+                (scenario.policy, scenario.keepAliveSeconds) = try gatewaySettings(settings)
             } catch {
-                throw ValidationError("\(option) \(name): \(error)")
+                throw ForecastVariantError("\(option) \(name): \(error)")
             }
-            scenario.policy = configuration.policy
-            scenario.keepAliveSeconds = configuration.hub.keepAliveSeconds
         }
         return scenario
     }
 
-    private func applyApp(_ key: String, _ value: String, to scenario: inout ForecastScenario, option: String) throws {
+    private func applyApp(_ key: String, _ value: String, to scenario: inout ForecastScenario, option: String)
+        throws(ForecastVariantError)
+    {
         let parts = key.dropFirst("app.".count)
         guard let dot = parts.lastIndex(of: "."), Self.appKeys.contains(String(parts[parts.index(after: dot)...]))
         else {
-            throw ValidationError(
+            throw ForecastVariantError(
                 "\(option) \(name): '\(key)': expected app.<bundle id>.{\(Self.appKeys.joined(separator: ","))}")
         }
         let bundleID = String(parts[..<dot])
@@ -96,7 +99,7 @@ struct ForecastVariant {
                 switch field {
                 case "announce":
                     guard let announce = AppProfile.Announcement(rawValue: value) else {
-                        throw ValidationError(
+                        throw ForecastVariantError(
                             "\(option) \(name): \(key): expected one of \(AppProfile.Announcement.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'"
                         )
                     }
@@ -104,7 +107,7 @@ struct ForecastVariant {
                 case "fetch": profile.fetch = value
                 case "background_download", "frequent_pushes", "widget", "control":
                     guard let flag = Bool(value) else {
-                        throw ValidationError("\(option) \(name): \(key): expected true or false, got '\(value)'")
+                        throw ForecastVariantError("\(option) \(name): \(key): expected true or false, got '\(value)'")
                     }
                     switch field {
                     case "frequent_pushes": profile.frequent_pushes = flag
@@ -114,7 +117,7 @@ struct ForecastVariant {
                     }
                 case "live_activities", "channels", "live_activity_priority":
                     guard let number = Int(value) else {
-                        throw ValidationError("\(option) \(name): \(key): expected a number, got '\(value)'")
+                        throw ForecastVariantError("\(option) \(name): \(key): expected a number, got '\(value)'")
                     }
                     switch field {
                     case "live_activities": profile.live_activities = number
@@ -123,38 +126,43 @@ struct ForecastVariant {
                     }
                 default:
                     guard let bytes = Int(value) else {
-                        throw ValidationError("\(option) \(name): \(key): expected a number of bytes, got '\(value)'")
+                        throw ForecastVariantError(
+                            "\(option) \(name): \(key): expected a number of bytes, got '\(value)'")
                     }
                     profile.item_bytes = bytes
                 }
-                if let problem = profile.problem() { throw ValidationError("\(option) \(name): \(key): \(problem)") }
+                if let problem = profile.problem() {
+                    throw ForecastVariantError("\(option) \(name): \(key): \(problem)")
+                }
                 scenario.kinds[kind].profile.apps[app] = profile
                 // What the kind's iOS allows (a channel, a widget or a control reloaded by its push).
                 if let problem = scenario.kinds[kind].profile.problem() {
-                    throw ValidationError("\(option) \(name): \(key): kind '\(scenario.kinds[kind].name)': \(problem)")
+                    throw ForecastVariantError(
+                        "\(option) \(name): \(key): kind '\(scenario.kinds[kind].name)': \(problem)")
                 }
             }
         }
         guard found else {
             let known = Set(scenario.kinds.flatMap { $0.profile.apps.map(\.bundle_id) }).sorted()
-            throw ValidationError(
+            throw ForecastVariantError(
                 "\(option) \(name): no app '\(bundleID)' in the fleet (its apps: \(known.joined(separator: ", ")))")
         }
     }
 
     /// `--search key=v1,v2,v3 …`: every combination of the dimensions' values (or `sample` of them,
     /// chosen by the seed), each a variant.
-    static func search(_ dimensions: [String], sample: Int?, seed: UInt64, option: String = "--search") throws
-        -> [ForecastVariant]
+    public static func search(_ dimensions: [String], sample: Int?, seed: UInt64, option: String = "--search")
+        throws(ForecastVariantError) -> [ForecastVariant]
     {
-        let parsed = try dimensions.map { flag -> (String, [String]) in
-            let pair = flag.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+        var parsed: [(String, [String])] = []
+        for flag in dimensions {
+            let pair = flag.split(separator: "=", maxSplits: 1).map { String($0.trimmed) }
             guard pair.count == 2, !pair[0].isEmpty else {
-                throw ValidationError("\(option): expected key=value1,value2,…, got '\(flag)'")
+                throw ForecastVariantError("\(option): expected key=value1,value2,…, got '\(flag)'")
             }
-            let values = pair[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard !values.isEmpty else { throw ValidationError("\(option) \(pair[0]): no values") }
-            return (pair[0], values)
+            let values = pair[1].split(separator: ",").map { String($0.trimmed) }
+            guard !values.isEmpty else { throw ForecastVariantError("\(option) \(pair[0]): no values") }
+            parsed.append((pair[0], values))
         }
         var combinations: [[(key: String, value: String)]] = [[]]
         for (key, values) in parsed {
@@ -173,5 +181,23 @@ struct ForecastVariant {
             ForecastVariant(
                 name: overrides.map { "\($0.key)=\($0.value)" }.joined(separator: " "), overrides: overrides)
         }
+    }
+}
+
+/// A what-if that cannot be made: the message names the option, the variant and the key.
+public struct ForecastVariantError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    init(_ description: String) { self.description = description }
+}
+
+extension StringProtocol {
+    /// Without the spaces and tabs around it.
+    var trimmed: SubSequence {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return self[endIndex...]
+        }
+        return self[first...last]
     }
 }
