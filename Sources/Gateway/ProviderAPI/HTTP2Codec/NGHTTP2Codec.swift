@@ -220,21 +220,24 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         elisions.removeAll(keepingCapacity: true)
         frames.scan(bytes) { frame in
             switch frame.type {
-            case 0x3: resetHere.append(frame.stream)
-            case 0x0 where frame.stream & 1 == 1:
+            case FrameType.rstStream: resetHere.append(frame.stream)
+            case FrameType.data where frame.stream & 1 == 1:
                 if resetHere.contains(frame.stream)
                     || (frame.stream <= closedStreams.highest
                         && nghttp2_session_find_stream(session, frame.stream) == nil)
                 {
                     suspect.append((frame.offset, frame.stream))
                 }
-            case 0x1:
+            case FrameType.headers:
                 // HEADERS: its block, when whole in this read and in this frame (END_HEADERS; no PADDED, no
                 // PRIORITY), and no longer than every peer may send (shortened, a frame too long must not
                 // become one the session accepts).
                 let block = frame.offset + 9
                 let whole =
-                    frame.inPlace && frame.flags & 0x2C == 0x4 && block + frame.length <= bytes.count
+                    frame.inPlace
+                    && frame.flags & (FrameFlag.endHeaders | FrameFlag.padded | FrameFlag.priority)
+                        == FrameFlag.endHeaders
+                    && block + frame.length <= bytes.count
                     && frame.length <= 16_384
                 guard
                     let literal = token.plan(
@@ -288,7 +291,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                 read = offset
             }
             guard nghttp2_session_find_stream(session, stream) == nil,
-                case .connectionError(let code) = closedStreams.verdict(type: 0x0, stream: stream)
+                case .connectionError(let code) = closedStreams.verdict(type: FrameType.data, stream: stream)
             else { continue }
             nghttp2_session_terminate_session(session, UInt32(code.networkCode))
             return Int(Self.callbackFailure)
@@ -358,7 +361,8 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     /// (`ClosedStreams`), which it would ignore. A violation ends the connection: GOAWAY, and the read fails.
     private func beginFrame(_ frame: nghttp2_frame_hd) -> Int32 {
         let stream = frame.stream_id
-        guard stream != 0, stream <= closedStreams.highest, frame.type <= 0x1,
+        guard stream != 0, stream <= closedStreams.highest,
+            frame.type == FrameType.data || frame.type == FrameType.headers,
             nghttp2_session_find_stream(session, stream) == nil,
             case .connectionError(let code) = closedStreams.verdict(type: frame.type, stream: stream)
         else { return 0 }
@@ -372,7 +376,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     /// Every frame the session sends: its resets (the handler's, and its own for stream errors), after which
     /// frames the client already sent on the stream are ignored.
     private func frameSent(_ frame: nghttp2_frame_hd) -> Int32 {
-        if frame.type == 0x3 { closedStreams.resetSent(frame.stream_id) }
+        if frame.type == FrameType.rstStream { closedStreams.resetSent(frame.stream_id) }
         return 0
     }
 
@@ -431,9 +435,9 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     private func frameReceived(_ frame: nghttp2_frame_hd) -> Int32 {
         let stream = HTTP2StreamID(Int(frame.stream_id))
-        let endStream = frame.flags & 0x1 != 0
+        let endStream = frame.flags & FrameFlag.endStream != 0
         switch frame.type {
-        case 0x0 where endStream:
+        case FrameType.data where endStream:
             // DATA: its bytes came as chunks. The last chunk, when it is this stream's and still waiting,
             // carries the end of the stream; otherwise the end is a frame of its own.
             if case .data(stream, let bytes, endStream: false) = inbound.last {
@@ -441,7 +445,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             } else {
                 inbound.append(.data(stream, Self.noBytes, endStream: true))
             }
-        case 0x1:  // HEADERS: a request's head, or its trailers.
+        case FrameType.headers:  // a request's head, or its trailers.
             if let head = pendingHead(of: frame.stream_id) {
                 pending = nil
                 if nghttp2_session_set_stream_user_data(session, frame.stream_id, Self.announcedMark) == 0 {
@@ -457,9 +461,10 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
                     .frame(
                         HTTP2Frame(streamID: stream, payload: .headers(.init(headers: fields, endStream: endStream)))))
             }
-        case 0x3:  // RST_STREAM
+        case FrameType.rstStream:
             inbound.append(.frame(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))))
-        case 0x4 where frame.flags & 0x1 == 0 && !firstSettingsSeen:  // the client's first SETTINGS
+        case FrameType.settings where frame.flags & FrameFlag.ack == 0 && !firstSettingsSeen:
+            // The client's first SETTINGS.
             firstSettingsSeen = true
             inbound.append(.frame(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([])))))
         default:
@@ -576,6 +581,8 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     /// NGHTTP2_NV_FLAG_NO_INDEX (unique per answer: indexing would only churn the client's table) and
     /// NGHTTP2_NV_FLAG_NO_COPY_NAME (a constant outlives the session's use of it).
+    /// NGHTTP2_DATA_FLAG_EOF: a data callback's last chunk.
+    private static let dataFlagEOF: UInt32 = 0x1
     private static let noIndex: UInt8 = 0x1
     private static let noCopyName: UInt8 = 0x2
     private static let status200: StaticString = "200"
@@ -591,7 +598,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             text.append(contentsOf: name.utf8)
             let valueStart = text.count
             text.append(contentsOf: value.utf8)
-            spans.append((nameStart..<valueStart, valueStart..<text.count, indexing == .indexable ? 0 : 0x1))
+            spans.append((nameStart..<valueStart, valueStart..<text.count, indexing == .indexable ? 0 : Self.noIndex))
         }
         if let body { bodies[stream] = body }
         text.withUnsafeMutableBufferPointer { bytes in
@@ -620,7 +627,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         -> Int
     {
         guard var body = bodies[stream] else {
-            flags?.pointee |= 0x1  // NGHTTP2_DATA_FLAG_EOF
+            flags?.pointee |= Self.dataFlagEOF
             return 0
         }
         let count = min(length, body.readableBytes)
@@ -630,7 +637,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         body.moveReaderIndex(forwardBy: count)
         if body.readableBytes == 0 {
             bodies.removeValue(forKey: stream)
-            flags?.pointee |= 0x1
+            flags?.pointee |= Self.dataFlagEOF
         } else {
             bodies[stream] = body
         }

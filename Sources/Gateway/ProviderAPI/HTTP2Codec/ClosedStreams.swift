@@ -73,12 +73,10 @@ struct ClosedStreams {
     /// A frame of `type` (RFC 9113's code) arrives on `stream`, at or below `highest`, which the session no
     /// longer knows (it closed).
     func verdict(type: UInt8, stream: Int32) -> Verdict {
-        let data: UInt8 = 0x0
-        let headers: UInt8 = 0x1
-        guard type == data || type == headers, remembers(stream) else { return .proceed }
+        guard type == FrameType.data || type == FrameType.headers, remembers(stream) else { return .proceed }
         let (word, bit) = Self.slot(stream)
         if reset[word] & bit != 0 { return .proceed }
-        if opened[word] & bit == 0, type == headers { return .connectionError(.protocolError) }
+        if opened[word] & bit == 0, type == FrameType.headers { return .connectionError(.protocolError) }
         return .connectionError(.streamClosed)
     }
 
