@@ -47,3 +47,5 @@ struct ClaimTable<Work> {
         waiting.removeValue(forKey: device) ?? []
     }
 }
+
+extension ClaimTable: Sendable where Work: Sendable {}

@@ -93,7 +93,10 @@ extension DeviceHub: BroadcastIntake {
     public func broadcast(_ submission: BroadcastSubmission, on eventLoop: any EventLoop) -> IntakeReply {
         let now = clock()
         let channel = submission.channel
-        let sequence = sequencer.withLock { $0.next(at: now) }
+        let sequence = core.withLock { core in
+            core.counters.broadcastsAccepted += 1
+            return core.sequencer.next(at: now)
+        }
         let stamp = BroadcastStamp(channel: channel.id, sequence: sequence)
         let push = PushNotification(
             id: submission.id, deviceToken: BroadcastMessage.noDevice,
@@ -106,7 +109,6 @@ extension DeviceHub: BroadcastIntake {
             deliverableUntil: BroadcastMessage.deliverableUntil(
                 policy: channel.storagePolicy, expiration: submission.expiration, acceptedAt: now,
                 graceMilliseconds: settings.broadcastGraceSeconds * 1000))
-        hubCounters.withLock { $0.broadcastsAccepted += 1 }
         guard let writer else {
             publish(message, on: eventLoop)
             return .now(.accepted)
@@ -132,7 +134,7 @@ extension DeviceHub: BroadcastIntake {
 
     /// The subscribers to fan `message` out to; nil when this node has had it already.
     private func published(_ message: BroadcastMessage) -> [DeviceSlot]? {
-        guard adopted.withLock({ $0.insert(message.push.id) }) else { return nil }
+        guard withAdopted({ $0.insert(message.push.id) }) else { return nil }
         broadcastFigures.started(message.stamp, id: message.push.id)
         return core.withLock { $0.broadcasts.published(message) }
     }
@@ -165,7 +167,7 @@ extension DeviceHub: BroadcastIntake {
     /// The device acknowledged a broadcast: the fan-out's figures count it; its cursor moved in memory
     /// is stored with the others every `broadcastCursorStoreSeconds` (at once when that is 0).
     func acknowledgedBroadcast(_ stamp: BroadcastStamp, by device: DeviceSlot, cursorMoved: Bool) {
-        hubCounters.withLock { $0.broadcastsDelivered += 1 }
+        core.withLock { $0.counters.broadcastsDelivered += 1 }
         broadcastFigures.acknowledged(stamp)
         guard cursorMoved, settings.broadcastCursorStoreSeconds == 0 else { return }
         store(core.withLock { $0.broadcasts.takeCursors(of: device) })
@@ -174,7 +176,8 @@ extension DeviceHub: BroadcastIntake {
     /// Every moved cursor, when `broadcastCursorStoreSeconds` have passed (the hub's tick).
     func storeCursors(now: UnixTime) {
         guard settings.broadcastCursorStoreSeconds > 0,
-            Self.due(lastCursorStore, every: settings.broadcastCursorStoreSeconds * 1000, now: now)
+            core.withLock({ $0.checks.due(\.cursorStore, every: settings.broadcastCursorStoreSeconds * 1000, now: now) }
+            )
         else { return }
         store(core.withLock { $0.broadcasts.takeCursors() })
     }
@@ -214,7 +217,7 @@ extension DeviceHub: BroadcastIntake {
             do {
                 for stored in try await cluster.broadcasts(keys) {
                     guard let message = stored.message else { continue }
-                    hubCounters.withLock { $0.broadcastsHeard += 1 }
+                    core.withLock { $0.counters.broadcastsHeard += 1 }
                     guard let subscribers = published(message) else { continue }
                     var next = 0
                     repeat {

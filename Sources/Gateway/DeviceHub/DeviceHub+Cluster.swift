@@ -21,7 +21,7 @@ extension DeviceHub {
     /// Where the device's policy runs; nil while this node is claiming it, and then the work `deferring`
     /// makes (only then) is kept for when the claim is done (called with whether it succeeded).
     func place(_ device: DeviceSlot, orDefer deferring: () -> @Sendable (Bool) -> Void) -> Placement? {
-        claims.withLock { claims in
+        withClaims { claims in
             // The owner is read under the claims' lock: a claim finishing records its owner before it ends.
             guard let placement = claims.place(device, owner: registry.owner(of: device), me: registry.nodeID) else {
                 claims.wait(device, deferring())
@@ -54,7 +54,7 @@ extension DeviceHub {
             return submitHere(notification, device: device, on: eventLoop)
         case .elsewhere(let node):
             // Stored here, run by the owner: the notice goes out with the commit that answers the 200.
-            hubCounters.withLock { $0.routedOut += 1 }
+            core.withLock { $0.counters.routedOut += 1 }
             let stored = StoredNotification(
                 notification: notification, expiresAt: policy.expiry(of: notification),
                 deviceID: registry.deviceID(of: device), state: .pending, rule: nil)
@@ -68,7 +68,7 @@ extension DeviceHub {
                 // one was committed, and the old owner may be gone: this node runs it after the claim
                 // (once, whichever way it arrives first).
                 let claimedHere =
-                    claims.withLock { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
+                    withClaims { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
                 if claimedHere { routed(stored, device: device) }
             }
             return .afterCommit(committed)
@@ -82,7 +82,7 @@ extension DeviceHub {
     /// Whether device `deviceID` is this node's now: it owns it, or is claiming it.
     private func ownsOrClaims(_ deviceID: String) -> Bool {
         guard !deviceID.isEmpty, let device = registry.slot(ofDevice: deviceID) else { return false }
-        return claims.withLock { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
+        return withClaims { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
     }
 
     /// Takes the device over from the node that owned it; `then` runs once its state is loaded (with
@@ -90,16 +90,16 @@ extension DeviceHub {
     /// transaction runs go together in the next (a node's loss sends thousands of devices to the others
     /// within a second, each of which waits for its claim before its hello is answered).
     func claim(_ device: DeviceSlot, then work: @escaping @Sendable (Bool) -> Void) {
-        let first = claims.withLock { $0.begin(device, then: work) }
+        let first = withClaims { $0.begin(device, then: work) }
         guard first, cluster != nil else { return }
-        let start = claimQueue.withLock { queue -> Bool in
+        let start = withClaimQueue { queue -> Bool in
             queue.devices.append(device)
             defer { queue.draining = true }
             return !queue.draining
         }
         guard start, !spawn({ [self] in await drainClaims() }) else { return }
         // After shutdown: every claim queued fails, and what waited for it is decided without it.
-        let refused = claimQueue.withLock { queue in
+        let refused = withClaimQueue { queue in
             defer { queue = ([], false) }
             return queue.devices
         }
@@ -113,7 +113,7 @@ extension DeviceHub {
     private func drainClaims() async {
         guard let cluster else { return }
         while true {
-            let devices = claimQueue.withLock { queue -> [DeviceSlot] in
+            let devices = withClaimQueue { queue -> [DeviceSlot] in
                 let batch = Array(queue.devices.prefix(Self.claimBatchLimit))
                 queue.devices.removeFirst(batch.count)
                 if batch.isEmpty { queue.draining = false }
@@ -129,7 +129,7 @@ extension DeviceHub {
                     "devices not claimed",
                     metadata: ["count": "\(devices.count)", "error": "\(String(reflecting: error))"])
             }
-            hubCounters.withLock { $0.claimed += claimed.count }
+            core.withLock { $0.counters.claimed += claimed.count }
             for (device, deviceID) in zip(devices, deviceIDs) {
                 guard let deviceID, let state = claimed[deviceID] else {
                     finishClaim(device, claimed: false)
@@ -149,7 +149,7 @@ extension DeviceHub {
 
     /// The claim of `device` is over: what waited for it runs, told whether it succeeded.
     private func finishClaim(_ device: DeviceSlot, claimed: Bool) {
-        let waiting = claims.withLock { $0.finish(device) }
+        let waiting = withClaims { $0.finish(device) }
         for work in waiting { work(claimed) }
     }
 
@@ -177,14 +177,14 @@ extension DeviceHub {
             // reconnected to this node before the sender heard of the claim): run here at once rather than
             // leave it to the sweep. A push runs once on a node (`adopted`), and only on the device's owner.
             guard node == registry.nodeID || ownsOrClaims(deviceID) else { return }
-            let start = routes.withLock { queue -> Bool in
+            let start = withRoutes { queue -> Bool in
                 queue.keys.append(NotificationKey(apnsID: apnsID, teamID: teamID))
                 defer { queue.draining = true }
                 return !queue.draining
             }
             // Refused after shutdown: they stay pending in the store, and the device's next claim or
             // the sweep brings them back.
-            if start, !spawn({ [self] in await drainRoutes() }) { routes.withLock { $0.draining = false } }
+            if start, !spawn({ [self] in await drainRoutes() }) { withRoutes { $0.draining = false } }
         }
     }
 
@@ -194,7 +194,7 @@ extension DeviceHub {
     private func drainRoutes() async {
         guard let cluster else { return }
         while true {
-            let keys = routes.withLock { queue -> [NotificationKey] in
+            let keys = withRoutes { queue -> [NotificationKey] in
                 defer { queue.keys = [] }
                 if queue.keys.isEmpty { queue.draining = false }
                 return queue.keys
@@ -227,10 +227,10 @@ extension DeviceHub {
         case .elsewhere(let node):
             writer?.enqueue { $0.notices.append(Self.route(push, of: stored.deviceID, to: node)) }
         case .here:
-            guard adopted.withLock({ $0.insert(push.id) }) else { return }
-            hubCounters.withLock {
-                $0.routedIn += 1
-                if swept { $0.sweptUndecided += 1 }
+            guard withAdopted({ $0.insert(push.id) }) else { return }
+            core.withLock {
+                $0.counters.routedIn += 1
+                if swept { $0.counters.sweptUndecided += 1 }
             }
             if swept {
                 logger.warning(
@@ -249,7 +249,7 @@ extension DeviceHub {
     func lost(_ device: DeviceSlot, to node: String) {
         let (session, held) = core.withLock { $0.lost(device) }
         session?.close(reason: "moved", reconnectAfterMilliseconds: nil)
-        hubCounters.withLock { $0.released += 1 }
+        core.withLock { $0.counters.released += 1 }
         guard !held.isEmpty else { return }
         let deviceID = registry.deviceID(of: device)
         writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, of: deviceID, to: node) } }
@@ -279,7 +279,7 @@ extension DeviceHub {
     /// This node runs the device's policy from now on, with the state the store gave (a claim or a
     /// takeover): its budgets, its queue and held pushes, and its owner.
     func take(_ device: DeviceSlot, deviceID: String, _ state: ClaimedDevice, owner: String) {
-        adopted.withLock { adopted in
+        withAdopted { adopted in
             for stored in state.pending { _ = adopted.insert(stored.notification.id) }
         }
         adopt(deviceID, budgets: state.budgets, pending: state.pending, now: clock())
@@ -297,7 +297,7 @@ extension DeviceHub {
             take(slot, deviceID: device.deviceID, device.claimed, owner: cluster.nodeID)
             count += 1
         }
-        hubCounters.withLock { $0.takenOver += count }
+        core.withLock { $0.counters.takenOver += count }
         logger.notice("took over the devices of a node that is gone", metadata: ["devices": "\(count)"])
     }
 

@@ -42,42 +42,26 @@ public final class DeviceHub: NotificationIntake, Sendable {
     let logger: Logger
     /// The policy, the delivery queues and the sessions, under one lock that is never held for I/O.
     let core: Mutex<HubState<any EventLoop>>
-    let hubCounters = Mutex(HubCounters())
     /// With several nodes on one PostgreSQL database: the store they share (nil on a single node).
     let cluster: (any ClusterStore)?
-    /// Devices this node is taking over, with the work that waits until their state is loaded (called
-    /// with whether the claim succeeded).
-    let claims = Mutex(ClaimTable<@Sendable (Bool) -> Void>())
-    /// Notifications this node's policy took from the store (routed or loaded with a claimed device),
-    /// so that one arriving both ways runs once.
-    let adopted = Mutex(RecentSet<APNsID>(capacity: 65_536))
-    /// Routed notices waiting to be loaded, in the order they came, and whether a task is loading them.
-    let routes = Mutex<(keys: [NotificationKey], draining: Bool)>(([], false))
-    /// Devices whose claim waits for the store, in the order they came, and whether a task is claiming
-    /// them (those that arrive meanwhile go in its next transaction).
-    let claimQueue = Mutex<(devices: [DeviceSlot], draining: Bool)>(([], false))
+    /// Several nodes: the claims, the routed notices and what was adopted, under one lock of their own
+    /// (`ClusterWork`; never held for store I/O).
+    let clusterWork = Mutex(ClusterWork())
     /// Several nodes: the store work the hub starts (claims, loading routed pushes), run by the cluster
     /// service's task group (`runJobs`), not by tasks of their own.
     let jobQueue = JobQueue()
     private let deadlineSeconds: Int
     let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
-    /// closes the accept-to-device latency (bounded; the rest is not measured).
-    private let awaitingAck = Mutex<[APNsID: NIODeadline]>([:])
+    /// closes the accept-to-device latency.
+    private let ackLatency = Mutex(AckLatency())
     /// Held while posted store changes are handed to the writer; the commit futures a thread enqueued for
     /// another thread's change, until that thread collects its own.
     private let draining = Mutex<[UInt64: EventLoopFuture<Void>]>([:])
-    private let lastStallCheck = Mutex(UnixTime(milliseconds: 0))
-    let lastCursorStore = Mutex(UnixTime(milliseconds: 0))
-    private let lastPruneCheck = Mutex(UnixTime(milliseconds: 0))
     /// `register`s by source address.
     let enrolmentLimiter: RequestRateLimiter<String>
-    /// Broadcast sequences accepted here, and how the last broadcasts fanned out.
-    let sequencer = Mutex(BroadcastSequencer())
+    /// How the last broadcasts fanned out.
     public let broadcastFigures = BroadcastFigures()
-    private let ackLatency = Mutex(
-        Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
-    static let latencySampleLimit = 100_000
 
     public init(
         registry: DeviceRegistry, policy: PolicySettings, settings: HubSettings = HubSettings(), logger: Logger,
@@ -107,7 +91,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     public func submit(_ notification: PushNotification, on eventLoop: any EventLoop) -> IntakeReply {
         guard let device = registry.slot(of: notification.deviceToken) else {
             // A scripted token (`pushgate tokens`) has no device to deliver to: accepted and counted.
-            hubCounters.withLock { $0.acceptedWithoutDevice += 1 }
+            core.withLock { $0.counters.acceptedWithoutDevice += 1 }
             guard let writer else { return .now(.accepted) }
             return .afterCommit(
                 writer.enqueue(answeringOn: eventLoop) {
@@ -135,7 +119,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 return core.received(notification, device: device, now: now)
             }, actions: { $0 })
         guard decided != nil else {
-            hubCounters.withLock { $0.refusedQueueFull += 1 }
+            core.withLock { $0.counters.refusedQueueFull += 1 }
             return .now(.rejected(Rejection(.tooManyRequests)))
         }
         guard let committed else {
@@ -164,7 +148,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
             core.settled(notification, device: device, stored: stored, now: now, writes: &writes)
             core.noteResends(writes, now: now)
         }
-        if !stored { hubCounters.withLock { $0.notStored += 1 } }
+        if !stored { core.withLock { $0.counters.notStored += 1 } }
         noteAwaitingAck(notification, accepted: accepted, in: writes)
         write(writes)
     }
@@ -172,9 +156,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// A push written now: its device's ack closes its accept-to-ack latency.
     private func noteAwaitingAck(_ notification: PushNotification, accepted: NIODeadline, in writes: [HubWrite]) {
         guard writes.contains(where: { $0.item.push === notification }) else { return }
-        awaitingAck.withLock { pending in
-            if pending.count < Self.latencySampleLimit { pending[notification.id] = accepted }
-        }
+        ackLatency.withLock { $0.written(notification.id, acceptedAt: accepted) }
     }
 
     // MARK: From device sessions
@@ -215,7 +197,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let (wasCurrent, cursors) = core.withLock { core in
             (core.disconnected(device, session: session, now: now), core.broadcasts.takeCursors(of: device))
         }
-        if wasCurrent { hubCounters.withLock { $0.disconnections += 1 } }
+        if wasCurrent { core.withLock { $0.counters.disconnections += 1 } }
         store(cursors)
     }
 
@@ -230,7 +212,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let inAnswer = writes.filter { $0.device == device }
         write(writes.filter { $0.device != device })
         countSent(inAnswer)
-        hubCounters.withLock { $0.keepAlives += 1 }
+        core.withLock { $0.counters.keepAlives += 1 }
         return .keepAliveAck(sequence: sequence, notifications: inAnswer.map { delivery($0.item) })
     }
 
@@ -240,14 +222,22 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// acknowledged is not one).
     @discardableResult
     func acknowledged(_ device: DeviceSlot, apnsID: String) -> Bool {
-        hubCounters.withLock { $0.acknowledged += 1 }
-        guard let id = APNsID(header: apnsID) else { return false }
+        guard let id = APNsID(header: apnsID) else {
+            core.withLock { $0.counters.acknowledged += 1 }
+            return false
+        }
         let now = clock()
         var writes: [HubWrite] = []
         let (item, cursorMoved) = core.withLock { core -> (Outgoing?, Bool) in
+            core.counters.acknowledged += 1
             let item = core.acknowledged(id, by: device, now: now, writes: &writes)
             core.noteResends(writes, now: now)
-            guard let stamp = item?.push.broadcast else { return (item, false) }
+            guard let item else { return (nil, false) }
+            guard let stamp = item.push.broadcast else {
+                core.counters.delivered += 1
+                if item.rule.isRelease { core.counters.deliveredFromStorage += 1 }
+                return (item, false)
+            }
             return (item, core.broadcasts.acknowledged(stamp, by: device))
         }
         write(writes)
@@ -256,18 +246,13 @@ public final class DeviceHub: NotificationIntake, Sendable {
             acknowledgedBroadcast(stamp, by: device, cursorMoved: cursorMoved)
             return true
         }
-        hubCounters.withLock {
-            $0.delivered += 1
-            if item.rule.isRelease { $0.deliveredFromStorage += 1 }
-        }
         if let writer {
             writer.enqueue {
                 $0.outcomes.append(NotificationOutcome(apnsID: id, state: .delivered, rule: nil, at: now))
             }
         }
-        guard let accepted = awaitingAck.withLock({ $0.removeValue(forKey: id) }) else { return true }
-        let microseconds = UInt64(max(0, (NIODeadline.now() - accepted).nanoseconds / 1000))
-        ackLatency.withLock { _ = $0.record(microseconds) }
+        let acknowledgedAt = NIODeadline.now()
+        ackLatency.withLock { $0.acknowledged(id, now: acknowledgedAt) }
         return true
     }
 
@@ -275,19 +260,15 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// The accept-to-ack histogram's non-empty buckets, [microseconds, count], so that a client (the
     /// load generator) can take the difference of two readings.
     public var deliveryLatencyBuckets: [[UInt64]] {
-        ackLatency.withLock { histogram in histogram.recordedValues().map { [$0.value, UInt64($0.count)] } }
+        ackLatency.withLock { $0.buckets }
     }
 
     public var deliveryLatency: DeliveryLatency {
-        ackLatency.withLock {
-            DeliveryLatency(
-                count: $0.totalCount, p50: $0.valueAtPercentile(50), p90: $0.valueAtPercentile(90),
-                p99: $0.valueAtPercentile(99), max: $0.max)
-        }
+        ackLatency.withLock { $0.summary }
     }
 
     func count(_ change: (inout HubCounters) -> Void) {
-        hubCounters.withLock { change(&$0) }
+        core.withLock { change(&$0.counters) }
     }
 
     func completed(_ device: DeviceSlot, bundleID: String, apnsID: APNsID, result: CompletionResult) {
@@ -351,15 +332,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
         decideAndWrite(now: now, device: nil) { $0.policy.advance(to: now) }
         closeStalled(now: now)
         storeCursors(now: now)
-        if settings.pruneAfterSeconds > 0, Self.due(lastPruneCheck, every: 60_000, now: now) { pruneStaleDevices() }
-    }
-
-    /// Whether `every` milliseconds have passed since `last` (which then becomes now).
-    static func due(_ last: borrowing Mutex<UnixTime>, every milliseconds: Int64, now: UnixTime) -> Bool {
-        last.withLock { last in
-            guard now.milliseconds - last.milliseconds >= milliseconds else { return false }
-            last = now
-            return true
+        if settings.pruneAfterSeconds > 0, core.withLock({ $0.checks.due(\.prune, every: 60_000, now: now) }) {
+            pruneStaleDevices()
         }
     }
 
@@ -367,20 +341,20 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// `notReadingTimeoutSeconds` (checked about once a second): what they had not acknowledged goes back
     /// to their queues for their next connection.
     private func closeStalled(now: UnixTime) {
-        guard Self.due(lastStallCheck, every: 1000, now: now) else { return }
         let timeout = settings.notReadingTimeoutSeconds * 1000
-        let stalled = core.withLock { core in
-            core.deliveries.stalled(now: now, timeoutMilliseconds: timeout).compactMap { core.session(of: $0) }
+        let stalled = core.withLock { core -> [any DeviceSession] in
+            guard core.checks.due(\.stalled, every: 1000, now: now) else { return [] }
+            return core.deliveries.stalled(now: now, timeoutMilliseconds: timeout).compactMap { core.session(of: $0) }
         }
         guard !stalled.isEmpty else { return }
-        hubCounters.withLock { $0.closedForMisbehaviour += stalled.count }
+        core.withLock { $0.counters.closedForMisbehaviour += stalled.count }
         logger.notice("devices closed for not acknowledging", metadata: ["count": "\(stalled.count)"])
         for session in stalled { session.close(reason: "not_reading", reconnectAfterMilliseconds: nil) }
     }
 
     // MARK: Reading
 
-    public var counters: HubCounters { hubCounters.withLock { $0 } }
+    public var counters: HubCounters { core.withLock { $0.counters } }
     public var policyCounters: PolicyCounters { core.withLock { $0.policy.counters } }
     public func journey(of id: APNsID) -> [DecisionLog.Entry] { core.withLock { $0.policy.log.journey(of: id) } }
     public func budget(device: DeviceSlot, bundleID: String) -> AppThrottleSnapshot? {
@@ -440,9 +414,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
     private func countSent(_ writes: [HubWrite]) {
         guard !writes.isEmpty else { return }
         let resent = writes.count { $0.item.sends > 1 }
-        hubCounters.withLock {
-            $0.sent += writes.count
-            $0.resent += resent
+        core.withLock {
+            $0.counters.sent += writes.count
+            $0.counters.resent += resent
         }
     }
 
@@ -544,21 +518,23 @@ public final class DeviceHub: NotificationIntake, Sendable {
     func adopt(_ deviceID: String, budgets: [AppBudget], pending: [StoredNotification], now: UnixTime) -> Int {
         guard let slot = registry.slot(ofDevice: deviceID) else { return 0 }
         let entries = pending.map { PendingPush(push: $0.notification, expiresAt: $0.expiresAt, rule: $0.rule) }
-        let (restored, overflow) = core.withLock {
-            $0.adopt(slot, budgets: budgets.map { ($0.bundleID, $0.budget) }, pending: entries, now: now)
-        }
         let undecided = pending.filter { $0.rule == nil }.map(\.notification.id)
-        if let writer, !overflow.isEmpty || !undecided.isEmpty {
+        // What overflowed and what no policy had decided are changes decided here: posted in order under
+        // the lock (a later decision about an adopted push cannot reach the store before them).
+        let (restored, sequence) = core.withLock { state -> (Int, UInt64?) in
+            let (restored, overflow) = state.adopt(
+                slot, budgets: budgets.map { ($0.bundleID, $0.budget) }, pending: entries, now: now)
+            guard writer != nil, !overflow.isEmpty || !undecided.isEmpty else { return (restored, nil) }
             let dropped = Set(overflow)
-            writer.enqueue { batch in
-                batch.outcomes += overflow.map {
-                    NotificationOutcome(apnsID: $0, state: .discarded, rule: .overflow, at: now)
-                }
-                batch.outcomes += undecided.filter { !dropped.contains($0) }.map {
+            var change = StoreChange<any EventLoop>()
+            change.outcomes =
+                overflow.map { NotificationOutcome(apnsID: $0, state: .discarded, rule: .overflow, at: now) }
+                + undecided.filter { !dropped.contains($0) }.map {
                     NotificationOutcome(apnsID: $0, state: .pending, rule: .offline, at: now)
                 }
-            }
+            return (restored, state.post(change))
         }
+        if let sequence { _ = enqueuePosted(upTo: sequence) }
         return restored
     }
 

@@ -19,6 +19,12 @@ struct HubState<Answer: Sendable>: Sendable {
     var core: HubCore
     /// The session of each connected device (`core.connected`'s devices, no other).
     private(set) var sessions: [DeviceSlot: any DeviceSession] = [:]
+    /// What the hub counted (`/v1/counters`), kept under the same lock as what it counts.
+    var counters = HubCounters()
+    /// When the tick's periodic checks last ran (stalled devices, broadcast cursors, stale devices).
+    var checks = PeriodicChecks()
+    /// Broadcast sequences accepted here.
+    var sequencer = BroadcastSequencer()
     /// Store changes decided under the lock, in decision order, for the hub to hand to the store's
     /// writer after unlocking (no store call is made under this lock).
     private var posted: [StoreChange<Answer>] = []
