@@ -52,6 +52,10 @@ import WallClock
                     "--set", "log.modules=provider=info,devices=info,admin=info",
                     "--set", "provider.rate.device_token.per_second=0", "--set", "devices.keep_alive_seconds=3600",
                     "--set", "channels.tls.enabled=false", "--set", "channels.h2c.enabled=false",
+                    // A stalled device is closed for not reading after this long, and pushes for it while it
+                    // is away then coalesce (APNs keeps the newest): these tests stall a device on purpose
+                    // while thousands of POSTs go in, which a loaded machine can stretch past the default 30 s.
+                    "--set", "devices.not_reading_timeout_seconds=3600",
                 ], logPath: log)
             let found = try await process.boundPorts(logPath: log)
             let ports = Ports(provider: found.provider, devices: found.devices, admin: found.admin)
