@@ -158,13 +158,14 @@ extension ForecastShard {
                 costs[kind].pushesSent += 1
                 costs[kind].liveActivityUpdatesSent += 1
                 hourlyPushes[hour] += 1
+                pushCounter += 1
                 let push = PushNotification(
-                    id: Self.liveActivityID(
-                        device: firstDevice + device, version: version, app: slot, activity: activity),
+                    id: APNsID(high: UInt64(firstDevice + device), low: pushCounter),
                     deviceToken: Self.activityTokens[activity], topic: template.topic, bundleID: template.bundleID,
                     pushType: template.pushType, priority: template.priority, expiration: template.expiration,
                     collapseID: nil, notificationClass: template.notificationClass, mismatch: template.mismatch,
                     payload: template.payload, teamID: nil, receivedAt: UnixTime(milliseconds: now))
+                liveUpdatesInFlight.insert(push.id)
                 send(push, to: device, version: version, activity: activity)
             }
         }

@@ -34,7 +34,7 @@ extension ForecastShard {
             case .discard(let id, let rule):
                 let device = self.device(of: id)
                 count(rule, device)
-                if id.low & Self.liveActivityMark != 0 { costs[Int(kindOf[device])].liveActivityUpdatesDropped += 1 }
+                if liveUpdatesInFlight.remove(id) != nil { costs[Int(kindOf[device])].liveActivityUpdatesDropped += 1 }
                 if isTraced(device) {
                     record(device, "discard") {
                         $0.apnsID = id.description
@@ -90,16 +90,17 @@ extension ForecastShard {
                     push.id, by: write.device, app: app.map { policyApps[Int(kindOf[device])][Int($0.index)] },
                     now: UnixTime(milliseconds: now), writes: &writes)
             }
+            if push.pushType == .liveactivity { liveUpdatesInFlight.remove(push.id) }
             guard let app else { continue }
-            if push.id.low & Self.liveActivityMark != 0 {
-                let low = push.id.low
-                let version = Int((low & ~Self.liveActivityMark) >> 16)
-                // Stamped with its version's publication, as the backend stamps it (`announce`).
+            if push.pushType == .liveactivity, let activity = Self.activityTokens.firstIndex(of: push.deviceToken),
+                let version = AnnouncementRequest.version(in: push.payload)
+            {
+                // The activity its token names, the version its content-state carries, stamped with the
+                // version's publication, as the backend stamps it (`announce`).
                 deviceEvent(
                     device,
                     .liveActivityUpdated(
-                        app: app, activity: Int(low & 0xFF), version: version,
-                        timestamp: publishTimes[version - 1] / 1000))
+                        app: app, activity: activity, version: version, timestamp: publishTimes[version - 1] / 1000))
             } else if let surface = WidgetKitSurface(push.pushType),
                 let version = AnnouncementRequest.version(in: push.payload)
             {

@@ -60,6 +60,9 @@ final class ForecastShard {
     var liveTemplates: [[PushNotification?]] = []
     var now: Int64
     var pushCounter: UInt64 = 0
+    /// Live Activity updates sent and neither delivered nor discarded yet: a discard of one is an update
+    /// lost.
+    var liveUpdatesInFlight = Set<APNsID>()
     /// Announcement pushes of the current version, per kind by app slot (parsed once per app, copied
     /// per device).
     var templates: [[[PushNotification]]] = []
@@ -94,18 +97,10 @@ final class ForecastShard {
         }
     }
 
-    /// A Live Activity update's push id: the device in the high half (as every push's), and in the low
-    /// half a mark, the version, the app and the activity — so a delivery says what it updates, and a
-    /// discard that an update was lost.
-    static func liveActivityID(device: Int, version: Int, app: Int, activity: Int) -> APNsID {
-        APNsID(
-            high: UInt64(device),
-            low: liveActivityMark | UInt64(version) << 16 | UInt64(app) << 8 | UInt64(activity))
-    }
-    static let liveActivityMark: UInt64 = 1 << 63
-
-    /// The placeholder token of one activity of an app on a device (the policy budgets per token within
-    /// the device's app).
+    /// The update token of one activity of an app on a device, as the device's registry issues it (the
+    /// policy budgets per token within the device's app): an update is addressed to it, and the device
+    /// knows by it which of its activities the update is for. (Each device's tokens are its own; the
+    /// forecast routes by device, so the same placeholder serves every device.)
     static let activityTokens: [DeviceToken] = (0..<AppProfile.maximumLiveActivities).map {
         let hex = String($0 + 1, radix: 16)
         return DeviceToken(String(repeating: "0", count: 64 - hex.count) + hex)!
