@@ -27,7 +27,7 @@ public struct ForecastVariant: Sendable {
         for part in text.split(separator: ",") {
             let pair = part.split(separator: "=", maxSplits: 1).map { String($0.trimmed) }
             guard pair.count == 2, !pair[0].isEmpty else {
-                throw ForecastVariantError("\(option) '\(flag)': expected key=value, got '\(part)'")
+                throw ForecastVariantError("\(option) '\(flag)': expected key=value, got '\(part.trimmed)'")
             }
             overrides.append((pair[0], pair[1]))
         }
