@@ -194,10 +194,10 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// had not acknowledged stays in its queue for its next connection.
     func disconnected(_ device: DeviceSlot, session: any DeviceSession) {
         let now = clock()
-        let (wasCurrent, cursors) = core.withLock { core in
-            (core.disconnected(device, session: session, now: now), core.broadcasts.takeCursors(of: device))
+        let cursors = core.withLock { core in
+            if core.disconnected(device, session: session, now: now) { core.counters.disconnections += 1 }
+            return core.broadcasts.takeCursors(of: device)
         }
-        if wasCurrent { core.withLock { $0.counters.disconnections += 1 } }
         store(cursors)
     }
 
@@ -207,12 +207,13 @@ public final class DeviceHub: NotificationIntake, Sendable {
         let now = clock()
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil,
-            { core, _ in core.policy.keepAlive(device: device, now: now) },
+            { core, _ in
+                core.counters.keepAlives += 1
+                return core.policy.keepAlive(device: device, now: now)
+            },
             actions: { $0 })
         let inAnswer = writes.filter { $0.device == device }
         write(writes.filter { $0.device != device })
-        countSent(inAnswer)
-        core.withLock { $0.counters.keepAlives += 1 }
         return .keepAliveAck(sequence: sequence, notifications: inAnswer.map { delivery($0.item) })
     }
 
@@ -406,17 +407,6 @@ public final class DeviceHub: NotificationIntake, Sendable {
                     return value
                 }()
             write.session.send(encoded: bytes, of: message)
-        }
-        countSent(writes)
-    }
-
-    /// Counts what was written (inline in a keep-alive's answer too), and what was written again.
-    private func countSent(_ writes: [HubWrite]) {
-        guard !writes.isEmpty else { return }
-        let resent = writes.count { $0.item.sends > 1 }
-        core.withLock {
-            $0.counters.sent += writes.count
-            $0.counters.resent += resent
         }
     }
 

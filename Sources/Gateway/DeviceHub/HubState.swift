@@ -66,10 +66,14 @@ struct HubState<Answer: Sendable>: Sendable {
     var connectedCount: Int { sessions.count }
     var allSessions: [any DeviceSession] { Array(sessions.values) }
 
-    /// The core's writes, to the sessions of their devices.
-    func toSessions(_ writes: [CoreWrite]) -> [HubWrite] {
-        writes.compactMap { write in
-            sessions[write.device].map { HubWrite(session: $0, device: write.device, item: write.item) }
+    /// The core's writes, to the sessions of their devices, counted as sent (and sent again) here under
+    /// the lock that made them: the hub writes every one after unlocking.
+    mutating func take(_ written: [CoreWrite], into writes: inout [HubWrite]) {
+        for write in written {
+            guard let session = sessions[write.device] else { continue }
+            writes.append(HubWrite(session: session, device: write.device, item: write.item))
+            counters.sent += 1
+            if write.item.sends > 1 { counters.resent += 1 }
         }
     }
 
@@ -94,7 +98,7 @@ struct HubState<Answer: Sendable>: Sendable {
         let previous = sessions.updateValue(session, forKey: device)
         var written: [CoreWrite] = []
         let actions = core.connected(device, now: now, writes: &written)
-        writes += toSessions(written)
+        take(written, into: &writes)
         return (previous === session ? nil : previous, actions)
     }
 
@@ -111,7 +115,7 @@ struct HubState<Answer: Sendable>: Sendable {
     ) -> Outgoing? {
         var written: [CoreWrite] = []
         let item = core.acknowledged(id, by: device, now: now, writes: &written)
-        writes += toSessions(written)
+        take(written, into: &writes)
         return item
     }
 
@@ -121,7 +125,7 @@ struct HubState<Answer: Sendable>: Sendable {
     ) {
         var written: [CoreWrite] = []
         core.route(actions, device: device, now: now, slot: slot, unstored: unstored, writes: &written)
-        writes += toSessions(written)
+        take(written, into: &writes)
     }
 
     mutating func settled(
@@ -129,7 +133,7 @@ struct HubState<Answer: Sendable>: Sendable {
     ) {
         var written: [CoreWrite] = []
         core.settled(push, device: device, stored: stored, now: now, writes: &written)
-        writes += toSessions(written)
+        take(written, into: &writes)
     }
 
     mutating func fanOut(
@@ -137,7 +141,7 @@ struct HubState<Answer: Sendable>: Sendable {
     ) {
         var written: [CoreWrite] = []
         core.fanOut(message, to: slice, now: now, writes: &written)
-        writes += toSessions(written)
+        take(written, into: &writes)
     }
 
     mutating func subscribe(
@@ -147,7 +151,7 @@ struct HubState<Answer: Sendable>: Sendable {
         var written: [CoreWrite] = []
         let subscription = core.subscribe(
             device, to: channel, bundleID: bundleID, storage: storage, now: now, writes: &written)
-        writes += toSessions(written)
+        take(written, into: &writes)
         return subscription
     }
 
