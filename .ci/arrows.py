@@ -10,7 +10,8 @@ wherever the modules live (Sources/<side>/<module>). Exits non-zero with one lin
 3. The layers inside the gateway: model -> policy -> hub/provider -> gateway -> executable.
 4. Each target imports exactly what it declares (no undeclared module, no declared one unused).
 5. The executable only parses and prints: no target imports it (the tests take what they test from the
-   libraries), and libnghttp2's declarations (CNGHTTP2) are imported only by the provider API's codec.
+   libraries), and libnghttp2's declarations (CNGHTTP2) are imported only by the provider API's codec: the
+   files of its room (Sources/Gateway/ProviderAPI/HTTP2Codec/) and the provider API's tests.
 
 Usage: python3 .ci/arrows.py  (from the repository; .ci/run runs it)
 """
@@ -36,8 +37,10 @@ FORBIDDEN = {
     "PushStore": {"DeviceHub", "ProviderAPI", "Gateway", "AdminAPI"},
     "AdminAPI": {"Gateway", "ProviderAPI"},
 }
-# Who may import libnghttp2's declarations: the provider API, whose codec is its one user, and its tests.
+# Who may import libnghttp2's declarations: the provider API, whose codec is its one user (the files of the
+# codec's room only), and its tests.
 CNGHTTP2_USERS = {"ProviderAPI", "ProviderAPITests"}
+CODEC_ROOM = "Sources/Gateway/ProviderAPI/HTTP2Codec/"
 # Modules every target may import without declaring them (the toolchain's).
 SYSTEM = {"Foundation", "FoundationEssentials", "Dispatch", "Glibc", "Musl", "Darwin", "Synchronization",
           "Testing", "XCTest", "_Concurrency", "Observation"}
@@ -65,6 +68,8 @@ def main() -> int:
                 text = handle.read()
             for match in re.finditer(r"^(?:@testable |@_exported |public |internal |package )?import (?:struct |enum |class |func )?(\w+)", text, re.M):
                 imports.setdefault(match.group(1), file)
+                if match.group(1) == "CNGHTTP2" and name == "ProviderAPI" and not file.startswith(CODEC_ROOM):
+                    findings.append(f"{file}: imports CNGHTTP2 outside the codec's room ({CODEC_ROOM})")
             if name in PURE:
                 for number, line in enumerate(text.splitlines(), 1):
                     if CLOCK.search(line) and "// clock-ok" not in line:

@@ -1,23 +1,21 @@
 #!/usr/bin/env bash
-# Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run: Pushgate
-# on each of its HTTP/2 codecs (provider.http2.codec: nio, nghttp2), each its own process; over h2c, then
-# over TLS (every server on the same development certificate). A third gateway, libnghttp2's codec with
-# `store.backend=memory`, runs every rule but writes nothing: the gap between it and the shipped one is
-# what committing each notification to SQLite (an fsync before the 200) costs on the same core.
+# Provider API throughput and latency, side by side with nghttpd (C, libnghttp2), in one run: Pushgate as
+# shipped (SQLite, an fsync before each 200), and a second gateway with `store.backend=memory`, which runs
+# every rule but writes nothing (the front door): the gap between them is what committing each
+# notification costs on the same core. Each its own process; over h2c, then over TLS.
 #
 # Each server is pinned to core 0 with one event loop; h2load runs on core 1. The request is the same
 # shape for both: POST /3/device/<token> with a ~100-byte silent payload and the APNs headers; Pushgate
 # gets a valid provider token and checks everything, nghttpd just answers 200.
 #
 # Each row is judged by the rule of issue 48 (Benchmarks/README.md, "Goals"), in the same run: the front door
-# (libnghttp2's codec on the memory store: every rule, nothing written) meets its goal at ≥ 0.5 × nghttpd's
-# requests/s with a p99 ≤ 1.5 × nghttpd's; the durable row (libnghttp2's codec on SQLite, an fsync before
-# each 200) against the disk: the fsyncs a second this machine's disk gives in the data directory, measured
+# (the memory store: every rule, nothing written) meets its goal at ≥ 0.5 × nghttpd's requests/s with a
+# p99 ≤ 1.5 × nghttpd's; the durable row (SQLite, an fsync before each 200) against the disk: the fsyncs a second this machine's disk gives in the data directory, measured
 # here, times the gateway's mean commit batch in the run, or the front door's rate when that is lower —
 # it meets its goal at ≥ 0.5 × that ceiling.
 #
 # Usage: [BEFORE=<another build's pushgate>] Benchmarks/provider-api.sh [seconds per run, default 8]
-# BEFORE adds a row for that binary (on its own data, made by it, and its default codec and store), measured
+# BEFORE adds a row for that binary (on its own data, made by it, and its default store), measured
 # in the same run against the same nghttpd: a before and after in one table. It must take the settings
 # used here (builds since 9936226 do).
 # Needs: nghttp2-client (h2load), nghttp2-server (nghttpd), taskset, python3.
@@ -30,10 +28,8 @@ cd "$(dirname "$0")/.."
 DURATION=${1:-8}
 WARMUP=${WARMUP:-2}
 TOKENS=1000
-PG_PORT=22198
 NG_PORT=22199
 NH_PORT=22196
-PG_TLS=22188
 NH_TLS=22187
 NG_TLS=22186
 MEM_PORT=22185
@@ -50,8 +46,8 @@ done
 source Benchmarks/release.sh
 
 # Pushgate: a key, $TOKENS device tokens, limits off (this measures the request path, not the limiters).
-SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.port=$PG_TLS
-  --set provider.h2c.port=$PG_PORT --set provider.rate.device_token.per_second=0
+SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.port=$NH_TLS
+  --set provider.h2c.port=$NH_PORT --set provider.rate.device_token.per_second=0
   --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0)
 provider_fixture $TOKENS
 BODY_BYTES=$(wc -c < "$WORK/body.json")
@@ -60,21 +56,16 @@ BODY_BYTES=$(wc -c < "$WORK/body.json")
 mkdir -p "$WORK/docroot/3/device"
 while read -r token; do : > "$WORK/docroot/3/device/$token"; done < "$WORK/tokens.txt"
 
-sed "s#^#http://127.0.0.1:$PG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-uris.txt"
 sed "s#^#http://127.0.0.1:$NG_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-uris.txt"
 sed "s#^#http://127.0.0.1:$NH_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-uris.txt"
-sed "s#^#https://127.0.0.1:$PG_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/pg-tls-uris.txt"
 sed "s#^#https://127.0.0.1:$NG_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/ng-tls-uris.txt"
 sed "s#^#https://127.0.0.1:$NH_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/nh-tls-uris.txt"
 sed "s#^#http://127.0.0.1:$MEM_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/mem-uris.txt"
 sed "s#^#https://127.0.0.1:$MEM_TLS/3/device/#" "$WORK/tokens.txt" > "$WORK/mem-tls-uris.txt"
-# The second gateway: the same keys and tokens in a data directory of its own, libnghttp2's codec; the
-# third the same on the memory store.
-cp -r "$WORK/data" "$WORK/data-nghttp2"
+# The shipped gateway on the keys and tokens made above; the front door the same in a data directory of its
+# own, on the memory store.
 cp -r "$WORK/data" "$WORK/data-memory"
-SETTINGS_NH=("${SETTINGS[@]}" --set "data_dir=$WORK/data-nghttp2" --set provider.h2c.port=$NH_PORT
-  --set provider.tls.port=$NH_TLS
-  --set provider.http2.codec=nghttp2 --set devices.port=22193 --set devices.tls.port=22195 --set admin.port=22194
+SETTINGS_NH=("${SETTINGS[@]}" --set devices.port=22193 --set devices.tls.port=22195 --set admin.port=22194
   --set channels.tls.port=22192 --set channels.h2c.port=22191)
 SETTINGS_MEM=("${SETTINGS_NH[@]}" --set "data_dir=$WORK/data-memory" --set store.backend=memory --set provider.h2c.port=$MEM_PORT
   --set provider.tls.port=$MEM_TLS --set devices.port=22183 --set devices.tls.port=22182 --set admin.port=22181
@@ -99,9 +90,7 @@ if [ -n "${BEFORE:-}" ]; then
   taskset -c 0 "$BEFORE" serve "${SETTINGS_BEFORE[@]}" 2> "$WORK/pushgate-before.log" &
   BEFORE_PID=$!
 fi
-taskset -c 0 "$PG" serve "${SETTINGS[@]}" 2> "$WORK/pushgate.log" &
-PG_PID=$!
-taskset -c 0 "$PG" serve "${SETTINGS_NH[@]}" 2> "$WORK/pushgate-nghttp2.log" &
+taskset -c 0 "$PG" serve "${SETTINGS_NH[@]}" 2> "$WORK/pushgate.log" &
 NH_PID=$!
 taskset -c 0 "$PG" serve "${SETTINGS_MEM[@]}" 2> "$WORK/pushgate-memory.log" &
 MEM_PID=$!
@@ -116,8 +105,8 @@ listening() {
   done
   return 1
 }
-listening $PG_PORT $NG_PORT $NH_PORT $PG_TLS $NH_TLS $MEM_PORT $MEM_TLS || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-nghttp2.log"; show_log "$WORK/pushgate-memory.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (either codec, or on the memory store) or nghttpd did not listen in 20 s"; }
-# nghttpd over TLS, on the development certificate the first gateway made.
+listening $NG_PORT $NH_PORT $NH_TLS $MEM_PORT $MEM_TLS || { show_log "$WORK/pushgate.log"; show_log "$WORK/pushgate-memory.log"; show_log "$WORK/nghttpd.log"; fail "pushgate (SQLite or the memory store) or nghttpd did not listen in 20 s"; }
+# nghttpd over TLS, on the development certificate the shipped gateway made.
 taskset -c 0 nghttpd -d "$WORK/docroot" -n 1 $NG_TLS "$WORK/data/tls/server-key.pem" "$WORK/data/tls/server.pem" \
   2> "$WORK/nghttpd-tls.log" &
 listening $NG_TLS || { show_log "$WORK/nghttpd-tls.log"; fail "nghttpd (TLS) did not listen in 20 s"; }
@@ -181,17 +170,15 @@ for shape in "${SHAPES[@]}"; do
   for transport in h2c tls; do
     suffix=$([ $transport = tls ] && echo "-tls" || true)
     ng=$(run "nghttpd$suffix" "$WORK/ng$suffix-uris.txt" "$shape") || fail "nghttpd ($transport), $shape: no figure"
-    pg=$(run "pushgate$suffix" "$WORK/pg$suffix-uris.txt" "$shape") \
-      || { show_log "$WORK/pushgate.log"; fail "pushgate (nio, $transport), $shape: no figure"; }
     read -r commits_before changes_before <<< "$(commits)" || fail "the durable gateway's /v1/counters: no answer"
-    nh=$(run "pushgate-nghttp2$suffix" "$WORK/nh$suffix-uris.txt" "$shape") \
-      || { show_log "$WORK/pushgate-nghttp2.log"; fail "pushgate (nghttp2, $transport), $shape: no figure"; }
+    nh=$(run "pushgate$suffix" "$WORK/nh$suffix-uris.txt" "$shape") \
+      || { show_log "$WORK/pushgate.log"; fail "pushgate (SQLite, $transport), $shape: no figure"; }
     read -r commits_after changes_after <<< "$(commits)" || fail "the durable gateway's /v1/counters: no answer"
     [ "$commits_after" -gt "$commits_before" ] || fail "the durable gateway committed nothing in its run ($transport, $shape)"
     batch=$(( (changes_after - changes_before) / (commits_after - commits_before) ))
     mem=$(run "pushgate-memory$suffix" "$WORK/mem$suffix-uris.txt" "$shape") \
-      || { show_log "$WORK/pushgate-memory.log"; fail "pushgate (nghttp2, memory store, $transport), $shape: no figure"; }
-    rows=("nio $pg" "nghttp2 $nh" "nghttp2,_memory_store $mem")
+      || { show_log "$WORK/pushgate-memory.log"; fail "pushgate (memory store, $transport), $shape: no figure"; }
+    rows=("SQLite $nh" "memory_store $mem")
     if [ -n "$BEFORE_PID" ]; then
       HEADERS_NOW=("${HEADERS[@]}")
       HEADERS=("${HEADERS_BEFORE[@]}")
@@ -208,21 +195,20 @@ for shape in "${SHAPES[@]}"; do
     [ "$ceiling" -le "${mem_rps%.*}" ] || ceiling=${mem_rps%.*}
     echo "| \`$shape\` | $transport | nghttpd | $ng_rps | $ng_p50 | $ng_p99 | $ng_ok / $ng_n | |"
     for row in "${rows[@]}"; do
-      read -r codec rps p50 p99 ok n <<< "$row"
+      read -r label rps p50 p99 ok n <<< "$row"
       kind=other
-      [ "$codec" = "nghttp2,_memory_store" ] && kind=front
-      [ "$codec" = "nghttp2" ] && kind=durable
-      codec=${codec//_/ }
-      cell=$(verdict "$rps" "$p99" "$ng_rps" "$ng_p99" "$ceiling" "$kind") || fail "no verdict for $codec"
-      echo "| \`$shape\` | $transport | pushgate ($codec) | $rps | $p50 | $p99 | $ok / $n | $cell |"
-      python3 -c "print('| \`$shape\` | $transport | **ratio ($codec)** | **%.2f ×** | | | | |' % ($rps / max(1, $ng_rps)))"
+      [ "$label" = "memory_store" ] && kind=front
+      [ "$label" = "SQLite" ] && kind=durable
+      label=${label//_/ }
+      cell=$(verdict "$rps" "$p99" "$ng_rps" "$ng_p99" "$ceiling" "$kind") || fail "no verdict for $label"
+      echo "| \`$shape\` | $transport | pushgate ($label) | $rps | $p50 | $p99 | $ok / $n | $cell |"
+      python3 -c "print('| \`$shape\` | $transport | **ratio ($label)** | **%.2f ×** | | | | |' % ($rps / max(1, $ng_rps)))"
     done
     echo "| \`$shape\` | $transport | the disk: $DISK_SYNCS fsyncs/s × mean batch $batch | $ceiling (ceiling) | | | | |"
   done
 done
-RSS=$(awk '/VmHWM/ {print $2}' /proc/$PG_PID/status 2>/dev/null || echo '?')
 RSS_NH=$(awk '/VmHWM/ {print $2}' /proc/$NH_PID/status 2>/dev/null || echo '?')
 RSS_MEM=$(awk '/VmHWM/ {print $2}' /proc/$MEM_PID/status 2>/dev/null || echo '?')
 echo
 RSS_BEFORE=$([ -z "$BEFORE_PID" ] || echo ", $(awk '/VmHWM/ {print $2}' /proc/$BEFORE_PID/status 2>/dev/null || echo '?') kB (before)")
-echo "Pushgate peak RSS: ${RSS} kB (nio), ${RSS_NH} kB (nghttp2), ${RSS_MEM} kB (nghttp2, memory store)${RSS_BEFORE}"
+echo "Pushgate peak RSS: ${RSS_NH} kB (SQLite), ${RSS_MEM} kB (memory store)${RSS_BEFORE}"

@@ -12,20 +12,17 @@
 # and the top functions. The layers are read from the symbols' module names (NIOHTTP2/NIOHPACK, NIOSSL
 # and BoringSSL, NIOCore/NIOPosix, the gateway's own modules, SQLite, the kernel).
 #
-# Usage: [CODEC=nghttp2|nio] Benchmarks/provider-profile.sh [seconds, default 8] [h2c|tls|both, default both]
-# (CODEC: the gateway's provider.http2.codec, default nghttp2, as shipped.)
+# Usage: Benchmarks/provider-profile.sh [seconds, default 8] [h2c|tls|both, default both]
 # Needs: perf (linux-perf), nghttp2-client (h2load), taskset, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_=${1:-8}
 WHICH=${2:-both}
-CODEC=${CODEC:-nghttp2}
 TOKENS=1000
 H2C_PORT=22298
 TLS_PORT=22297
 SHAPE="-c 16 -m 32"
 case "$WHICH" in h2c|tls|both) ;; *) echo "provider-profile.sh: the second argument is h2c, tls or both, not '$WHICH'" >&2; exit 1 ;; esac
-case "$CODEC" in nio|nghttp2) ;; *) echo "provider-profile.sh: CODEC is nio or nghttp2, not '$CODEC'" >&2; exit 1 ;; esac
 for tool in perf h2load taskset python3; do
   command -v $tool >/dev/null || { echo "missing $tool (apt-get install linux-perf nghttp2-client util-linux python3)"; exit 1; }
 done
@@ -35,8 +32,7 @@ source Benchmarks/release.sh
 
 SETTINGS=(--set "data_dir=$WORK/data" --set event_loops=1 --set provider.tls.port=$TLS_PORT
   --set provider.h2c.port=$H2C_PORT --set provider.rate.device_token.per_second=0
-  --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0
-  --set provider.http2.codec=$CODEC)
+  --set provider.rate.team.per_second=0 --set log.level=warning --set devices.reload_seconds=0)
 provider_fixture $TOKENS
 sed "s#^#http://127.0.0.1:$H2C_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/h2c-uris.txt"
 sed "s#^#https://127.0.0.1:$TLS_PORT/3/device/#" "$WORK/tokens.txt" > "$WORK/tls-uris.txt"
@@ -128,7 +124,7 @@ for function, count in functions.most_common(15):
 '
 }
 
-echo "Provider API profile — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores: pushgate (codec $CODEC) on core 0 (one event loop), h2load $SHAPE on core 1, perf record -g -F 999 for ${SECONDS_} s"
+echo "Provider API profile — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores: pushgate on core 0 (one event loop), h2load $SHAPE on core 1, perf record -g -F 999 for ${SECONDS_} s"
 for name in h2c tls; do
   [ "$WHICH" = both ] || [ "$WHICH" = "$name" ] || continue
   profile $name

@@ -52,7 +52,6 @@ case "$MODE" in
 smoke)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 1
   command -v perf >/dev/null && section "Provider API profile" bash Benchmarks/provider-profile.sh 1
-  command -v perf >/dev/null && section "Provider API profile (nio)" env CODEC=nio bash Benchmarks/provider-profile.sh 1
   section "Silent-push policy" bash Benchmarks/policy.sh 10000 20000
   section "Device fleet" bash Benchmarks/devices.sh 100 2
   section "Simulated iPhones" bash Benchmarks/iphones.sh 50 2
@@ -71,7 +70,6 @@ smoke)
 quick)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 3
   section "Provider API profile" bash Benchmarks/provider-profile.sh 4
-  section "Provider API profile (nio)" env CODEC=nio bash Benchmarks/provider-profile.sh 4
   section "Silent-push policy" bash Benchmarks/policy.sh 100000 500000
   section "Device fleet" bash Benchmarks/devices.sh 1000 10
   section "Simulated iPhones" bash Benchmarks/iphones.sh 1000 10
@@ -85,7 +83,6 @@ quick)
 full)
   section "Provider API vs nghttpd" bash Benchmarks/provider-api.sh 8
   section "Provider API profile" bash Benchmarks/provider-profile.sh 8
-  section "Provider API profile (nio)" env CODEC=nio bash Benchmarks/provider-profile.sh 8
   section "Silent-push policy" bash Benchmarks/policy.sh
   section "Device fleet" bash Benchmarks/devices.sh 10000 60
   section "Simulated iPhones" bash Benchmarks/iphones.sh 10000 60

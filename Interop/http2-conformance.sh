@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The provider API against RFC 9113's and RFC 7541's rules, case by case as h2spec checks a server
 # (Interop/http2_conformance.py: its generic, http2 and hpack groups under h2spec's ids), on the h2c port
-# and on the TLS port of a `pushgate serve` started for it on loopback. The codec is the configured one
-# (PUSHGATE_PROVIDER_HTTP2_CODEC=nio for NIO's). Skipped, not failed, when the pinned `hpack` (the Huffman
-# code the cases use) cannot be installed; fails when a case fails. Bounded: each port has 300 s.
+# and on the TLS port of a `pushgate serve` started for it on loopback. Skipped, not failed, when the
+# pinned `hpack` (the Huffman code the cases use) cannot be installed; fails when a case fails. Bounded: each port has 300 s.
 #
 #   Interop/http2-conformance.sh [id-prefix …]     # e.g. http2/6.9 hpack
 set -uo pipefail
@@ -27,7 +26,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-echo "RFC 9113 / RFC 7541 conformance (h2spec's cases), codec ${PUSHGATE_PROVIDER_HTTP2_CODEC:-default}:"
+echo "RFC 9113 / RFC 7541 conformance (h2spec's cases):"
 failed=0
 timeout 300 "$venv/bin/python" Interop/http2_conformance.py --port "$H2C_PORT" "$@" || failed=1
 timeout 300 "$venv/bin/python" Interop/http2_conformance.py --port "$TLS_PORT" --tls --ca "$WORK/data/tls/ca.pem" "$@" \

@@ -38,7 +38,6 @@ final class HoldingIntake: NotificationIntake {
         let clock = ManualClock()
         var settings = ProviderSettings()
         settings.perDeviceTokenRate = .unlimited
-        settings.http2.codec = testedCodec
         let context = ProviderContext(
             settings: settings, keys: Fixture.keys, directory: Fixture.directory, intake: intake, clock: { clock.now })
         let server = ProviderServer(

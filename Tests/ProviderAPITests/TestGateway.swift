@@ -119,7 +119,6 @@ final class TestGateway: Sendable {
         try certificates.ensure()
         var settings = ProviderSettings()
         settings.perDeviceTokenRate = .unlimited
-        settings.http2.codec = testedCodec
         configure(&settings)
         let clock = ManualClock()
         let intake = RecordingIntake(failing: [Fixture.failingToken], overloaded: [Fixture.overloadedToken])
@@ -231,18 +230,6 @@ extension ProviderClient.Response {
         return (object["timestamp"] as? NSNumber)?.int64Value
     }
 }
-
-/// The HTTP/2 codec these suites run on: the default (libnghttp2's), or NIO's with
-/// `PUSHGATE_TEST_HTTP2_CODEC=nio swift test --filter ProviderAPITests` (`.ci/run` does both while both ship).
-let testedCodec: HTTP2Codec = {
-    guard let name = ProcessInfo.processInfo.environment["PUSHGATE_TEST_HTTP2_CODEC"] else {
-        return ProviderSettings().http2.codec
-    }
-    guard let codec = HTTP2Codec(rawValue: name) else {
-        fatalError("PUSHGATE_TEST_HTTP2_CODEC: nio or nghttp2, not \(name)")
-    }
-    return codec
-}()
 
 extension TestGateway {
     /// A client that writes frames exactly as told, connected over h2c once the SETTINGS exchange is done

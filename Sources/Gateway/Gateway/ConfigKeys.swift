@@ -113,10 +113,6 @@ public enum ConfigKeys {
             $0.provider.auth.failedVerificationsPerAddress = RateLimit(
                 burst: Int(($1 * 10).rounded(.up)), perSecond: $1)
         },
-        .choice(
-            "provider.http2.codec", HTTP2Codec.nghttp2,
-            "The provider API's HTTP/2 codec: nghttp2 (libnghttp2's, in C: the runtime library libnghttp2.so.14) or nio (SwiftNIO's).",
-            to: \.provider.http2.codec),
         .int(
             "provider.http2.max_concurrent_streams", "1000", in: 1...1_000_000,
             "SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone (RST_STREAM REFUSED_STREAM, safe to retry).",

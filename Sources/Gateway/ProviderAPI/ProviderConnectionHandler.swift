@@ -9,8 +9,9 @@ import PushIntake
 import PushMetrics
 import PushModel
 
-/// The provider API on one HTTP/2 connection, at frame level: no child channel or task per stream,
-/// which is what keeps the request path fast (see docs/provider-api.md).
+/// The provider API on one HTTP/2 connection, above the codec's seam: requests come up as an
+/// `HTTP2RequestReceiver`'s calls and answers go down through an `HTTP2ResponseWriter`, with no child channel,
+/// task or frame per stream, which is what keeps the request path fast (see docs/provider-api.md).
 ///
 /// Per stream: HEADERS → the head is decided at once; DATA is collected only for accepted heads (at most
 /// the largest payload a push type allows); END_STREAM → the body is decided and the notification handed
@@ -23,9 +24,10 @@ import PushModel
 /// the gateway's; reading resumes when the output drains to half. A connection stopped for
 /// `stalled_close_seconds` is closed.
 final class ProviderConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
+    /// The pipeline carries no data to or from it (the seam does): it sits there for the connection's
+    /// life cycle, its reads (back-pressure), flushes and events.
+    typealias InboundIn = Never
+    typealias OutboundIn = Never
 
     private enum Phase {
         /// The head was accepted; the body is being collected.
@@ -95,22 +97,29 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     private var random = FastRandom()
     /// The development environment answers a 200 with `apns-unique-id` too, as APNs's sandbox does.
     private let answersUniqueID: Bool
-    /// The codec below, when it is libnghttp2's: a 200 is handed to it directly, not as a HEADERS frame.
-    private let nghttp2: NGHTTP2Codec?
+    /// The codec below: what this handler writes.
+    private let writer: any HTTP2ResponseWriter
+    /// Its place in the pipeline, for the seam's calls (set while it is in it).
+    private var context: ChannelHandlerContext?
 
-    init(context: ProviderContext, logger: Logger, codec: NGHTTP2Codec? = nil) {
+    /// Attach it to the codec's seam once added (`ProviderServer.addHTTP2Handlers`).
+    init(context: ProviderContext, logger: Logger, writer: any HTTP2ResponseWriter) {
         self.providerContext = context
         self.logger = logger
         answersUniqueID = context.settings.environment == .development
-        nghttp2 = codec
+        self.writer = writer
     }
 
     // MARK: Lifecycle
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         logger[metadataKey: "remote"] = "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")"
-        nghttp2?.attach(self, context: context)
         if context.channel.isActive { scheduleIdleCheck(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -161,16 +170,6 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case let closed as StreamClosedEvent:
-            self.closed(closed.streamID)
-        case let window as NIOHTTP2WindowUpdatedEvent:
-            if window.streamID == .rootStream, let inbound = window.inboundWindowSize {
-                replenishConnectionWindow(context: context, current: inbound)
-            }
-        case is NIOHTTP2StreamCreatedEvent:
-            // Per-stream bookkeeping events: this handler ends the pipeline, so they stop here rather than
-            // travel to its tail.
-            break
         case is ProviderDrainEvent:
             beginDraining(context: context, reason: .shutdown)
         case is ConnectionEstablished:
@@ -180,73 +179,51 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    // MARK: From libnghttp2's codec, directly
+    // MARK: From the codec's seam
 
-    /// A request's head, as `NGHTTP2Codec` read it.
-    func received(_ head: ReceivedHead, context: ChannelHandlerContext) {
+    func connectionEstablished() {
+        guard let context else { return }
         establish(context: context)
-        receiveHead(
-            head.streamID, block: head.takeBlock(), headers: head.broadcastHeaders ?? [:], endStream: head.endStream,
-            context: context)
     }
 
-    /// A chunk of a request's body (the last one carrying the end of its stream), as `NGHTTP2Codec` read it.
-    func received(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
-        establish(context: context)
-        receiveData(id, data: data, context: context)
+    func receivedHead(_ head: ReceivedHead) {
+        // Client stream ids only grow (the codec has refused any other).
+        guard let context, head.streamID > lastStreamID else { return }
+        openStreams += 1
+        startStream(head.streamID, block: head.takeBlock(), endStream: head.endStream, context: context)
     }
 
-    /// A stream closed, by either codec. Every stream closed was opened by a HEADERS frame this handler read
-    /// (the server opens none), so this keeps `openStreams` equal to the codec's count of open streams.
-    func closed(_ id: HTTP2StreamID) {
+    func receivedBody(_ stream: HTTP2StreamID, _ bytes: ByteBuffer, endStream: Bool) {
+        guard let context else { return }
+        receiveData(stream, bytes, endStream: endStream, context: context)
+    }
+
+    /// RFC 9113 §8.1: trailers carry no pseudo-header, and end the stream; then they end the request.
+    func receivedTrailers(_ stream: HTTP2StreamID, _ fields: HPACKHeaders, endStream: Bool) {
+        guard let context, streams[stream] != nil else { return }
+        let malformed =
+            fields.contains(where: { $0.name.utf8.first == UInt8(ascii: ":") })
+            ? "a pseudo-header in trailers" : endStream ? nil : "trailers without END_STREAM"
+        if let malformed {
+            streams.removeValue(forKey: stream)
+            resetMalformed(stream, because: malformed, context: context)
+        } else {
+            finishStream(stream, context: context)
+        }
+    }
+
+    func streamReset(_ stream: HTTP2StreamID) {
+        streams.removeValue(forKey: stream)
+    }
+
+    /// Every stream closed was opened by a head this handler read (the server opens none), so this keeps
+    /// `openStreams` equal to the codec's count of open streams.
+    func streamClosed(_ stream: HTTP2StreamID) {
         openStreams = max(0, openStreams - 1)
     }
 
-    // MARK: Frames
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
-        establish(context: context)
-        switch frame.payload {
-        case .headers(let headers):
-            receiveHead(
-                frame.streamID, block: RequestHeaderBlock(headers.headers), headers: headers.headers,
-                endStream: headers.endStream, context: context)
-        case .data(let data):
-            receiveData(frame.streamID, data: data, context: context)
-        case .rstStream:
-            streams.removeValue(forKey: frame.streamID)
-        default:
-            break
-        }
-    }
-
-    /// A HEADERS frame's block, as NIO decoded it or as the codec read it: a new stream's head, or trailers.
-    private func receiveHead(
-        _ id: HTTP2StreamID, block: @autoclosure () -> RequestHeaderBlock, headers: @autoclosure () -> HPACKHeaders,
-        endStream: Bool, context: ChannelHandlerContext
-    ) {
-        if id > lastStreamID {
-            // A new stream (client stream ids only grow; the codec has refused any other).
-            openStreams += 1
-            startStream(id, block: block(), endStream: endStream, context: context)
-        } else if streams[id] != nil {
-            // RFC 9113 §8.1: trailers carry no pseudo-header, and end the stream (NIO's codec raises the second
-            // itself); then they end the request.
-            let malformed =
-                headers().contains(where: { $0.name.utf8.first == UInt8(ascii: ":") })
-                ? "a pseudo-header in trailers" : endStream ? nil : "trailers without END_STREAM"
-            if let malformed {
-                streams.removeValue(forKey: id)
-                resetMalformed(id, because: malformed, context: context)
-            } else {
-                finishStream(id, context: context)
-            }
-        }
-    }
-
     /// The first frame (the client's SETTINGS) follows a complete preface (and TLS handshake): the
-    /// connection is established, and the door's handshake timer stops.
+    /// connection is established, the door's handshake timer stops, and the receive window opens.
     private func establish(context: ChannelHandlerContext) {
         guard !windowOpened else { return }
         context.pipeline.fireUserInboundEventTriggered(ConnectionEstablished())
@@ -260,27 +237,8 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A stream-level HTTP/2 error concerns that stream only; NIOHTTP2Handler has already reset it.
-        if let streamError = error as? NIOHTTP2Errors.StreamError {
-            streams.removeValue(forKey: streamError.streamID)
-            return
-        }
-        if draining, Self.isAboveGoAway(error, lastStreamID: lastStreamID) {
-            // RFC 9113 §6.8: after our GOAWAY, frames of streams above its last stream id are ignored (a
-            // client sends them before it reads the GOAWAY). NIO drops their HEADERS and calls their DATA a
-            // connection error; closing for it would leave the streams below unanswered.
-            return
-        }
         logger.debug("provider connection error", metadata: ["error": "\(error)"])
         context.close(promise: nil)
-    }
-
-    /// An error NIO raises for a frame of a stream the client opened after our GOAWAY (NIO ignored its
-    /// HEADERS, so its DATA names no stream), or for NIO's own GOAWAY in answer to that, which may not
-    /// raise the last stream id ours gave.
-    static func isAboveGoAway(_ error: any Error, lastStreamID: HTTP2StreamID) -> Bool {
-        if let missing = error as? NIOHTTP2Errors.NoSuchStream { return missing.streamID > lastStreamID }
-        return error is NIOHTTP2Errors.RaisedGoawayLastStreamID
     }
 
     /// Only while a read is handed up (what starts or finishes a stream): the read's end forgets them.
@@ -291,7 +249,6 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         return times
     }
 
-    /// `headers`: the block as NIO decoded it, read again only for a broadcast (`BroadcastRequest`).
     private func startStream(
         _ id: HTTP2StreamID, block: RequestHeaderBlock, endStream: Bool, context: ChannelHandlerContext
     ) {
@@ -304,7 +261,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             return refuse(id, .concurrentStreams, endStream: endStream, context: context)
         }
         if block.listSize > limits.headerListSize {
-            // RFC 9113 §10.5.1: answered 431 on this stream; NIO decoded the block, so HPACK stays in step.
+            // RFC 9113 §10.5.1: answered 431 on this stream; the session decoded the block, so HPACK stays in step.
             return refuse(id, .headerListSize, endStream: endStream, context: context)
         }
         if let malformed = block.rules.malformed {
@@ -352,33 +309,33 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         if endStream { finishStream(id, context: context) }
     }
 
-    private func receiveData(_ id: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
+    private func receiveData(_ id: HTTP2StreamID, _ buffer: ByteBuffer, endStream: Bool, context: ChannelHandlerContext)
+    {
         guard let state = streams[id] else { return }
-        state.received += data.data.readableBytes
+        state.received += buffer.readableBytes
         if let declared = state.contentLength, state.received > declared {
             streams.removeValue(forKey: id)
             return resetMalformed(id, because: "more DATA than its content-length", context: context)
         }
-        if case .broadcast(var request) = state.phase, case .byteBuffer(let buffer) = data.data {
+        if case .broadcast(var request) = state.phase {
             request.append(buffer.readableBytesView)
             state.phase = .broadcast(request)
         }
-        if case .collecting = state.phase, case .byteBuffer(let buffer) = data.data {
+        if case .collecting = state.phase {
             if state.body.count + buffer.readableBytes > PushType.largestPayloadSize {
                 // Answer now: the client may still be sending, and its stream window will not be reopened.
                 streams.removeValue(forKey: id)
                 respond(id, state, result: .rejected(Rejection(.payloadTooLarge)), context: context)
-                if !data.endStream {
-                    // Flush first: a reset drops the stream's frames still buffered in the HTTP/2 handler.
-                    flushIfNeeded(context: context)
-                    context.writeAndFlush(
-                        wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+                if !endStream {
+                    // The answer goes out first: the writer takes it out of the session before the reset.
+                    writer.reset(id, .noError)
+                    context.flush()
                 }
                 return
             }
             state.body.append(contentsOf: buffer.readableBytesView)
         }
-        if data.endStream { finishStream(id, context: context) }
+        if endStream { finishStream(id, context: context) }
     }
 
     private func finishStream(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
@@ -510,9 +467,8 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     private func resetMalformed(_ id: HTTP2StreamID, because reason: String, context: ChannelHandlerContext) {
         logger.debug("malformed request", metadata: ["stream": "\(id)", "reason": "\(reason)"])
         providerContext.metrics.malformed()
-        flushIfNeeded(context: context)
-        context.writeAndFlush(
-            wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+        writer.reset(id, .protocolError)
+        context.flush()
     }
 
     /// Refuses one stream over a limit and keeps the connection: REFUSED_STREAM for a stream over the
@@ -523,18 +479,12 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     ) {
         logger.debug("stream refused", metadata: ["stream": "\(id)", "limit": "\(limit.rawValue)"])
         providerContext.metrics.refused(limit)
-        flushIfNeeded(context: context)
         switch limit {
         case .concurrentStreams:
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+            writer.reset(id, .refusedStream)
         case .headerListSize:
-            let headers: HPACKHeaders = [":status": "431"]
-            context.write(
-                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
-                promise: nil)
-            if !endStream {
-                context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
-            }
+            writer.respond(id, [":status": "431"], body: nil, promise: nil)
+            if !endStream { writer.reset(id, .noError) }
         }
         context.flush()
     }
@@ -574,33 +524,29 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         let closesConnection = draining && streams.isEmpty
         let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil
         switch result {
-        case .accepted where nghttp2 != nil:
-            nghttp2!.answerAccepted(
-                id, id: responseID, uniqueID: answersUniqueID ? responseID.uniqueID : nil, promise: written)
         case .accepted:
-            var headers = HPACKHeaders()
-            headers.reserveCapacity(3)
-            headers.add(name: ":status", value: "200")
-            // Unique per response: indexing them would only churn the client's HPACK table.
-            headers.add(name: responseAPNsIDHeader, value: responseID.value, indexing: .nonIndexable)
-            if answersUniqueID {
-                headers.add(name: responseUniqueIDHeader, value: responseID.uniqueID.value, indexing: .nonIndexable)
+            // The ids written from their bits, no string made (the `apns-unique-id` in development only).
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 72) { text in
+                responseID.write(into: text)
+                let apnsID = UniqueField(
+                    HeaderName.apnsID.wireName,
+                    UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: text[..<36])))
+                guard answersUniqueID else { return writer.respondOK(id, apnsID, nil, promise: written) }
+                responseID.uniqueID.write(into: UnsafeMutableBufferPointer(rebasing: text[36...]))
+                writer.respondOK(
+                    id, apnsID,
+                    UniqueField(
+                        responseUniqueIDWireName,
+                        UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: text[36...]))),
+                    promise: written)
             }
-            context.write(
-                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))),
-                promise: written)
         case .rejected(let rejection):
             let headers: HPACKHeaders = [
                 ":status": ErrorBodies.statusText[rejection.reason]!, responseAPNsIDHeader: responseID.value,
                 "content-type": "application/json",
             ]
-            context.write(
-                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
             let body = ErrorBodies.body(for: rejection, allocator: context.channel.allocator)
-            context.write(
-                wrapOutboundOut(
-                    HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
-                promise: written)
+            writer.respond(id, headers, body: body, promise: written)
         }
         answered(closing: written, context: context)
     }
@@ -630,16 +576,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         }
         let closesConnection = draining && streams.isEmpty
         let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil
-        context.write(
-            wrapOutboundOut(
-                HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: body == nil)))),
-            promise: body == nil ? written : nil)
-        if let body {
-            context.write(
-                wrapOutboundOut(
-                    HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
-                promise: written)
-        }
+        writer.respond(id, headers, body: body, promise: written)
         answered(closing: written, context: context)
     }
 
@@ -680,24 +617,13 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Flow control
 
-    /// Frame-level handling means nobody else reopens the connection's receive window.
+    /// The connection's receive window, from RFC 9113's 65,535 octets to the configured size; the session
+    /// keeps it open from there (a WINDOW_UPDATE once half is consumed).
     private func openConnectionWindow(context: ChannelHandlerContext) {
         windowOpened = true
         let increment = providerContext.settings.http2.connectionWindowSize - 65_535
         guard increment > 0 else { return }
-        context.write(
-            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
-            promise: nil)
-        scheduleFlush(context: context)
-    }
-
-    private func replenishConnectionWindow(context: ChannelHandlerContext, current: Int) {
-        let target = max(65_535, providerContext.settings.http2.connectionWindowSize)
-        guard windowOpened, current < target / 2 else { return }
-        context.write(
-            wrapOutboundOut(
-                HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: target - current))),
-            promise: nil)
+        writer.widenConnectionWindow(by: increment)
         scheduleFlush(context: context)
     }
 
@@ -735,12 +661,8 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         idleCheck?.cancel()
         var debugData = context.channel.allocator.buffer(capacity: 32)
         debugData.writeString(Rejection(reason).body)
-        context.writeAndFlush(
-            wrapOutboundOut(
-                HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData))),
-            promise: nil)
+        writer.goAway(lastStream: lastStreamID, .noError, debugData: debugData)
+        context.flush()
         if streams.isEmpty { context.close(promise: nil) }
     }
 }
@@ -761,3 +683,5 @@ enum ErrorBodies {
         return bodies[rejection.reason]!
     }
 }
+
+extension ProviderConnectionHandler: HTTP2RequestReceiver {}

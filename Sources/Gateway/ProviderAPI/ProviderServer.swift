@@ -143,22 +143,15 @@ public final class ProviderServer: Service, Sendable {
             }
     }
 
-    /// What a provider connection runs above its transport (TCP, or TLS): the HTTP/2 codec the settings
-    /// choose, then the request handler. Also the `http2-connection` fuzz target's pipeline.
+    /// What a provider connection runs above its transport (TCP, or TLS): the HTTP/2 codec, then the
+    /// request handler, which attaches to the codec's seam. Also the `http2-connection` fuzz target's pipeline.
     public static func addHTTP2Handlers(to channel: any Channel, context: ProviderContext, logger: Logger) throws {
         let sync = channel.pipeline.syncOperations
-        var nghttp2: NGHTTP2Codec?
-        switch context.settings.http2.codec {
-        case .nio:
-            // Outbound, NIO's SETTINGS pass through AdvertisedSettings on their way to the transport.
-            try sync.addHandler(AdvertisedSettings(context.settings.http2.streamLimits))
-            try sync.addHandler(Self.http2Handler(context.settings.http2))
-        case .nghttp2:
-            let codec = NGHTTP2Codec(limits: context.settings.http2)
-            try sync.addHandler(codec)
-            nghttp2 = codec
-        }
-        try sync.addHandler(ProviderConnectionHandler(context: context, logger: logger, codec: nghttp2))
+        let codec = NGHTTP2Codec(limits: context.settings.http2)
+        try sync.addHandler(codec)
+        let handler = ProviderConnectionHandler(context: context, logger: logger, writer: codec)
+        try sync.addHandler(handler)
+        codec.attach(handler)
     }
 
     private func track(_ channel: any Channel) {
@@ -167,25 +160,6 @@ public final class ProviderServer: Service, Sendable {
         channel.closeFuture.whenComplete { [weak self] _ in
             self?.state.withLock { _ = $0.connections.removeValue(forKey: id) }
         }
-    }
-
-    static func http2Handler(_ limits: HTTP2Limits) -> NIOHTTP2Handler {
-        var connection = NIOHTTP2Handler.ConnectionConfiguration()
-        // NIO enforces these ceilings (a peer past them loses its connection); the provider is told the
-        // configured limits (AdvertisedSettings), which the connection handler applies stream by stream.
-        let streamLimits = limits.streamLimits
-        connection.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: streamLimits.concurrentStreamsCeiling),
-            HTTP2Setting(parameter: .maxHeaderListSize, value: streamLimits.headerListCeiling),
-            HTTP2Setting(parameter: .maxFrameSize, value: limits.maxFrameSize),
-        ]
-        // Clients send bodies without content-length; the frame-level handler checks sizes itself.
-        connection.contentLengthValidation = .disabled
-        // NIO's header-block validation cost ~15% of the request path (measured with perf). The handler
-        // reads only the pseudo-headers and APNs headers it knows, compares names exactly (lower case, as
-        // HTTP/2 requires), and ignores everything else, so a malformed header cannot reach a decision.
-        connection.headerBlockValidation = .disabled
-        return NIOHTTP2Handler(mode: .server, connectionConfiguration: connection)
     }
 }
 

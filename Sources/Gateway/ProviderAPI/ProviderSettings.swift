@@ -29,17 +29,7 @@ public struct AuthSettings: Sendable, Equatable {
 }
 
 /// HTTP/2 limits of a provider connection.
-/// The HTTP/2 codec under the provider API's request handler (`provider.http2.codec`).
-public enum HTTP2Codec: String, Sendable, CaseIterable {
-    /// SwiftNIO's (swift-nio-http2).
-    case nio
-    /// libnghttp2's, in C (`NGHTTP2Codec`): the default, 14-30 % faster (docs/provider-api.md, "The codec").
-    case nghttp2
-}
-
 public struct HTTP2Limits: Sendable, Equatable {
-    /// Which codec frames the provider API's HTTP/2 (docs/provider-api.md, "The codec").
-    public var codec: HTTP2Codec = .nghttp2
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised to providers; a stream over it is refused alone.
     public var maxConcurrentStreams: Int = 1000
     /// SETTINGS_MAX_HEADER_LIST_SIZE advertised to providers; a request over it is answered 431.

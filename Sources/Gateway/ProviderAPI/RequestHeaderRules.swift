@@ -2,8 +2,8 @@ import PushModel
 
 /// RFC 9113's rules for a request's header block (§8.1.1, §8.2, §8.3), checked in the handler's one pass
 /// over the block it already walks: a request that breaks one is malformed, and the stream (only that
-/// stream) is reset with PROTOCOL_ERROR before any APNs rule sees it. NIO's own validation does the same
-/// but cost ~15 % of the request path; this adds a byte scan of each name and a few comparisons.
+/// stream) is reset with PROTOCOL_ERROR before any APNs rule sees it. libnghttp2's copy of these rules is
+/// off (docs/provider-api.md, "The codec"); this adds a byte scan of each name and a few comparisons.
 public struct RequestHeaderRules {
     /// Why the request is malformed (nil: it is not, so far).
     public private(set) var malformed: String?
@@ -17,14 +17,7 @@ public struct RequestHeaderRules {
 
     public init() {}
 
-    public mutating func read(_ name: String, _ value: String) {
-        guard malformed == nil else { return }
-        var name = name
-        var value = value
-        name.withUTF8 { name in value.withUTF8 { value in read(name: name, value: value) } }
-    }
-
-    /// The same over the bytes as received (no string made unless the request is malformed).
+    /// One field, over the bytes as received (no string made unless the request is malformed).
     public mutating func read(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard malformed == nil else { return }
         guard let first = name.first else { return fail("an empty header name") }

@@ -66,5 +66,6 @@ public enum HeaderName: CaseIterable, Sendable {
 public let responseAPNsIDHeader = HeaderName.apnsID.rawValue
 
 /// The response header that carries, in the development environment, the id of the notification in the
-/// delivery log (`APNsID.uniqueID`).
-public let responseUniqueIDHeader = "apns-unique-id"
+/// delivery log (`APNsID.uniqueID`): its name on the wire, and as text.
+public let responseUniqueIDWireName: StaticString = "apns-unique-id"
+public let responseUniqueIDHeader = responseUniqueIDWireName.description

@@ -4,10 +4,10 @@ import NIOHPACK
 import NIOHTTP2
 import PushModel
 
-/// The provider API's HTTP/2 codec on libnghttp2 (`provider.http2.codec: nghttp2`), in place of
-/// `NIOHTTP2Handler`: bytes in and out on the transport's side; on the request handler's, what every request
-/// brings (its head, its body, its close, its 200) passes by direct calls and the rest as `HTTP2Frame`s, so
-/// `ProviderConnectionHandler` — every rule, limit and answer — is the same above either codec.
+/// The provider API's HTTP/2 codec, on libnghttp2: bytes in and out on the transport's side; on the request
+/// side, the seam's two protocols — what the client sent goes up to an `HTTP2RequestReceiver`
+/// (`ProviderConnectionHandler`, which attaches when it is added), what it writes comes down as an
+/// `HTTP2ResponseWriter` — by direct calls, with no `HTTP2Frame` between them.
 ///
 /// libnghttp2 does the framing, HPACK, flow control and RFC 9113's protocol checks in C. Its callbacks only
 /// collect what a read produced (`Inbound`); it is handed up after `nghttp2_session_mem_recv`
@@ -16,28 +16,31 @@ import PushModel
 /// taken (`nghttp2_session_mem_send`) and written when the handler flushes or a read is done.
 final class NGHTTP2Codec: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
-    typealias InboundOut = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
+    /// Nothing goes up or comes down the pipeline as data: the seam's calls carry it.
+    typealias InboundOut = Never
+    typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
 
-    /// What one read produced, in order, for the handler: what every request brings (its head, its body's
-    /// chunks, its stream's close) is handed to it directly; the rest (a reset, the client's SETTINGS,
-    /// trailers) goes up the pipeline as frames.
+    /// What one read produced, in order, for the receiver: each case one of `HTTP2RequestReceiver`'s calls.
     private enum Inbound {
-        case frame(HTTP2Frame)
+        case established
         case head(ReceivedHead)
         case data(HTTP2StreamID, ByteBuffer, endStream: Bool)
+        case trailers(HTTP2StreamID, HPACKHeaders, endStream: Bool)
+        case reset(HTTP2StreamID)
         case closed(HTTP2StreamID)
     }
 
-    /// The request handler above (`ProviderConnectionHandler`, which attaches when it is added), called
-    /// directly for each request — no pipeline event, box or dynamic cast — as it calls `answerAccepted`
-    /// directly for each 200. Released when this codec leaves the pipeline (the two refer to each other).
-    private var requests: (handler: ProviderConnectionHandler, context: ChannelHandlerContext)?
+    /// The request side, which attaches when it is added. Released when this codec leaves the pipeline
+    /// (the two refer to each other).
+    private var receiver: (any HTTP2RequestReceiver)?
 
-    func attach(_ handler: ProviderConnectionHandler, context: ChannelHandlerContext) {
-        requests = (handler, context)
+    func attach(_ receiver: any HTTP2RequestReceiver) {
+        self.receiver = receiver
     }
+
+    /// This codec's place in the pipeline, for what the writer's calls write (set while it is in it).
+    private var context: ChannelHandlerContext?
 
     private var session: OpaquePointer?
     private let limits: HTTP2Limits
@@ -52,8 +55,8 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     /// `pending`, lent: each field of the block is read into it without a retain and a release (binding
     /// the property took both, for every field of every request). `pending` keeps it alive.
     private var lentPending: Unmanaged<ReceivedHead>?
-    /// A request's trailers being read (HEADERS on a stream already announced): handed up as a HEADERS frame
-    /// with their fields, for the handler's rules (no pseudo-header, END_STREAM).
+    /// A request's trailers being read (HEADERS on a stream already announced): handed up with their
+    /// fields, for the receiver's rules (no pseudo-header, END_STREAM).
     private var trailers: (stream: Int32, fields: HPACKHeaders)?
     /// The bytes `nghttp2_session_mem_recv` is reading, and where they start, while it reads them.
     private var input: ByteBuffer?
@@ -65,8 +68,6 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     /// in the session's own stream map (`isAnnounced`), looked up there in C rather than in a set of
     /// ours (hashing an id in Swift, four times a request, cost ~1 % of the front door); this many are open.
     private var announcedCount = 0
-    /// A response's head waiting for its body (an error: HEADERS, then one DATA frame that ends it).
-    private var heads: [Int32: HPACKHeaders] = [:]
     /// Response bodies being sent, read by the session's data callback.
     private var bodies: [Int32: ByteBuffer] = [:]
     /// Promises of writes whose bytes go out with the next output taken from the session.
@@ -148,11 +149,13 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         nghttp2_option_set_no_http_messaging(option, 1)
         var allocator = pushgate_session_memory_nghttp2(memory)
         nghttp2_session_server_new3(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, &allocator)
+        self.context = context
         if context.channel.isActive { start(context: context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        requests = nil
+        receiver = nil
+        self.context = nil
         failPromises(ChannelError.ioOnClosedChannel)
     }
 
@@ -314,15 +317,18 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             // The two lists trade places, so that neither is copied nor made anew for a read.
             swap(&inbound, &delivering)
             defer { delivering.removeAll(keepingCapacity: true) }
+            // No receiver: none attached (it attaches before any read), or the codec left the pipeline.
+            guard let receiver else { continue }
             for item in delivering {
-                switch (item, requests) {
-                case (.frame(let frame), _): context.fireChannelRead(wrapInboundOut(frame))
-                case (.head(let head), let (handler, handlerContext)?): handler.received(head, context: handlerContext)
-                case (.data(let stream, let bytes, let endStream), let (handler, handlerContext)?):
-                    handler.received(
-                        stream, data: .init(data: .byteBuffer(bytes), endStream: endStream), context: handlerContext)
-                case (.closed(let stream), let (handler, _)?): handler.closed(stream)
-                case (_, nil): break  // No request handler (it attaches before any read).
+                switch item {
+                case .established: receiver.connectionEstablished()
+                case .head(let head): receiver.receivedHead(head)
+                case .data(let stream, let bytes, let endStream):
+                    receiver.receivedBody(stream, bytes, endStream: endStream)
+                case .trailers(let stream, let fields, let endStream):
+                    receiver.receivedTrailers(stream, fields, endStream: endStream)
+                case .reset(let stream): receiver.streamReset(stream)
+                case .closed(let stream): receiver.streamClosed(stream)
                 }
             }
         }
@@ -417,19 +423,7 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             }
             return 0
         }
-        lent._withUnsafeGuaranteedRef { head in
-            head.block.read(name: name, value: value, repeated: &repeated)
-            if head.broadcastHeaders != nil {
-                head.broadcastHeaders!.add(
-                    name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
-            } else if name.equals(":path"), head.block.head.path?.hasPrefix(BroadcastRequest.pathPrefix) == true {
-                // Pseudo-headers come first (libnghttp2 holds requests to that): the rest of a broadcast's
-                // block is kept for its request, and its method if that came before the path.
-                var headers = HPACKHeaders()
-                if let method = head.block.head.method { headers.add(name: ":method", value: method) }
-                head.broadcastHeaders = headers
-            }
-        }
+        lent._withUnsafeGuaranteedRef { $0.block.read(name: name, value: value, repeated: &repeated) }
         return 0
     }
 
@@ -457,16 +451,14 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
             } else {
                 let fields = trailers?.stream == frame.stream_id ? trailers!.fields : [:]
                 trailers = nil
-                inbound.append(
-                    .frame(
-                        HTTP2Frame(streamID: stream, payload: .headers(.init(headers: fields, endStream: endStream)))))
+                inbound.append(.trailers(stream, fields, endStream: endStream))
             }
         case FrameType.rstStream:
-            inbound.append(.frame(HTTP2Frame(streamID: stream, payload: .rstStream(.cancel))))
+            inbound.append(.reset(stream))
         case FrameType.settings where frame.flags & FrameFlag.ack == 0 && !firstSettingsSeen:
             // The client's first SETTINGS.
             firstSettingsSeen = true
-            inbound.append(.frame(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([])))))
+            inbound.append(.established)
         default:
             break
         }
@@ -492,7 +484,6 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
     private func streamClosed(_ stream: Int32, code: UInt32) -> Int32 {
         if pendingHead(of: stream) != nil { pending = nil }
         if trailers?.stream == stream { trailers = nil }
-        if !heads.isEmpty { heads.removeValue(forKey: stream) }
         if !bodies.isEmpty { bodies.removeValue(forKey: stream) }
         // The session calls this before it forgets the stream, so its mark is still there.
         if isAnnounced(stream) {
@@ -511,71 +502,14 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
 
     // MARK: Writing
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let frame = unwrapOutboundIn(data)
-        let stream = Int32(Int(frame.streamID))
-        switch frame.payload {
-        case .headers(let headers):
-            if headers.endStream {
-                submitResponse(stream, headers.headers, body: nil)
-            } else {
-                heads[stream] = headers.headers
-            }
-        case .data(let data):
-            guard let head = heads.removeValue(forKey: stream), case .byteBuffer(let body) = data.data else { break }
-            submitResponse(stream, head, body: body)
-        case .rstStream(let code):
-            // A reset drops what the session still holds for the stream: an answer written before it (a 431,
-            // then RST_STREAM NO_ERROR for a client still sending) is taken out first.
-            sendOutput(context: context)
-            nghttp2_submit_rst_stream(session, 0, stream, UInt32(code.networkCode))
-        case .goAway(let lastStreamID, let code, let opaque):
-            let last = Int32(Int(lastStreamID))
-            if let opaque {
-                opaque.withUnsafeReadableBytes { bytes in
-                    _ = nghttp2_submit_goaway(
-                        session, 0, last, UInt32(code.networkCode),
-                        bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-                }
-            } else {
-                nghttp2_submit_goaway(session, 0, last, UInt32(code.networkCode), nil, 0)
-            }
-        case .windowUpdate(let increment):
-            nghttp2_submit_window_update(session, 0, stream, Int32(clamping: increment))
-        default:
-            break
-        }
-        if let promise { promises.append(promise) }
-    }
-
     func flush(context: ChannelHandlerContext) {
         sendOutput(context: context)
         context.flush()
         closeIfFinished(context: context)
     }
 
-    /// A 200 straight from the request handler (no frame, no `HPACKHeaders`): `:status`, the `apns-id`, and
-    /// in the development environment the `apns-unique-id`, written from the ids' bits into one buffer the
-    /// session copies; the names are constants the session need not copy. Sent with the next flush.
-    func answerAccepted(_ stream: HTTP2StreamID, id: APNsID, uniqueID: APNsID?, promise: EventLoopPromise<Void>?) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 72) { text in
-            id.write(into: text)
-            uniqueID?.write(into: UnsafeMutableBufferPointer(rebasing: text[36...]))
-            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 3) { fields in
-                func field(_ name: StaticString, _ value: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UInt8)
-                    -> nghttp2_nv
-                {
-                    nghttp2_nv(
-                        name: UnsafeMutablePointer(mutating: name.utf8Start), value: value,
-                        namelen: name.utf8CodeUnitCount, valuelen: length, flags: flags | Self.noCopyName)
-                }
-                fields[0] = field(":status", UnsafeMutablePointer(mutating: Self.status200.utf8Start), 3, 0)
-                fields[1] = field("apns-id", text.baseAddress!, 36, Self.noIndex)
-                fields[2] = field("apns-unique-id", text.baseAddress! + 36, 36, Self.noIndex)
-                nghttp2_submit_response(
-                    session, Int32(Int(stream)), fields.baseAddress, uniqueID == nil ? 2 : 3, nil)
-            }
-        }
+    /// The promise of a write, completed with the next output taken from the session.
+    private func keep(_ promise: EventLoopPromise<Void>?) {
         if let promise { promises.append(promise) }
     }
 
@@ -675,5 +609,58 @@ final class NGHTTP2Codec: ChannelDuplexHandler {
         let waiting = promises
         promises.removeAll()
         for promise in waiting { promise.fail(error) }
+    }
+}
+
+extension NGHTTP2Codec: HTTP2ResponseWriter {
+    func respond(
+        _ stream: HTTP2StreamID, _ fields: HPACKHeaders, body: ByteBuffer?, promise: EventLoopPromise<Void>?
+    ) {
+        submitResponse(Int32(Int(stream)), fields, body: body)
+        keep(promise)
+    }
+
+    /// `:status` 200 and the fields' values in one buffer the session copies; the names are constants the
+    /// session need not copy (NGHTTP2_NV_FLAG_NO_COPY_NAME).
+    func respondOK(
+        _ stream: HTTP2StreamID, _ first: UniqueField, _ second: UniqueField?, promise: EventLoopPromise<Void>?
+    ) {
+        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 3) { fields in
+            func field(_ name: StaticString, _ value: UnsafeRawBufferPointer, _ flags: UInt8) -> nghttp2_nv {
+                nghttp2_nv(
+                    name: UnsafeMutablePointer(mutating: name.utf8Start),
+                    value: UnsafeMutablePointer(mutating: value.baseAddress!.assumingMemoryBound(to: UInt8.self)),
+                    namelen: name.utf8CodeUnitCount, valuelen: value.count, flags: flags | Self.noCopyName)
+            }
+            fields[0] = field(":status", UnsafeRawBufferPointer(start: Self.status200.utf8Start, count: 3), 0)
+            fields[1] = field(first.name, first.value, Self.noIndex)
+            if let second { fields[2] = field(second.name, second.value, Self.noIndex) }
+            nghttp2_submit_response(session, Int32(Int(stream)), fields.baseAddress, second == nil ? 2 : 3, nil)
+        }
+        keep(promise)
+    }
+
+    func reset(_ stream: HTTP2StreamID, _ code: HTTP2ErrorCode) {
+        // A reset drops what the session still holds for the stream: an answer written before it (a 431,
+        // then RST_STREAM NO_ERROR for a client still sending) is taken out first.
+        if let context { sendOutput(context: context) }
+        nghttp2_submit_rst_stream(session, 0, Int32(Int(stream)), UInt32(code.networkCode))
+    }
+
+    func goAway(lastStream: HTTP2StreamID, _ code: HTTP2ErrorCode, debugData: ByteBuffer?) {
+        let last = Int32(Int(lastStream))
+        guard let debugData else {
+            nghttp2_submit_goaway(session, 0, last, UInt32(code.networkCode), nil, 0)
+            return
+        }
+        debugData.withUnsafeReadableBytes { bytes in
+            _ = nghttp2_submit_goaway(
+                session, 0, last, UInt32(code.networkCode), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                bytes.count)
+        }
+    }
+
+    func widenConnectionWindow(by increment: Int) {
+        nghttp2_submit_window_update(session, 0, 0, Int32(clamping: increment))
     }
 }

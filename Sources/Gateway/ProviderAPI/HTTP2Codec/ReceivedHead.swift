@@ -1,8 +1,10 @@
-import NIOHPACK
 import NIOHTTP2
 
-/// A request's head as libnghttp2's codec (`NGHTTP2Codec`) read it, in place of a HEADERS frame: the block
-/// read header by header from the bytes, so no `HPACKHeaders` is made for it.
+/// A request's head as the codec (`NGHTTP2Codec`) read it: the block read field by field from the bytes
+/// where libnghttp2 hands them over, so no `HPACKHeaders` is made for it. The one place the codec knows the
+/// provider API: it reads into the API's `RequestHeaderBlock` (a string is made only for a value the head
+/// keeps; reading the fields into a header list first, then the block from it, cost a `String` per name and
+/// value — docs/provider-api.md, "The codec").
 ///
 /// A class: the codec reads the block (a dozen strings) into it in place and hands it to the request
 /// handler as one reference, not copied (each copy of the block retained every string in it). The codec
@@ -10,8 +12,6 @@ import NIOHTTP2
 final class ReceivedHead {
     let streamID: HTTP2StreamID
     var block = RequestHeaderBlock()
-    /// A broadcast's headers (`BroadcastRequest` reads them at the end of its stream); nil for the rest.
-    var broadcastHeaders: HPACKHeaders?
     var endStream = false
 
     init(streamID: HTTP2StreamID) {
