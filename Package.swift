@@ -303,6 +303,10 @@ let package = Package(
             name: "DeviceRuntimeTests",
             dependencies: ["DeviceRuntime", "DeviceProtocol", "PushModel", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ForecastTests", dependencies: ["Forecast", "DeviceRuntime", "PushModel", "PushPolicy"]),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue"]),
+        .testTarget(name: "DeviceProtocolTests", dependencies: ["DeviceProtocol"]),
+        .testTarget(
+            name: "DeviceAgentTests", dependencies: ["DeviceAgent", "DeviceRuntime", "DescriptorLimit"]),
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [
@@ -343,7 +347,7 @@ let package = Package(
             dependencies: [
                 "GatewayFiles", "DeviceHub", "DeviceAgent", "DeviceProtocol", "PushModel", "PushPolicy", "GatewayCore",
                 "ProviderAPI", "ProviderAuth",
-                "ProviderClient", "Gateway", "TestSupport", "PushStore", "JobQueue", "PushIntake",
+                "ProviderClient", "Gateway", "TestSupport", "PushStore", "PushIntake",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -379,6 +383,7 @@ let package = Package(
             name: "LoadGeneratorTests",
             dependencies: [
                 "AdminAPI", "LoadGenerator", "Gateway", "DeviceAgent", "DeviceHub", "DeviceRuntime", "PushModel",
+                "PushPolicy",
                 "ProviderClient", "ProviderAuth",
                 "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -393,7 +398,8 @@ let package = Package(
         .testTarget(
             name: "CrashSafetyTests",
             dependencies: [
-                "AdminAPI", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient", "PushModel",
+                "AdminAPI", "DeviceHub", "GatewayFiles", "Gateway", "DeviceAgent", "ProviderAuth", "ProviderClient",
+                "PushModel",
                 "PushStore", "TestSupport", "DeviceProtocol", "WallClock", "ChildProcess",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -404,7 +410,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess", "DescriptorLimit",
+                "PushPolicy", "ContentOrigin", "DeviceRuntime", "LoadGenerator", "ChildProcess",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), "IPhoneFleet", "AdminAPI",
                 "GatewayFiles", "Gateway", "PushModel", "ProviderAuth", "ProviderClient", "DeviceAgent",
                 "DeviceProtocol", "PushMetrics",

@@ -130,12 +130,6 @@ import WallClock
         let status = await restarted.exitStatus(within: 30)
         #expect(status == 0, "exit status \(String(describing: status)); log: \(restartLog)")
     }
-
-    func waitUntilReady(adminPort: Int) async throws {
-        try await eventually("the gateway is ready") {
-            (try? await AdminClient.get(host: "127.0.0.1", port: adminPort, path: "/ready", token: nil))?.status == 200
-        }
-    }
 }
 
 /// A value shared between tasks.

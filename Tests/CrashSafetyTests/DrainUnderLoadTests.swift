@@ -66,10 +66,7 @@ import WallClock
             logPath: log)
         defer { gateway.kill(SIGKILL) }
         let ports = try await gateway.boundPorts(logPath: log)
-        func ready() async -> Int? {
-            try? await AdminClient.get(host: "127.0.0.1", port: ports.admin, path: "/ready", token: nil).status
-        }
-        try await eventually("ready") { await ready() == 200 }
+        try await waitUntilReady(adminPort: ports.admin)
 
         let group = MultiThreadedEventLoopGroup.singleton
         var clients: [RawHTTP2] = []
@@ -98,7 +95,8 @@ import WallClock
         try await eventually("the gateway drains") {
             ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("draining")
         }
-        #expect(await ready() == 503, "run \(run): /ready after the drain began")
+        let ready = try? await AdminClient.get(host: "127.0.0.1", port: ports.admin, path: "/ready", token: nil)
+        #expect(ready?.status == 503, "run \(run): /ready after the drain began")
         // The waiting bodies arrive, and every connection tries one more stream.
         for (index, client) in clients.enumerated() {
             for n in Self.streamsPerConnection / 2..<Self.streamsPerConnection {

@@ -42,10 +42,7 @@ import TestSupport
         defer { client.kill(SIGTERM) }
         input.fileHandleForWriting.write(Data(#"{"aps":"#.utf8))
         try await eventually("the request's connection is open") {
-            guard let counters = await get("/v1/counters"),
-                let object = try? JSONSerialization.jsonObject(with: Data(counters.body.utf8)) as? [String: Any]
-            else { return false }
-            return object["providerConnections"] as? Int == 1
+            await AdminClient.counters(port: ports.admin)?.providerConnections == 1
         }
 
         gateway.kill(SIGTERM)

@@ -89,6 +89,11 @@ struct NotListening: Error, CustomStringConvertible {
     var description: String { "the gateway did not report its listeners (found \(found)); see \(log)" }
 }
 
+/// Until the gateway whose admin API is on `adminPort` answers `/ready` with 200.
+func waitUntilReady(adminPort: Int) async throws {
+    try await eventually("the gateway is ready") { await AdminClient.isReady(port: adminPort) }
+}
+
 /// The value of one series (`name{labels}`, exactly as Prometheus prints it) on a gateway's admin port's
 /// `/metrics`; nil when it is not there.
 func metricValue(_ series: String, adminPort: Int) async throws -> Double? {

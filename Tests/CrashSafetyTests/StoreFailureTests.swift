@@ -1,12 +1,14 @@
 import AdminAPI
 import ChildProcess
 import DeviceAgent
+import DeviceHub
 import DeviceProtocol
 import Foundation
 import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
+import PushStore
 import Synchronization
 import Testing
 import TestSupport
@@ -84,9 +86,7 @@ import WallClock
         let statuses = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
             group.addTask { (0, try await answer(0)) }
             try await eventually("the first push's commit is running") {
-                let counters = try await AdminClient.get(
-                    host: "127.0.0.1", port: ports.admin, path: "/v1/counters", token: nil)
-                return Self.json(counters.body)["store"]?["committing"] ?? 0 >= 1
+                await AdminClient.counters(port: ports.admin)?.store?.committing ?? 0 >= 1
             }
             for index in 1..<refused.count { group.addTask { (index, try await answer(index)) } }
             return try await group.reduce(into: [Int: Int]()) { $0[$1.0] = $1.1 }
@@ -95,7 +95,8 @@ import WallClock
         #expect((1..<refused.count).allSatisfy { statuses[$0] == 503 }, "those behind it: \(statuses)")
         let notReady = try await ready()
         #expect(notReady.status == 503)
-        #expect(Self.json(notReady.body)["checks"]?["store"] == 0, "\(notReady.body)")
+        let readiness = try? JSONDecoder().decode(Readiness.self, from: Data(notReady.body.utf8))
+        #expect(readiness?.checks["store"] == false, "\(notReady.body)")
 
         // The lock is released: the next push is stored and delivered, and /ready is 200 again. The
         // device's queue is in order, so once this one arrives nothing refused before it is still coming.
@@ -110,9 +111,7 @@ import WallClock
         let seen = delivered.value.withLock { Set($0) }
         #expect(refused.filter { seen.contains($0) }.isEmpty, "refused pushes were delivered")
         // Held silent pushes were withdrawn too: a keep-alive's release has nothing of theirs.
-        let counters = try await AdminClient.get(
-            host: "127.0.0.1", port: ports.admin, path: "/v1/counters", token: nil)
-        #expect(Self.json(counters.body)["hub"]?["notStored"] == 20, "\(counters.body)")
+        #expect(await AdminClient.counters(port: ports.admin)?.hub.notStored == 20)
 
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         let lines = text.components(separatedBy: "\n")
@@ -121,16 +120,6 @@ import WallClock
         #expect(failureLines.count < refused.count, "one line per failed commit: \(failureLines.count)")
         #expect(lines.contains { $0.contains("store writes again") })
         await client.close()
-    }
-
-    /// A JSON object's objects, by key, as numbers and booleans (`["checks"]["store"]`).
-    static func json(_ text: String) -> [String: [String: Int]] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            return [:]
-        }
-        return object.compactMapValues { value in
-            (value as? [String: Any])?.compactMapValues { ($0 as? NSNumber)?.intValue }
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 import AdminAPI
 import Crypto
 import DeviceAgent
+import DeviceHub
 import DeviceProtocol
 import Foundation
 import Gateway
@@ -10,8 +11,8 @@ import ProviderAuth
 import ProviderClient
 import PushModel
 import Synchronization
-import TestSupport
 import Testing
+import TestSupport
 import WallClock
 
 /// Two `pushgate serve` processes on one PostgreSQL database (`TEST_POSTGRES_URL`, which `.ci/run`
@@ -158,8 +159,7 @@ import WallClock
 
         // In normal operation the sweep finds no push that a policy left undecided.
         for node in nodes {
-            let hub = await counters(node)?["hub"] as? [String: Any]
-            #expect(hub?["sweptUndecided"] as? Int == 0, "\(node.name) swept undecided pushes")
+            #expect(await counters(node)?.hub.sweptUndecided == 0, "\(node.name) swept undecided pushes")
         }
 
         // Both nodes lose the connection they listen on. An alert sent through B meanwhile is routed to A
@@ -461,7 +461,7 @@ import WallClock
         // The device that stayed away: B took it over, and its pushes are decided (delivered before the
         // kill, or stored for the offline device), none left without a decision.
         try await eventually("node B took over the device that did not come back") {
-            ((await counters(b))?["hub"] as? [String: Any])?["takenOver"] as? Int ?? 0 >= 1
+            await counters(b)?.hub.takenOver ?? 0 >= 1
         }
         // Decided once B's takeover has committed its decisions, or, for a push routed to A in the last
         // moment (committed after the takeover read A's pending ones), once B's sweep found it
@@ -564,18 +564,8 @@ import WallClock
         try await eventually("every device subscribed") { agents.allSatisfy { $0.subscribedChannels[channel] != nil } }
     }
 
-    /// A node's `/v1/counters`, parsed.
-    func counters(_ node: Node) async -> [String: Any]? {
-        guard
-            let response = try? await AdminClient.get(
-                host: "127.0.0.1", port: node.admin, path: "/v1/counters", token: nil)
-        else { return nil }
-        return try? JSONSerialization.jsonObject(with: Data(response.body.utf8)) as? [String: Any]
-    }
-
-    func waitUntilReady(adminPort: Int) async throws {
-        try await eventually("the gateway is ready") {
-            (try? await AdminClient.get(host: "127.0.0.1", port: adminPort, path: "/ready", token: nil))?.status == 200
-        }
+    /// A node's `/v1/counters`.
+    func counters(_ node: Node) async -> Counters? {
+        await AdminClient.counters(port: node.admin)
     }
 }

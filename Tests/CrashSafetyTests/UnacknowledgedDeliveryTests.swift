@@ -59,10 +59,7 @@ import WallClock
                 ], logPath: log)
             let found = try await process.boundPorts(logPath: log)
             let ports = Ports(provider: found.provider, devices: found.devices, admin: found.admin)
-            try await eventually("the gateway is ready") {
-                (try? await AdminClient.get(host: "127.0.0.1", port: ports.admin, path: "/ready", token: nil))?.status
-                    == 200
-            }
+            try await waitUntilReady(adminPort: ports.admin)
             return (process, ports)
         }
 
@@ -182,10 +179,7 @@ import WallClock
             port: ports.devices, deviceID: identity.deviceID, secret: identity.secret, reading: false,
             group: MultiThreadedEventLoopGroup.singleton)
         try await eventually("the stalled device is connected") {
-            let counters = try? await AdminClient.get(
-                host: "127.0.0.1", port: ports.admin, path: "/v1/counters", token: nil)
-            let object = counters.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body.utf8)) }
-            return (object as? [String: Any])?["connectedDevices"] as? Int == 1
+            await AdminClient.counters(port: ports.admin)?.connectedDevices == 1
         }
         let rssBefore = residentKilobytes(of: gateway)
         let accepted = try await fixture.postAlerts(2000, to: token, port: ports.provider)

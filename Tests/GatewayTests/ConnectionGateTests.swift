@@ -1,3 +1,4 @@
+import AdminAPI
 import ConnectionLimits
 import DeviceHub
 import Foundation
@@ -5,8 +6,8 @@ import Gateway
 import Logging
 import NIOCore
 import NIOPosix
-import TestSupport
 import Testing
+import TestSupport
 
 /// The listeners' doors on a real gateway: connections that never finish their handshake are closed,
 /// and the caps refuse the excess at accept while the connections already in keep working.
@@ -25,10 +26,9 @@ import Testing
             let toProvider = try await Self.silentConnection(port: setup.gateway.providerPort, group: setup.group)
             let toDevices = try await Self.silentConnection(port: setup.gateway.devicePort, group: setup.group)
             try await eventually("both silent connections are closed") { !toProvider.isActive && !toDevices.isActive }
-            let counters = try JSONSerialization.jsonObject(with: Data(try await setup.admin("/v1/counters").body.utf8))
-            let connections = (counters as? [String: Any])?["connections"] as? [String: [String: Int]]
-            #expect(connections?["provider"]?["handshakeTimeouts"] == 1)
-            #expect(connections?["devices"]?["handshakeTimeouts"] == 1)
+            let connections = try await setup.counters().connections
+            #expect(connections["provider"]?.handshakeTimeouts == 1)
+            #expect(connections["devices"]?.handshakeTimeouts == 1)
             // The established ones are not touched: the device (upgraded long ago) and the provider client.
             #expect(try await setup.post(silent: false) == 200)
             let metrics = try await setup.admin("/metrics").body

@@ -86,4 +86,9 @@ struct GatewayWithDevice {
         try await AdminClient.get(host: "127.0.0.1", port: gateway.adminPort, path: path, token: nil)
     }
 
+    /// The gateway's `/v1/counters`.
+    func counters() async throws -> Counters {
+        try #require(await AdminClient.counters(port: gateway.adminPort))
+    }
+
 }

@@ -5,18 +5,19 @@ import DeviceAgent
 import DeviceHub
 import DeviceRuntime
 import Foundation
-import IPhoneFleet
 import Gateway
+import IPhoneFleet
 import LoadGenerator
 import Logging
 import NIOCore
 import NIOPosix
 import ProviderClient
 import PushModel
+import PushPolicy
 import PushStore
 import Synchronization
-import TestSupport
 import Testing
+import TestSupport
 import WallClock
 import Yams
 
@@ -289,13 +290,10 @@ import Yams
                 #expect(outcome.accepted == 11 && outcome.refused.isEmpty, "\(outcome)")
             }
             // The token activities: two updates each on budget, every later one held.
-            let (_, body) = try await AdminClient.get(
-                host: "127.0.0.1", port: gateway.adminPort, path: "/v1/counters", token: nil)
-            let policy =
-                (try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["policy"] as? [String: Any]
+            let policy = try #require(await AdminClient.counters(port: gateway.adminPort)).policy
             let sent = figures.announcements.map(\.liveActivityUpdates).reduce(0, +)
-            #expect(policy?["liveActivityOnBudget"] as? Int == 20)
-            #expect(policy?["liveActivityOverBudget"] as? Int == sent - 20)
+            #expect(policy.liveActivityOnBudget == 20)
+            #expect(policy.liveActivityOverBudget == sent - 20)
             let row = try #require(figures.report.rows.first)
             #expect(row.activityViews > 0)
             #expect(row.activityUpdates >= 10 * 3 + 20)

@@ -1,9 +1,11 @@
+import AdminAPI
 import DeviceAgent
 import DeviceProtocol
 import Foundation
 import ProviderClient
-import TestSupport
+import PushPolicy
 import Testing
+import TestSupport
 
 /// The Live Activity budget on a real gateway: priority-10 updates within the activity's budget are
 /// delivered at once, the one over it is answered 200 and held, then rides the device's next keep-alive;
@@ -49,11 +51,9 @@ import Testing
             #expect(third.contains("held held_live_activity_over_budget"), "\(third)")
             #expect(third.contains("delivered released_piggyback_keep_alive"), "\(third)")
 
-            let (_, body) = try await setup.admin("/v1/counters")
-            let counters = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-            let policy = counters?["policy"] as? [String: Any]
-            #expect(policy?["liveActivityOnBudget"] as? Int == 2)
-            #expect(policy?["liveActivityOverBudget"] as? Int == 1)
+            let policy = try await setup.counters().policy
+            #expect(policy.liveActivityOnBudget == 2)
+            #expect(policy.liveActivityOverBudget == 1)
         }
     }
 
@@ -87,13 +87,9 @@ import Testing
                 #expect(response.status == 200)
             }
             try await eventually("three updates on budget") {
-                let (_, body) = try await setup.admin("/v1/counters")
-                let counters = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-                return (counters?["policy"] as? [String: Any])?["liveActivityOnBudget"] as? Int == 3
+                try await setup.counters().policy.liveActivityOnBudget == 3
             }
-            let (_, body) = try await setup.admin("/v1/counters")
-            let counters = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-            #expect((counters?["policy"] as? [String: Any])?["liveActivityOverBudget"] as? Int == 0)
+            #expect(try await setup.counters().policy.liveActivityOverBudget == 0)
         }
     }
 }

@@ -9,6 +9,7 @@ import NIOPosix
 import ProviderAuth
 import ProviderClient
 import PushModel
+import PushPolicy
 import TestSupport
 import Testing
 
@@ -47,10 +48,7 @@ import Testing
             let updates = try await bench("live-update=1", count: 10)
             #expect(updates.accepted == 10)
             try await eventually("the starts and updates counted on budget") {
-                let (_, body) = try await AdminClient.get(
-                    host: "127.0.0.1", port: gateway.adminPort, path: "/v1/counters", token: nil)
-                let json = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-                return (json?["policy"] as? [String: Any])?["liveActivityOnBudget"] as? Int == 15
+                await AdminClient.counters(port: gateway.adminPort)?.policy.liveActivityOnBudget == 15
             }
         }
     }

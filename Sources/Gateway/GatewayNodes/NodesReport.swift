@@ -104,18 +104,11 @@ public enum NodesReport {
     public static func sample(_ state: NodeRecord) async -> [Sample?] {
         var samples: [Sample?] = []
         for node in state.nodes {
-            guard node.isRunning,
-                let counters = try? await AdminClient.get(
-                    host: "127.0.0.1", port: node.adminPort, path: "/v1/counters", token: nil),
-                counters.status == 200,
-                let figures = try? JSONDecoder().decode(Counters.self, from: Data(counters.body.utf8))
-            else {
+            guard node.isRunning, let figures = await AdminClient.counters(port: node.adminPort) else {
                 samples.append(nil)
                 continue
             }
-            let ready =
-                (try? await AdminClient.get(host: "127.0.0.1", port: node.adminPort, path: "/ready", token: nil))?
-                .status == 200
+            let ready = await AdminClient.isReady(port: node.adminPort)
             samples.append(
                 Sample(
                     ready: ready, connectedDevices: figures.connectedDevices, accepted: figures.accepted,

@@ -1,0 +1,16 @@
+import Foundation
+
+extension AdminClient {
+    /// A gateway's `/v1/counters`, decoded as the server encodes it; nil when it does not answer with them.
+    public static func counters(host: String = "127.0.0.1", port: Int, token: String? = nil) async -> Counters? {
+        guard let answer = try? await get(host: host, port: port, path: "/v1/counters", token: token),
+            answer.status == 200
+        else { return nil }
+        return try? JSONDecoder().decode(Counters.self, from: Data(answer.body.utf8))
+    }
+
+    /// Whether a gateway answers `/ready` with 200 (false when it does not answer at all).
+    public static func isReady(host: String = "127.0.0.1", port: Int) async -> Bool {
+        (try? await get(host: host, port: port, path: "/ready", token: nil))?.status == 200
+    }
+}
