@@ -20,12 +20,14 @@ import Testing
             #expect(try await get("/health").0 == 200)
             let (status, body) = try await get("/ready")
             #expect(status == 200)
-            let ready = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-            #expect(ready?["status"] as? String == "ready")
+            let ready = try JSONDecoder().decode(Readiness.self, from: Data(body.utf8))
+            #expect(ready.status == "ready")
             #expect(
-                (ready?["checks"] as? [String: Bool]) == [
+                ready.checks == [
                     "provider_listeners": true, "device_listeners": true, "not_draining": true, "store": true,
                 ])
+            // The answering process: this one (the gateway runs in the test's process).
+            #expect(ready.pid == ProcessInfo.processInfo.processIdentifier)
 
             // Shutting the provider API down drains it: not ready any more, still alive.
             try await gateway.services.provider.shutdown()

@@ -9,8 +9,12 @@ extension AdminClient {
         return try? JSONDecoder().decode(Counters.self, from: Data(answer.body.utf8))
     }
 
-    /// Whether a gateway answers `/ready` with 200 (false when it does not answer at all).
-    public static func isReady(host: String = "127.0.0.1", port: Int) async -> Bool {
-        (try? await get(host: host, port: port, path: "/ready", token: nil))?.status == 200
+    /// Whether a gateway answers `/ready` with 200 (false when it does not answer at all); with `pid`, only
+    /// when that process is the one answering.
+    public static func isReady(host: String = "127.0.0.1", port: Int, pid: Int32? = nil) async -> Bool {
+        guard let answer = try? await get(host: host, port: port, path: "/ready", token: nil), answer.status == 200
+        else { return false }
+        guard let pid else { return true }
+        return (try? JSONDecoder().decode(Readiness.self, from: Data(answer.body.utf8)))?.pid == pid
     }
 }

@@ -158,10 +158,12 @@ public struct BudgetState: Codable, Sendable {
     }
 }
 
-/// `/ready`: ready or not, and each check.
+/// `/ready`: ready or not, each check, and the process that answers (so that whoever waits for a gateway
+/// it started knows the answer is that gateway's, not another process's on the same port).
 public struct Readiness: Codable, Sendable {
     public var status: String
     public var checks: [String: Bool]
+    public var pid: Int32
 }
 
 /// `/v1/counters`: the policy's and the hub's counters, the doors, the delivery latency, the store's

@@ -169,9 +169,10 @@ enum AdminOpenAPI {
               "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
               "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
               "Readiness": {
-                "type": "object", "required": ["status", "checks"],
+                "type": "object", "required": ["status", "checks", "pid"],
                 "properties": {
                   "status": {"enum": ["ready", "not ready"]},
+                  "pid": {"type": "integer", "description": "The answering process's id."},
                   "checks": {"type": "object", "additionalProperties": {"type": "boolean"}, "description": "Each check by name: provider_listeners, device_listeners, not_draining, store, (several nodes) nodes_listening."}
                 }
               },

@@ -70,7 +70,11 @@ public struct AdminRoutes: Sendable {
             let ready = checks.values.allSatisfy { $0 }
             return Response(
                 status: ready ? 200 : 503,
-                json: encode(Readiness(status: ready ? "ready" : "not ready", checks: checks)).json)
+                json: encode(
+                    Readiness(
+                        status: ready ? "ready" : "not ready", checks: checks,
+                        pid: ProcessInfo.processInfo.processIdentifier)
+                ).json)
         } else if resource == "notifications" {
             let id = parts[2]
             guard let asked = APNsID(header: id) else {

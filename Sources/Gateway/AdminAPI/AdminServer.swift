@@ -1,3 +1,4 @@
+import ConnectionLimits
 import Foundation
 import JobQueue
 import Logging
@@ -43,7 +44,7 @@ public final class AdminServer: Service, Sendable {
         let live = self.live
         let lookups = self.lookups
         let logger = self.logger
-        let bound = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // The admin API's answers are small: a fixed send buffer (the kernel doubles it) keeps what the
             // kernel holds for a client that does not read to some 32 KB, where autotuning would let it
@@ -56,7 +57,9 @@ public final class AdminServer: Service, Sendable {
                         AdminHandler(routes: routes, token: token, live: live, lookups: lookups, logger: logger))
                 }
             }
-            .bind(host: host, port: port).get()
+        let bound = try await CannotListen.naming(host: host, port: port, setting: "admin.port") {
+            try await bootstrap.bind(host: host, port: port).get()
+        }
         channel.withLock { $0 = bound }
         logger.info("admin API listening", metadata: ["address": "\(bound.localAddress.map { "\($0)" } ?? "?")"])
     }

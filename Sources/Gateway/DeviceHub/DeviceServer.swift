@@ -15,11 +15,14 @@ public final class DeviceServer: Service, Sendable {
         public var host: String
         public var port: Int
         public var tls: NIOSSLContext?
+        /// The configuration key of its port, named if it cannot bind.
+        public var setting: String
 
-        public init(host: String, port: Int, tls: NIOSSLContext? = nil) {
+        public init(host: String, port: Int, tls: NIOSSLContext? = nil, setting: String = "") {
             self.host = host
             self.port = port
             self.tls = tls
+            self.setting = setting
         }
     }
 
@@ -46,7 +49,9 @@ public final class DeviceServer: Service, Sendable {
 
     public func start() async throws {
         for listener in listeners {
-            let channel = try await bootstrap(listener).bind(host: listener.host, port: listener.port).get()
+            let channel = try await CannotListen.naming(
+                host: listener.host, port: listener.port, setting: listener.setting
+            ) { try await bootstrap(listener).bind(host: listener.host, port: listener.port).get() }
             state.withLock {
                 $0.channels.append(channel)
                 if let address = channel.localAddress { $0.bound.append(address) }

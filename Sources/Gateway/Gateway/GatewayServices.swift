@@ -172,12 +172,14 @@ public struct GatewayServices: Sendable {
             let tls = try Self.tlsContext(configuration, logger: logger)
             listeners.append(
                 ProviderListener(
-                    host: configuration.tlsListener.host, port: configuration.tlsListener.port, security: .tls(tls)))
+                    host: configuration.tlsListener.host, port: configuration.tlsListener.port, security: .tls(tls),
+                    setting: "provider.tls.port"))
         }
         if configuration.h2cListener.enabled {
             listeners.append(
                 ProviderListener(
-                    host: configuration.h2cListener.host, port: configuration.h2cListener.port, security: .cleartext))
+                    host: configuration.h2cListener.host, port: configuration.h2cListener.port, security: .cleartext,
+                    setting: "provider.h2c.port"))
         }
         provider = ProviderServer(
             context: context, listeners: listeners, group: group, logger: logger,
@@ -188,13 +190,13 @@ public struct GatewayServices: Sendable {
             channelListeners.append(
                 ProviderListener(
                     host: configuration.channelTLSListener.host, port: configuration.channelTLSListener.port,
-                    security: .tls(try Self.tlsContext(configuration, logger: logger))))
+                    security: .tls(try Self.tlsContext(configuration, logger: logger)), setting: "channels.tls.port"))
         }
         if configuration.channelH2CListener.enabled {
             channelListeners.append(
                 ProviderListener(
                     host: configuration.channelH2CListener.host, port: configuration.channelH2CListener.port,
-                    security: .cleartext))
+                    security: .cleartext, setting: "channels.h2c.port"))
         }
         channels =
             channelListeners.isEmpty
@@ -203,7 +205,9 @@ public struct GatewayServices: Sendable {
                 context: context, directory: hub.channels, listeners: channelListeners, group: group,
                 logger: Logger(label: "pushgate.channels"))
         var deviceListeners = [
-            DeviceServer.Listener(host: configuration.deviceListener.host, port: configuration.deviceListener.port)
+            DeviceServer.Listener(
+                host: configuration.deviceListener.host, port: configuration.deviceListener.port,
+                setting: "devices.port")
         ]
         if configuration.deviceTLSListener.enabled {
             // WebSocket is HTTP/1.1: its own context, same certificate, ALPN http/1.1, no client certificates.
@@ -212,7 +216,7 @@ public struct GatewayServices: Sendable {
             deviceListeners.append(
                 DeviceServer.Listener(
                     host: configuration.deviceTLSListener.host, port: configuration.deviceTLSListener.port,
-                    tls: deviceTLS))
+                    tls: deviceTLS, setting: "devices.tls.port"))
         }
         let deviceLogger = Logger(label: "pushgate.devices")
         devices = DeviceServer(

@@ -10,7 +10,10 @@ import Foundation
 /// Debian's server binaries (`apt-get install postgresql`), a cluster in the fleet's directory, listening
 /// on loopback only, with a role `pushgate` whose password is made here and kept beside the cluster
 /// (0600). As root the server runs as the `postgres` user (PostgreSQL refuses to run as root), the way
-/// `.ci/postgres.sh` runs Debian's own cluster.
+/// `.ci/postgres.sh` runs Debian's own cluster; when that user cannot reach the fleet's directory (it is
+/// under `/root`, or in a 0700 directory such as a fresh `mktemp -d`), the cluster's files go to a
+/// directory of their own in that user's home (Debian's `/var/lib/postgresql`, named by a digest of the
+/// fleet's directory) and the fleet's directory links to it.
 public struct LocalPostgres {
     /// The cluster's directory (`<data_dir>/fleet/postgres`).
     public let directory: String
@@ -48,22 +51,24 @@ public struct LocalPostgres {
         }
         let root = geteuid() == 0
         if !FileManager.default.fileExists(atPath: directory + "/PG_VERSION") {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let cluster = try makeClusterDirectory(root: root, log: log)
             let secret = Self.newPassword()
             // initdb reads the password from a file the server's user can read (removed after; the fleet
             // keeps its own copy beside the directory), and wants the directory empty.
-            let once = directory + ".initdb-password"
+            let once = cluster + ".initdb-password"
             try Self.writePrivate(secret, to: once)
             try Self.writePrivate(secret, to: passwordPath)
-            if root { try run("/bin/chown", ["-R", "postgres:postgres", directory, once], log: log) }
+            if root { try run("/bin/chown", ["-R", "postgres:postgres", cluster, once], log: log) }
             try run(
                 bin + "/initdb",
                 [
-                    "-D", directory, "-U", "pushgate", "--pwfile=\(once)", "--auth=scram-sha-256", "--encoding=UTF8",
+                    "-D", cluster, "-U", "pushgate", "--pwfile=\(once)", "--auth=scram-sha-256", "--encoding=UTF8",
                     "--no-instructions",
                 ], asServer: root, log: log)
             try? FileManager.default.removeItem(atPath: once)
         }
+        // The server's user names the cluster by its real path (the link may lie where it cannot go).
+        let cluster = (directory as NSString).resolvingSymlinksInPath
         guard let secret = password else {
             throw Failure(description: "the fleet's PostgreSQL at \(directory) has no password file \(passwordPath)")
         }
@@ -72,8 +77,8 @@ public struct LocalPostgres {
         try run(
             bin + "/pg_ctl",
             [
-                "-D", directory, "-l", directory + "/server.log", "-w", "-t", "60", "-o",
-                "-p \(port) -c listen_addresses=127.0.0.1 -k \(directory) -c max_connections=200", "start",
+                "-D", cluster, "-l", cluster + "/server.log", "-w", "-t", "60", "-o",
+                "-p \(port) -c listen_addresses=127.0.0.1 -k \(cluster) -c max_connections=200", "start",
             ], asServer: root, log: log)
         // The database (again after a restart: "already exists" is fine).
         try? run(
@@ -87,9 +92,44 @@ public struct LocalPostgres {
         guard let bin = Self.binaries(), FileManager.default.fileExists(atPath: directory + "/postmaster.pid") else {
             return
         }
+        let cluster = (directory as NSString).resolvingSymlinksInPath
         try run(
-            bin + "/pg_ctl", ["-D", directory, "-m", "fast", "-w", "-t", "60", "stop"], asServer: geteuid() == 0,
+            bin + "/pg_ctl", ["-D", cluster, "-m", "fast", "-w", "-t", "60", "stop"], asServer: geteuid() == 0,
             log: log)
+    }
+
+    /// The new cluster's directory, empty: `directory`, or as root, when the server's user cannot reach
+    /// it, a directory in that user's home that `directory` links to.
+    private func makeClusterDirectory(root: Bool, log: String) throws -> String {
+        let files = FileManager.default
+        let parent = (directory as NSString).deletingLastPathComponent
+        try files.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        guard root, !serverReaches(parent, log: log) else {
+            try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return directory
+        }
+        guard let entry = getpwnam("postgres"), let home = entry.pointee.pw_dir.map({ String(cString: $0) }),
+            serverReaches(home, log: log)
+        else {
+            throw Failure(
+                description:
+                    "the fleet's PostgreSQL runs as the postgres user, which can reach neither \(parent) nor a home of its own; give it one, or name a database with --postgres-url"
+            )
+        }
+        let digest = SHA256.hash(data: Data(directory.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let cluster = home + "/pushgate-fleet-" + digest
+        // A directory left by an initdb that failed, here or there, is empty or unusable: made anew.
+        try? files.removeItem(atPath: cluster)
+        try? files.removeItem(atPath: directory)
+        try files.createDirectory(
+            atPath: cluster, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try files.createSymbolicLink(atPath: directory, withDestinationPath: cluster)
+        return cluster
+    }
+
+    /// Whether the server's user (`postgres`) can search `path` (and so every directory above it).
+    private func serverReaches(_ path: String, log: String) -> Bool {
+        (try? run("/usr/bin/test", ["-x", path], asServer: true, log: log)) != nil
     }
 
     /// Runs a tool to its end, its output appended to `log`; fails naming the tool and the log.

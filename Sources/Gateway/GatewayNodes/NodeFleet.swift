@@ -168,12 +168,8 @@ public enum NodeFleet {
         let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
         while ContinuousClock.now < deadline {
             guard process.isRunning else { return false }
-            if let answer = try? await AdminClient.get(
-                host: "127.0.0.1", port: node.adminPort, path: "/ready", token: nil),
-                answer.status == 200
-            {
-                return true
-            }
+            // Ready only when the node itself answers: another process on its admin port is not the node.
+            if await AdminClient.isReady(port: node.adminPort, pid: process.pid) { return true }
             try? await Task.sleep(for: .milliseconds(100))  // clock-ok: waiting for a real process, bounded
         }
         return false

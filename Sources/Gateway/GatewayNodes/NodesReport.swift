@@ -108,7 +108,7 @@ public enum NodesReport {
                 samples.append(nil)
                 continue
             }
-            let ready = await AdminClient.isReady(port: node.adminPort)
+            let ready = await AdminClient.isReady(port: node.adminPort, pid: node.pid)
             samples.append(
                 Sample(
                     ready: ready, connectedDevices: figures.connectedDevices, accepted: figures.accepted,

@@ -1,3 +1,4 @@
+import ConnectionLimits
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -41,7 +42,9 @@ public final class ChannelManagementServer: Service, Sendable {
 
     public func start() async throws {
         for listener in listeners {
-            let channel = try await bootstrap(listener).bind(host: listener.host, port: listener.port).get()
+            let channel = try await CannotListen.naming(
+                host: listener.host, port: listener.port, setting: listener.setting
+            ) { try await bootstrap(listener).bind(host: listener.host, port: listener.port).get() }
             channels.withLock { $0.append(channel) }
             if let address = channel.localAddress { bound.withLock { $0.append(address) } }
             logger.info(

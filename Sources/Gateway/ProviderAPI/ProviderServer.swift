@@ -19,11 +19,14 @@ public struct ProviderListener: Sendable {
     public var host: String
     public var port: Int
     public var security: Security
+    /// The configuration key of its port, named if it cannot bind.
+    public var setting: String
 
-    public init(host: String, port: Int, security: Security) {
+    public init(host: String, port: Int, security: Security, setting: String = "") {
         self.host = host
         self.port = port
         self.security = security
+        self.setting = setting
     }
 }
 
@@ -67,7 +70,9 @@ public final class ProviderServer: Service, Sendable {
     /// Binds every listener. Called by `run`; tests may call it directly and then `shutdown`.
     public func start() async throws {
         for listener in listeners {
-            let channel = try await bootstrap(for: listener).bind(host: listener.host, port: listener.port).get()
+            let channel = try await CannotListen.naming(
+                host: listener.host, port: listener.port, setting: listener.setting
+            ) { try await bootstrap(for: listener).bind(host: listener.host, port: listener.port).get() }
             state.withLock {
                 $0.channels.append(channel)
                 if let address = channel.localAddress { $0.bound.append(address) }
