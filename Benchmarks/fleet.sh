@@ -78,11 +78,14 @@ cpu_now() {
 # stalls → devices the nodes closed so far for not acknowledging within devices.not_reading_timeout_seconds
 # (their logs, at notice level for the device hub).
 stalls() { cat "$DATA"/fleet/node-*.log 2>/dev/null | awk '/devices closed for not acknowledging/ { for (i = 1; i <= NF; i++) if ($i ~ /^count=/) s += substr($i, 7) } END { print s + 0 }'; }
-# cpu_since "n s q" → where the cores went since then, in CPU seconds.
+# cpu_since "n s q" [pushes] → where the cores went since then, in CPU seconds; with a count of pushes,
+# also per push, in microseconds (issue 49: the push's path on PostgreSQL-backed nodes).
 cpu_since() {
   local now; now=$(cpu_now)
-  awk -v a="$1" -v b="$now" -v hz="$(getconf CLK_TCK)" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    printf "CPU: nodes %.1f s, simulators %.1f s, PostgreSQL %.1f s", (y[1] - x[1]) / hz, (y[2] - x[2]) / hz, (y[3] - x[3]) / hz }'
+  awk -v a="$1" -v b="$now" -v hz="$(getconf CLK_TCK)" -v pushes="${2:-0}" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    n = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz; q = (y[3] - x[3]) / hz
+    printf "CPU: nodes %.1f s, simulators %.1f s, PostgreSQL %.1f s", n, s, q
+    if (pushes > 0) printf " (per push: nodes %.0f µs, PostgreSQL %.0f µs, simulators %.0f µs)", 1e6 * n / pushes, 1e6 * q / pushes, 1e6 * s / pushes }'
 }
 counters() { # node-index → "connected acknowledged wokenOnBudget held accepted deviceLimit"
   curl -sf "http://127.0.0.1:$(admin "$1")/v1/counters" | python3 -c '
@@ -220,13 +223,13 @@ fan_out() {
 CPU0=$(cpu_now)
 read -r OK SECONDS_ <<< "$(fan_out alert 0)"
 need "the alert's answers" "$OK"; need "the alert's fan-out" "$SECONDS_"
-echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s); $(cpu_since "$CPU0"); devices closed for not acknowledging so far: $(stalls)"
+echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s); $(cpu_since "$CPU0" "$OK"); devices closed for not acknowledging so far: $(stalls)"
 W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
 CPU0=$(cpu_now)
 read -r OK SECONDS_ <<< "$(fan_out silent 0)"
 need "the silent push's answers" "$OK"; need "the silent push's fan-out" "$SECONDS_"
 W1=$(sum_field 3 $ALL); H1=$(sum_field 4 $ALL)
-echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0)); $(cpu_since "$CPU0"); devices closed for not acknowledging so far: $(stalls)"
+echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0)); $(cpu_since "$CPU0" "$OK"); devices closed for not acknowledging so far: $(stalls)"
 
 # Node 1 killed with SIGKILL; its devices move on to node 2 by themselves; an alert to every device
 # through the other nodes: every one answered 200 is acknowledged, node 1's devices' too. A fleet of one
