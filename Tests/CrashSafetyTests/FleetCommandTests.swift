@@ -60,14 +60,13 @@ import WallClock
             to: data + "/provider-keys.yaml")
         // Fixed ports (fleet up numbers the nodes' ports from them), below the kernel's ephemeral range.
         let base = 20_000 + Int.random(in: 0..<900) * 10
-        let settings = [
-            "data_dir=\(data)", "provider.tls.enabled=false", "devices.tls.enabled=false",
-            "provider.h2c.port=\(base)", "devices.port=\(base + 1)", "admin.port=\(base + 2)",
-            "channels.tls.enabled=false", "channels.h2c.port=\(base + 3)",
-            "devices.enrolment_secret=\(GatewayProcess.enrolment)", "store.postgres.lease_seconds=2",
-            "store.postgres.sweep_seconds=2", "provider.rate.device_token.per_second=0",
-            "devices.keep_alive_seconds=3600", "log.level=notice",
-        ].flatMap { ["--set", $0] }
+        let settings = GatewayProcess.fleetSettings(
+            data: data, base: base,
+            [
+                "devices.enrolment_secret=\(GatewayProcess.enrolment)", "store.postgres.lease_seconds=2",
+                "store.postgres.sweep_seconds=2", "provider.rate.device_token.per_second=0",
+                "devices.keep_alive_seconds=3600",
+            ])
         func fleet(_ arguments: [String], log: String) async throws -> Int32? {
             let command = try GatewayProcess(arguments: ["fleet"] + arguments + settings, logPath: log)
             return await command.exitStatus(within: 120)

@@ -26,15 +26,6 @@ import TestSupport
         return path
     }
 
-    /// Ports for one node, below the kernel's ephemeral range (fleet up numbers the nodes' ports from them).
-    static func settings(data: String, base: Int) -> [String] {
-        [
-            "data_dir=\(data)", "provider.tls.enabled=false", "devices.tls.enabled=false",
-            "provider.h2c.port=\(base)", "devices.port=\(base + 1)", "admin.port=\(base + 2)",
-            "channels.tls.enabled=false", "channels.h2c.port=\(base + 3)", "log.level=notice",
-        ].flatMap { ["--set", $0] }
-    }
-
     static func fleet(_ arguments: [String], log: String) async throws -> Int32? {
         try await GatewayProcess(arguments: ["fleet"] + arguments, logPath: log).exitStatus(within: 180)
     }
@@ -53,7 +44,7 @@ import TestSupport
             try? FileManager.default.removeItem(atPath: directory)
         }
         let base = 21_000 + Int.random(in: 0..<400) * 10
-        let settings = Self.settings(data: data, base: base)
+        let settings = GatewayProcess.fleetSettings(data: data, base: base)
         let upLog = directory + "/up.log"
         let up = try await Self.fleet(
             ["up", "--nodes", "1", "--postgres-port", "\(base + 9)"] + settings, log: upLog)
@@ -93,7 +84,7 @@ import TestSupport
             (try? await AdminClient.get(host: "127.0.0.1", port: admin, path: "/ready", token: nil))?.status == 200
         }
         let url = try await TestPostgres.makeDatabase(prefix: "pushgate_fleet_start")
-        let settings = Self.settings(data: data, base: base)
+        let settings = GatewayProcess.fleetSettings(data: data, base: base)
         let upLog = directory + "/up.log"
         let up = try await Self.fleet(["up", "--nodes", "1", "--postgres-url", url] + settings, log: upLog)
         let said = (try? String(contentsOfFile: upLog, encoding: .utf8)) ?? ""

@@ -130,6 +130,17 @@ extension GatewayProcess {
             "--set", "channels.h2c.enabled=false",
         ] + extra
     }
+
+    /// `--set` arguments for `pushgate fleet` on fixed loopback ports from `base` (fleet up numbers the
+    /// nodes' ports from them: provider h2c, devices, admin, channels h2c), TLS listeners off; `extra` adds
+    /// or overrides settings.
+    static func fleetSettings(data: String, base: Int, _ extra: [String] = []) -> [String] {
+        ([
+            "data_dir=\(data)", "provider.tls.enabled=false", "devices.tls.enabled=false",
+            "provider.h2c.port=\(base)", "devices.port=\(base + 1)", "admin.port=\(base + 2)",
+            "channels.tls.enabled=false", "channels.h2c.port=\(base + 3)", "log.level=notice",
+        ] + extra).flatMap { ["--set", $0] }
+    }
 }
 
 /// A new directory under the temporary directory; the caller removes it.

@@ -2,7 +2,6 @@ import CNGHTTP2
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
-import PushModel
 
 /// The provider API's HTTP/2 codec, on libnghttp2: bytes in and out on the transport's side; on the request
 /// side, the seam's two protocols — what the client sent goes up to an `HTTP2RequestReceiver`
