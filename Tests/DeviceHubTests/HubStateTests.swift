@@ -15,8 +15,8 @@ import Testing
     final class FakeSession: DeviceSession {
         let closed = Mutex(false)
         let ended = Mutex(false)
-        func send(_ message: GatewayMessage) {}
-        func close(reason: String, reconnectAfterMilliseconds: Int?) { closed.withLock { $0 = true } }
+        func write(_ item: Outgoing, shared: inout SharedEncodings) {}
+        func close(_ reason: ClosingReason, reconnectAfterMilliseconds: Int?) { closed.withLock { $0 = true } }
         var hasEnded: Bool { ended.withLock { $0 } }
         func end() { ended.withLock { $0 = true } }
     }
@@ -77,7 +77,7 @@ import Testing
         #expect(written.map(\.item.id) == [alerts[0].id, alerts[1].id])
         var writes: [HubWrite] = []
         let first = core.acknowledged(alerts[0].id, by: 1, now: Self.t0, writes: &writes)
-        #expect(first?.id == alerts[0].id)
+        #expect(first?.item.id == alerts[0].id)
         #expect(writes.map(\.item.id) == [alerts[2].id])
         let repeated = core.acknowledged(alerts[0].id, by: 1, now: Self.t0, writes: &writes)
         #expect(repeated == nil, "repeated")

@@ -16,8 +16,8 @@ import Testing
 @Suite struct WaitingLimitTests {
     /// A connected device that reads and acknowledges nothing.
     final class SilentSession: DeviceSession {
-        func send(_ message: GatewayMessage) {}
-        func close(reason: String, reconnectAfterMilliseconds: Int?) {}
+        func write(_ item: Outgoing, shared: inout SharedEncodings) {}
+        func close(_ reason: ClosingReason, reconnectAfterMilliseconds: Int?) {}
         var hasEnded: Bool { false }
     }
 

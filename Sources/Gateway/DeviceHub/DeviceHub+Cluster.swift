@@ -1,3 +1,4 @@
+import DeviceProtocol
 import JobQueue
 import Logging
 import NIOCore
@@ -248,7 +249,7 @@ extension DeviceHub {
     /// dropped, and its held pushes handed to the new owner (who also finds them pending in the store).
     func lost(_ device: DeviceSlot, to node: String) {
         let (session, held) = core.withLock { $0.lost(device) }
-        session?.close(reason: "moved", reconnectAfterMilliseconds: nil)
+        session?.close(.moved, reconnectAfterMilliseconds: nil)
         core.withLock { $0.counters.released += 1 }
         guard !held.isEmpty else { return }
         let deviceID = registry.deviceID(of: device)

@@ -1,3 +1,4 @@
+import DeviceProtocol
 import Crypto
 import Foundation
 import Logging
@@ -51,7 +52,7 @@ extension DeviceHub {
     func forget(_ slot: DeviceSlot, bundleIDs: [String]) {
         for bundleID in bundleIDs { uninstalled(slot, bundleID: bundleID) }
         let session = core.withLock { $0.session(of: slot) }
-        session?.close(reason: "removed", reconnectAfterMilliseconds: nil)
+        session?.close(.removed, reconnectAfterMilliseconds: nil)
     }
 
     /// Removes the devices that have not said hello for `settings.pruneAfterSeconds` (none when 0).

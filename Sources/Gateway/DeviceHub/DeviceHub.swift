@@ -11,23 +11,6 @@ import PushStore
 import Synchronization
 import WallClock
 
-/// A connected device as the hub reaches it: a channel to write gateway messages to, from any thread.
-public protocol DeviceSession: AnyObject, Sendable {
-    func send(_ message: GatewayMessage)
-    /// Sends a message already encoded (`GatewayMessage.encoded()`): a broadcast's, encoded once for
-    /// every subscriber of a fan-out slice.
-    func send(encoded bytes: [UInt8], of message: GatewayMessage)
-    func close(reason: String, reconnectAfterMilliseconds: Int?)
-    /// Whether the session has ended. Set before the hub hears `disconnected`, so that a session that
-    /// ends while its device is being claimed is never installed afterwards (the hub reads it under its
-    /// lock when it installs the session).
-    var hasEnded: Bool { get }
-}
-
-extension DeviceSession {
-    public func send(encoded bytes: [UInt8], of message: GatewayMessage) { send(message) }
-}
-
 /// The device hub: it carries out the policy's decisions. Accepted pushes come in from the provider API
 /// (as its `NotificationIntake`), device events from the sessions; each goes through the
 /// `ThrottleEngine` (pure), and the hub delivers what the engine says to the device's session.
@@ -50,7 +33,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Several nodes: the store work the hub starts (claims, loading routed pushes), run by the cluster
     /// service's task group (`runJobs`), not by tasks of their own.
     let jobQueue = JobQueue()
-    private let deadlineSeconds: Int
+    /// How the device protocol writes a delivery (the wake's deadline it tells the device).
+    let deliveryEncoding: DeliveryEncoding
     let policy: PolicySettings
     /// Pushes delivered at once, by id, with the monotonic time they were accepted: their device's ack
     /// closes the accept-to-device latency.
@@ -74,7 +58,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         self.settings = settings
         self.clock = clock
         self.logger = logger
-        self.deadlineSeconds = Int(policy.completionDeadlineSeconds)
+        self.deliveryEncoding = DeliveryEncoding(deadlineSeconds: Int(policy.completionDeadlineSeconds))
         self.policy = policy
         var engine = ThrottleEngine(settings: policy, decisionLogCapacity: settings.decisionLogCapacity)
         engine.tracksChanges = registry.writer != nil
@@ -169,8 +153,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
                 if claimed {
                     connectedHere(device, session: session)
                 } else {
-                    session.close(
-                        reason: "store unavailable", reconnectAfterMilliseconds: settings.reconnectHintMilliseconds)
+                    session.close(.storeUnavailable, reconnectAfterMilliseconds: settings.reconnectHintMilliseconds)
                 }
             }
         }
@@ -186,7 +169,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
             { core, writes -> ((any DeviceSession)?, [PolicyAction]) in
                 core.connected(device, session: session, now: now, writes: &writes)
             }, actions: { $0.1 })
-        previous?.close(reason: "replaced", reconnectAfterMilliseconds: nil)
+        previous?.close(.replaced, reconnectAfterMilliseconds: nil)
         write(writes)
     }
 
@@ -201,9 +184,9 @@ public final class DeviceHub: NotificationIntake, Sendable {
         store(cursors)
     }
 
-    /// A keep-alive: the answer carries the held pushes released to the device (as far as its window
-    /// lets them through; the rest follow as acknowledgements come).
-    func keepAlive(_ device: DeviceSlot, sequence: Int) -> GatewayMessage {
+    /// A keep-alive: the held pushes released to the device, for the answer to carry (as far as its
+    /// window lets them through; the rest follow as acknowledgements come).
+    func keepAlive(_ device: DeviceSlot) -> [Outgoing] {
         let now = clock()
         let (_, _, writes) = decideAndCommit(
             now: now, device: device, inserting: nil, answeringOn: nil,
@@ -214,7 +197,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
             actions: { $0 })
         let inAnswer = writes.filter { $0.device == device }
         write(writes.filter { $0.device != device })
-        return .keepAliveAck(sequence: sequence, notifications: inAnswer.map { delivery($0.item) })
+        return inAnswer.map(\.item)
     }
 
     /// The device acknowledged a push: it is delivered (the store records it, a wake's deadline starts),
@@ -229,22 +212,20 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
         let now = clock()
         var writes: [HubWrite] = []
-        let (item, cursorMoved) = core.withLock { core -> (Outgoing?, Bool) in
+        let acknowledgement = core.withLock { core -> Acknowledgement? in
             core.counters.acknowledged += 1
-            let item = core.acknowledged(id, by: device, now: now, writes: &writes)
+            let acknowledgement = core.acknowledged(id, by: device, now: now, writes: &writes)
             core.noteResends(writes, now: now)
-            guard let item else { return (nil, false) }
-            guard let stamp = item.push.broadcast else {
+            if let item = acknowledgement?.item, item.push.broadcast == nil {
                 core.counters.delivered += 1
                 if item.rule.isRelease { core.counters.deliveredFromStorage += 1 }
-                return (item, false)
             }
-            return (item, core.broadcasts.acknowledged(stamp, by: device))
+            return acknowledgement
         }
         write(writes)
-        guard let item else { return false }
-        if let stamp = item.push.broadcast {
-            acknowledgedBroadcast(stamp, by: device, cursorMoved: cursorMoved)
+        guard let acknowledgement else { return false }
+        if let stamp = acknowledgement.item.push.broadcast {
+            acknowledgedBroadcast(stamp, by: device, cursorMoved: acknowledgement.cursorMoved)
             return true
         }
         if let writer {
@@ -350,7 +331,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
         guard !stalled.isEmpty else { return }
         core.withLock { $0.counters.closedForMisbehaviour += stalled.count }
         logger.notice("devices closed for not acknowledging", metadata: ["count": "\(stalled.count)"])
-        for session in stalled { session.close(reason: "not_reading", reconnectAfterMilliseconds: nil) }
+        for session in stalled { session.close(.notReading, reconnectAfterMilliseconds: nil) }
     }
 
     // MARK: Reading
@@ -377,7 +358,7 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Closes every session with a reconnect hint (graceful shutdown).
     public func closeAll(reconnectAfterMilliseconds: Int) {
         for session in core.withLock({ $0.allSessions }) {
-            session.close(reason: "shutdown", reconnectAfterMilliseconds: reconnectAfterMilliseconds)
+            session.close(.shutdown, reconnectAfterMilliseconds: reconnectAfterMilliseconds)
         }
     }
 
@@ -386,28 +367,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Writes what the delivery queues let through, after the lock is released.
     func write(_ writes: [HubWrite]) {
         guard !writes.isEmpty else { return }
-        // A broadcast's delivery is the same for every subscriber: encoded once per broadcast and rule.
-        struct Key: Hashable {
-            var id: APNsID
-            var rule: Rule
-        }
-        var encoded: [Key: (GatewayMessage, [UInt8])] = [:]
-        for write in writes {
-            guard write.item.push.broadcast != nil else {
-                write.session.send(.notification(delivery(write.item)))
-                continue
-            }
-            let key = Key(id: write.item.id, rule: write.item.rule)
-            let (message, bytes) =
-                encoded[key]
-                ?? {
-                    let message = GatewayMessage.notification(delivery(write.item))
-                    let value = (message, message.encoded())
-                    encoded[key] = value
-                    return value
-                }()
-            write.session.send(encoded: bytes, of: message)
-        }
+        var shared = SharedEncodings()
+        for write in writes { write.session.write(write.item, shared: &shared) }
     }
 
     /// Decides under the lock, hands the store its change, then writes what the queues let through.
@@ -526,20 +487,6 @@ public final class DeviceHub: NotificationIntake, Sendable {
         }
         if let sequence { _ = enqueuePosted(upTo: sequence) }
         return restored
-    }
-
-    func delivery(_ item: Outgoing) -> Delivery { delivery(item.push, rule: item.rule, wake: item.wake) }
-
-    func delivery(_ push: PushNotification, rule: Rule, wake: Bool) -> Delivery {
-        Delivery(
-            apnsID: push.id.value, topic: push.topic.value, bundleID: push.bundleID, pushType: push.pushType.rawValue,
-            priority: push.priority.rawValue, collapseID: push.collapseID?.value,
-            kind: wake ? "background" : (push.notificationClass == .alerting ? "alert" : "other"),
-            deadlineSeconds: wake ? deadlineSeconds : nil,
-            rule: rule.rawValue, payload: String(decoding: push.payload, as: UTF8.self),
-            // A Live Activity update names its activity by the token it was sent to.
-            token: push.pushType == .liveactivity && push.broadcast == nil ? push.deviceToken.hex : nil,
-            channel: push.broadcast?.channel.value)
     }
 }
 

@@ -55,13 +55,14 @@ final class DeviceSessionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         session = ChannelSession(
-            channel: context.channel, lingerMilliseconds: hub.settings.notReadingTimeoutSeconds * 1000)
+            channel: context.channel, encoding: hub.deliveryEncoding,
+            lingerMilliseconds: hub.settings.notReadingTimeoutSeconds * 1000)
         address = context.channel.remoteAddress?.ipAddress ?? "?"
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         helloTimeout = context.eventLoop.scheduleTask(in: .seconds(hub.settings.helloTimeoutSeconds)) {
             let (handler, context) = bound.value
             if case .awaitingHello = handler.state {
-                handler.close(context, reason: "protocol_error", "no hello in time")
+                handler.close(context, reason: .protocolError, "no hello in time")
             }
         }
     }
@@ -106,7 +107,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         default:
             detail = "\(error)"
         }
-        close(context, reason: "protocol_error", detail)
+        close(context, reason: .protocolError, detail)
     }
 
     /// The gateway closed the session (the handler for a reason of the device's, or the hub): what the
@@ -127,14 +128,14 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             // RFC 6455 §8.1: a text frame that is not UTF-8 fails the connection with 1007.
             guard String(validating: bytes, as: UTF8.self) != nil else {
                 hub.count { $0.closedForMisbehaviour += 1 }
-                return close(context, reason: "invalid_utf8", "a text frame that is not valid UTF-8")
+                return close(context, reason: .invalidUTF8, "a text frame that is not valid UTF-8")
             }
             let message: DeviceMessage
             do {
                 message = try DeviceMessage.decode(bytes)
             } catch {
                 hub.count { $0.closedForMisbehaviour += 1 }
-                return close(context, reason: "protocol_error", error.message)
+                return close(context, reason: .protocolError, error.message)
             }
             // The acknowledgement of a push the gateway sent costs no token: a device catching up on
             // thousands of pushes kept for it answers each at once, and that is no flood. Every other
@@ -147,7 +148,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             guard limiter.take(hub.settings.messageRate, now: hub.clock()) else {
                 hub.count { $0.closedForMisbehaviour += 1 }
                 return close(
-                    context, reason: "flooding", "more than \(hub.settings.messagesPerSecond) messages per second")
+                    context, reason: .flooding, "more than \(hub.settings.messagesPerSecond) messages per second")
             }
             handle(message, context)
         case .ping:
@@ -169,7 +170,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(close)).whenComplete { _ in channel.close(promise: nil) }
         default:
             hub.count { $0.closedForMisbehaviour += 1 }
-            close(context, reason: "protocol_error", "only text frames carry device messages")
+            close(context, reason: .protocolError, "only text frames carry device messages")
         }
     }
 
@@ -180,10 +181,10 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             case .allowed: break
             case .wrongSecret:
                 hub.count { $0.enrolmentsRefused += 1 }
-                return close(context, reason: "auth_failed", "register: missing or wrong enrolment secret")
+                return close(context, reason: .authFailed, "register: missing or wrong enrolment secret")
             case .limited:
                 hub.count { $0.enrolmentsRefused += 1 }
-                return close(context, reason: "enrolment_limited", "register: too many registrations from this address")
+                return close(context, reason: .enrolmentLimited, "register: too many registrations from this address")
             }
             let device = hub.registry.register()
             logger.info("device registered", metadata: ["device": "\(device.id)"])
@@ -191,7 +192,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         case (.awaitingHello, .hello(let id, let secret)):
             guard let device = hub.registry.authenticate(id: id, secret: secret), let session else {
                 hub.count { $0.authenticationFailures += 1 }
-                return close(context, reason: "auth_failed", "unknown device or wrong secret")
+                return close(context, reason: .authFailed, "unknown device or wrong secret")
             }
             helloTimeout?.cancel()
             state = .authenticated(device)
@@ -202,7 +203,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             send(.welcome(deviceID: id, apps: apps, keepAliveSeconds: hub.settings.keepAliveSeconds), context)
             hub.connected(device, session: session)
         case (.awaitingHello, _):
-            close(context, reason: "protocol_error", "say hello (or register) first")
+            close(context, reason: .protocolError, "say hello (or register) first")
         case (.authenticated(let device), .install(let bundleID)):
             guard Topic(bundleID) != nil, let token = hub.registry.install(bundleID, on: device) else {
                 return send(.error(message: "install: '\(bundleID)' is not a bundle id"), context)
@@ -232,7 +233,8 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             }
             hub.notWoken(device, bundleID: bundleID, apnsID: id, reason: reason)
         case (.authenticated(let device), .keepAlive(let sequence)):
-            send(hub.keepAlive(device, sequence: sequence), context)
+            let released = hub.keepAlive(device).map(hub.deliveryEncoding.delivery)
+            send(.keepAliveAck(sequence: sequence, notifications: released), context)
         case (.authenticated(let device), .appState(let bundleID, let state)):
             guard let state = AppState(rawValue: state) else {
                 return send(.error(message: "app_state: unknown state '\(state)'"), context)
@@ -275,7 +277,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
                 return send(.error(message: "unsubscribe_channel: not subscribed to '\(channelText)'"), context)
             }
         case (.authenticated, .register), (.authenticated, .hello):
-            close(context, reason: "protocol_error", "already authenticated")
+            close(context, reason: .protocolError, "already authenticated")
         case (.closed, _):
             break
         }
@@ -293,7 +295,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
             let (handler, context) = bound.value
             switch result {
             case .success: handler.send(message, context)
-            case .failure: handler.close(context, reason: "store_error", "the gateway could not store the change")
+            case .failure: handler.close(context, reason: .storeUnavailable, "the gateway could not store the change")
             }
         }
     }
@@ -304,7 +306,7 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
     }
 
-    private func close(_ context: ChannelHandlerContext, reason: String, _ detail: String) {
+    private func close(_ context: ChannelHandlerContext, reason: ClosingReason, _ detail: String) {
         guard !state.isClosed else { return }
         if case .authenticated(let device) = state, let session {
             session.end()
@@ -312,62 +314,6 @@ final class DeviceSessionHandler: ChannelInboundHandler {
         }
         state = .closed
         logger.notice("device connection closed", metadata: ["reason": "\(reason)", "detail": "\(detail)"])
-        session?.close(reason: reason, reconnectAfterMilliseconds: nil, detail: detail)
-    }
-}
-
-/// Reaches a device from any thread: NIO channel writes are thread-safe.
-final class ChannelSession: DeviceSession {
-    let channel: any Channel
-    private let ended = Atomic<Bool>(false)
-    /// How long a closed session reads on, waiting for the device to answer the close frame.
-    private let lingerMilliseconds: Int64
-
-    init(channel: any Channel, lingerMilliseconds: Int64) {
-        self.channel = channel
-        self.lingerMilliseconds = lingerMilliseconds
-    }
-
-    var hasEnded: Bool { ended.load(ordering: .acquiring) }
-
-    /// The session is over (called before the hub hears `disconnected`).
-    func end() { ended.store(true, ordering: .releasing) }
-
-    func send(_ message: GatewayMessage) { send(encoded: message.encoded(), of: message) }
-
-    func send(encoded bytes: [UInt8], of message: GatewayMessage) {
-        let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: bytes))
-        channel.writeAndFlush(frame, promise: nil)
-    }
-
-    func close(reason: String, reconnectAfterMilliseconds: Int?) {
-        close(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds, detail: nil)
-    }
-
-    /// The WebSocket close code for each reason the gateway closes with.
-    static func closeCode(for reason: String) -> WebSocketErrorCode {
-        switch reason {
-        case "shutdown", "moved", "replaced": return .goingAway
-        case "invalid_utf8": return .dataInconsistentWithMessage
-        case "protocol_error": return .protocolError
-        default: return .policyViolation
-        }
-    }
-
-    /// Says why and sends a WebSocket close frame, then reads on (dropping what the device sends) until
-    /// the device answers with its own close frame or closes, or `lingerMilliseconds` pass: closing at
-    /// once while the device is still sending would make the kernel reset the connection over the bytes
-    /// that arrive after it, and a reset throws away what the device had not read yet — the reason
-    /// among it. A device that does not read would never take them: it is closed at once.
-    func close(reason: String, reconnectAfterMilliseconds: Int?, detail: String?) {
-        end()
-        guard reason != "not_reading" else { return channel.close(promise: nil) }
-        if let detail { send(.error(message: detail)) }
-        send(.closing(reason: reason, reconnectAfterMilliseconds: reconnectAfterMilliseconds))
-        var data = channel.allocator.buffer(capacity: 2)
-        data.write(webSocketErrorCode: Self.closeCode(for: reason))
-        let channel = self.channel
-        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data), promise: nil)
-        channel.eventLoop.scheduleTask(in: .milliseconds(lingerMilliseconds)) { channel.close(promise: nil) }
+        session?.close(reason, reconnectAfterMilliseconds: nil, detail: detail)
     }
 }

@@ -112,11 +112,11 @@ struct HubState<Answer: Sendable>: Sendable {
 
     mutating func acknowledged(
         _ id: APNsID, by device: DeviceSlot, now: UnixTime, writes: inout [HubWrite]
-    ) -> Outgoing? {
+    ) -> Acknowledgement? {
         var written: [CoreWrite] = []
-        let item = core.acknowledged(id, by: device, now: now, writes: &written)
+        let acknowledgement = core.acknowledged(id, by: device, now: now, writes: &written)
         take(written, into: &writes)
-        return item
+        return acknowledgement
     }
 
     mutating func route(

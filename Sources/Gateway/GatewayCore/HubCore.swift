@@ -89,19 +89,25 @@ public struct HubCore: Sendable {
         policy.disconnected(device: device, now: now)
     }
 
-    /// The device acknowledged `id`: the push it names (nil if unknown or repeated), and what the window
-    /// now lets through. `app`: the push's app as the policy names it, when the caller has it at hand
-    /// (else it is looked up by bundle id).
+    /// The device acknowledged `id`: the push it names (nil if unknown or repeated) — a broadcast's moves
+    /// the device's cursor on its channel — and what the window now lets through. `app`: the push's app
+    /// as the policy names it, when the caller has it at hand (else it is looked up by bundle id).
     public mutating func acknowledged(
         _ id: APNsID, by device: DeviceSlot, app: PolicyApp? = nil, now: UnixTime, writes: inout [CoreWrite]
-    ) -> Outgoing? {
+    ) -> Acknowledgement? {
         scratch.removeAll(keepingCapacity: true)
         guard let item = deliveries.acknowledged(id, by: device, now: now, into: &scratch) else { return nil }
-        policyAcknowledged(item.push, device: device, app: app, wake: item.wake, now: now)
+        let cursorMoved: Bool
+        if let stamp = item.push.broadcast {
+            cursorMoved = broadcasts.acknowledged(stamp, by: device)
+        } else {
+            cursorMoved = false
+            policyAcknowledged(item.push, device: device, app: app, wake: item.wake, now: now)
+        }
         if !scratch.isEmpty, connected.contains(device) {
             for item in scratch { writes.append(CoreWrite(device: device, item: item)) }
         }
-        return item
+        return Acknowledgement(item: item, cursorMoved: cursorMoved)
     }
 
     /// Puts the policy's deliveries in their devices' queues (`device`, or the device of each push's
@@ -266,6 +272,14 @@ public struct HubCore: Sendable {
         _ = policy.takeChangedDevices()
         return (pending.count - overflow.count, overflow)
     }
+}
+
+/// What an acknowledgement settled.
+public struct Acknowledgement: Sendable {
+    /// The push acknowledged.
+    public var item: Outgoing
+    /// A broadcast acknowledged past the device's cursor on its channel: the cursor moved (to be stored).
+    public var cursorMoved: Bool
 }
 
 /// A pending notification from the store, as `HubCore.adopt` needs it.

@@ -55,8 +55,8 @@ public enum GatewayMessage: Equatable, Sendable {
     case uninstalled(bundleID: String)
     case notification(Delivery)
     case keepAliveAck(sequence: Int, notifications: [Delivery])
-    /// The gateway is about to close the connection: `shutdown` (reconnect after the hint),
-    /// `auth_failed`, `protocol_error`, `flooding`, `not_reading`, `replaced` (the device connected again).
+    /// The gateway is about to close the connection, and why (a `ClosingReason`'s raw value; a reason
+    /// this side does not know is kept as it came).
     case closing(reason: String, reconnectAfterMilliseconds: Int?)
     case error(message: String)
     /// A Live Activity token the device asked for, once stored.

@@ -281,7 +281,7 @@ public final class DeviceAgent: Sendable {
 
     /// Answers to `register` that no retry changes: a wrong enrolment secret, too many enrolments.
     static func isFinal(_ reason: String, registering: Bool) -> Bool {
-        reason == "enrolment_limited" || (reason == "auth_failed" && registering)
+        ClosingReason(rawValue: reason)?.isFinal(registering: registering) ?? false
     }
 
     /// Connects (and keeps reconnecting until `stop`).
@@ -486,7 +486,7 @@ public final class DeviceAgent: Sendable {
             let final = state.withLock { state -> Bool in
                 guard Self.isFinal(reason, registering: state.registering) else {
                     // A hello refused: the gateway forgot the device; it registers again.
-                    if reason == "auth_failed" { state.identity = nil }
+                    if reason == ClosingReason.authFailed.rawValue { state.identity = nil }
                     return false
                 }
                 state.refusal = reason

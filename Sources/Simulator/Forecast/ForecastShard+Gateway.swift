@@ -118,7 +118,6 @@ extension ForecastShard {
         let device = Int(write.device)
         let time = UnixTime(milliseconds: now)
         _ = core.acknowledged(write.item.id, by: write.device, now: time, writes: &writes)
-        _ = core.broadcasts.acknowledged(stamp, by: write.device)
         costs[Int(kindOf[device])].broadcastWrites += 1
         guard let channel = channelIndex[stamp.channel],
             let app = slot(of: channels[channel].bundleID, device),
