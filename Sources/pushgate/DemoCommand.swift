@@ -119,8 +119,7 @@ struct DemoCommand: AsyncParsableCommand {
 
         let enrolment = gateway.services.hub.settings.enrolmentSecret
         let fleet: SimulatedFleet
-        var content: ContentScenario?
-        var liveActivities: [String: ContentAnnouncer.LiveActivities] = [:]
+        var content: FleetRun.Content?
         if let plain {
             fleet = SimulatedFleet(
                 host: "127.0.0.1", port: devicePort, devices: devices, apps: [plainBundle], profile: plain,
@@ -139,53 +138,33 @@ struct DemoCommand: AsyncParsableCommand {
                         }
                     }
                 }, group: fleetGroup)
-            content = started.0
+            // The first version once every app can be told of it; then one every --publish-every.
+            content = FleetRun.Content(
+                scenario: started.0, mix: started.2, channels: started.3,
+                provider: .init(
+                    host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                publishEvery: iphone.publishEvery ?? 5)
             fleet = started.1
-            liveActivities = FleetChannels.announcements(of: started.2, channels: started.3)
             print("content: \(started.0.originURL)/manifest (\(mix.kinds.map(\.name).joined(separator: ", ")))")
             attach(fleet, started.0, to: gateway)
         }
-        fleet.start()
+        defer { gateway.services.attached.detach() }
         let connecting = ContinuousClock.now
         do {
-            try await fleet.waitUntilInstalled(within: SimulateCommand.connectSeconds)
+            try await FleetRun.run(fleet, content: content, installSeconds: SimulateCommand.connectSeconds) {
+                let took = ContinuousClock.now - connecting
+                print(
+                    "\(devices) simulated devices connected and installed \(topics.joined(separator: ", ")) in "
+                        + String(
+                            format: "%.1f s",
+                            Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18))
+                try await live(
+                    on: gateway, fleet: fleet, content: content?.scenario, scenario: scenario, mix: mix,
+                    benchGroup: benchGroup)
+            }
         } catch let problem as FleetError {
-            await fleet.stop()
-            await content?.stop()
             throw CommandFailure(problem.explained(host: "127.0.0.1", port: devicePort, dataDir: nil))
         }
-        let took = ContinuousClock.now - connecting
-        print(
-            "\(devices) simulated devices connected and installed \(topics.joined(separator: ", ")) in "
-                + String(format: "%.1f s", Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18)
-        )
-        do {
-            if let content {
-                // The first version now that every app can be told of it; then one every --publish-every.
-                try await content.running(
-                    fleet: fleet, strategies: mix.strategies, surfaces: mix.surfaces, liveActivities: liveActivities,
-                    provider: .init(
-                        host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-                    publishEvery: iphone.publishEvery ?? 5
-                ) {
-                    await content.publish()
-                    try await live(
-                        on: gateway, fleet: fleet, content: content, scenario: scenario, mix: mix,
-                        benchGroup: benchGroup)
-                }
-            } else {
-                try await live(
-                    on: gateway, fleet: fleet, content: nil, scenario: scenario, mix: mix, benchGroup: benchGroup)
-            }
-        } catch {
-            await fleet.stop()
-            await content?.stop()
-            gateway.services.attached.detach()
-            throw error
-        }
-        await fleet.stop()
-        await content?.stop()
-        gateway.services.attached.detach()
     }
 
     /// The live part: load through the provider API while the fleet runs (and its content, if any), the

@@ -279,43 +279,33 @@ struct SimulateCommand: AsyncParsableCommand {
             }
         }
         if let port = endpoint?.port { print("fleet figures: http://127.0.0.1:\(port)/metrics and /v1/fleet") }
-        fleet.start()
-        // The first announcement should reach every device: wait for the installs.
-        do {
-            try await connect(fleet)
-        } catch {
-            print(fleet.counters.snapshot.line)
-            await fleet.stop()
-            await scenario.stop()
-            await endpoint?.stop()
-            throw error
-        }
-        var failure: (any Error)?
-        try await scenario.running(
-            fleet: fleet, strategies: mix.strategies, surfaces: mix.surfaces,
-            liveActivities: FleetChannels.announcements(of: mix, channels: channels),
+        // The first announcement should reach every device: the run waits for the installs. The built-in
+        // server's first version follows at once (as in the demo); a server of the team's own publishes
+        // as it does.
+        let content = FleetRun.Content(
+            scenario: scenario, mix: mix, channels: channels,
             provider: target.map {
                 ContentScenario.Provider(
                     host: $0.host, port: $0.port,
                     security: $0.tls ? .tls(trustRoots: [], alpn: ["h2"], clientCertificate: nil) : .cleartext,
                     signer: signer)
-            }, publishEvery: iphone.publishEvery ?? 300
-        ) {
-            // The built-in server's first version, now that every app has its token and can be told of it
-            // (as in the demo); a server of the team's own publishes as it does.
-            if iphone.origin == nil { await scenario.publish() }
-            do {
+            }, publishEvery: iphone.publishEvery ?? 300, publishFirst: iphone.origin == nil)
+        var counters = ""
+        do {
+            try await FleetRun.run(
+                fleet, content: content, installSeconds: connectTimeout,
+                stopping: { counters = $0.counters.snapshot.line }
+            ) {
                 try await runUntilDone(fleet) { _ in "  opens \(fleet.freshness?.opens ?? 0)" }
-            } catch {
-                failure = error
             }
+        } catch {
+            await endpoint?.stop()
+            print(counters)
+            if let problem = error as? FleetError { throw CommandFailure(explained(problem)) }
+            throw error
         }
-        let counters = fleet.counters.snapshot.line
-        await fleet.stop()
-        await scenario.stop()
         await endpoint?.stop()
         print(counters)
-        if let failure { throw failure }
         if let figures = scenario.figures(fleet) {
             print(figures.summary)
             try write(figures, json: json, html: html)

@@ -159,37 +159,35 @@ import Yams
                     json: { (try? content.figures(fleet)?.json()).map { String(decoding: $0, as: UTF8.self) } ?? "{}" },
                     metrics: { content.figures(fleet).map { metrics.text($0.report) } ?? "" }))
             let freshness = try #require(fleet.freshness)
-            try await Self.running(fleet, content) {
-                let state = {
-                    "\(fleet.installedCount) of 300 installed; \(fleet.counters.snapshot.line); the store's writer: "
-                        + "\(gateway.services.store.writer.figures)"
-                }
-                try await eventually("300 iPhones installed their apps", seconds: 60, state: state) {
-                    fleet.allInstalled
-                }
-                try await content.running(
-                    fleet: fleet, strategies: mix.strategies,
+            let state = {
+                "\(fleet.installedCount) of 300 installed; \(fleet.counters.snapshot.line); the store's writer: "
+                    + "\(gateway.services.store.writer.figures)"
+            }
+            // As `pushgate demo` runs it: installed, then the first version, one every 2 s.
+            try await FleetRun.run(
+                fleet,
+                content: .init(
+                    scenario: content, mix: mix, channels: [:],
                     provider: .init(
                         host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-                    publishEvery: 2, sampleEvery: 1
+                    publishEvery: 2, sampleEvery: 1),
+                installSeconds: 60
+            ) {
+                try await eventually(
+                    "600 opens, three versions announced, a watchdog termination", seconds: 60, state: state
                 ) {
-                    await content.publish()
-                    try await eventually(
-                        "600 opens, three versions announced, a watchdog termination", seconds: 60, state: state
-                    ) {
-                        let figures = try #require(content.figures(fleet))
-                        let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
-                        return freshness.opens >= 600 && figures.announcements.count >= 3
-                            && (misbehaving?.terminations["watchdog"] ?? 0) > 0
-                    }
-                    let (status, body) = try await AdminClient.get(
-                        host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
-                    #expect(status == 200 && body.contains(#""profile" : "news""#))
-                    let scrape = try await AdminClient.get(
-                        host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
-                    #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
-                    #expect(scrape.body.contains("pushgate_provider_requests_total"))
+                    let figures = try #require(content.figures(fleet))
+                    let misbehaving = figures.report.rows.first { $0.profile == "misbehaving" }
+                    return freshness.opens >= 600 && figures.announcements.count >= 3
+                        && (misbehaving?.terminations["watchdog"] ?? 0) > 0
                 }
+                let (status, body) = try await AdminClient.get(
+                    host: "127.0.0.1", port: gateway.adminPort, path: "/v1/fleet", token: nil)
+                #expect(status == 200 && body.contains(#""profile" : "news""#))
+                let scrape = try await AdminClient.get(
+                    host: "127.0.0.1", port: gateway.adminPort, path: "/metrics", token: nil)
+                #expect(scrape.body.contains(#"pushgate_fleet_opens_total{profile="chat"}"#))
+                #expect(scrape.body.contains("pushgate_provider_requests_total"))
             }
             let figures = try #require(content.figures(fleet))
             let rows = figures.report.rows
@@ -259,32 +257,30 @@ import Yams
                 endpoints: [.init(host: "127.0.0.1", port: gateway.devicePort)], mix: kinds,
                 origin: content.originURL, enrolment: gateway.services.hub.settings.enrolmentSecret, seed: 7,
                 channels: channels, group: group, clock: UnixTime.now)
-            try await Self.running(fleet, content) {
-                try await eventually("every iPhone subscribed and has its activity's update token") {
-                    fleet.allInstalled
+            func shown() async throws -> [[Int?]] {
+                var all: [[Int?]] = []
+                for agent in fleet.agents {
+                    all.append(try await agent.runtime?.state(of: bundle).get()?.activityVersions ?? [])
                 }
+                return all
+            }
+            // Installed (every iPhone subscribed and has its activity's update token), then the first
+            // version, one a second.
+            try await FleetRun.run(
+                fleet,
+                content: .init(
+                    scenario: content, mix: mix, channels: channels,
+                    provider: .init(
+                        host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
+                    publishEvery: 1, sampleEvery: 1),
+                installSeconds: 30
+            ) {
                 #expect(
                     fleet.tokenLines.filter { $0.hasSuffix("update:" + AppProfile.keptActivityID(bundle, 1)) }.count
                         == 10)
-                func shown() async throws -> [[Int?]] {
-                    var all: [[Int?]] = []
-                    for agent in fleet.agents {
-                        all.append(try await agent.runtime?.state(of: bundle).get()?.activityVersions ?? [])
-                    }
-                    return all
-                }
-                try await content.running(
-                    fleet: fleet, strategies: mix.strategies,
-                    liveActivities: FleetChannels.announcements(of: mix, channels: channels),
-                    provider: .init(
-                        host: "127.0.0.1", port: gateway.providerPort, security: .cleartext, signer: gateway.signer),
-                    publishEvery: 1, sampleEvery: 1
-                ) {
-                    await content.publish()
-                    try await eventually("three versions announced, every channel activity showing the third") {
-                        guard (content.figures(fleet)?.announcements.count ?? 0) >= 3 else { return false }
-                        return try await shown().allSatisfy { ($0.first ?? nil) ?? 0 >= 3 }
-                    }
+                try await eventually("three versions announced, every channel activity showing the third") {
+                    guard (content.figures(fleet)?.announcements.count ?? 0) >= 3 else { return false }
+                    return try await shown().allSatisfy { ($0.first ?? nil) ?? 0 >= 3 }
                 }
             }
             let figures = try #require(content.figures(fleet))
@@ -303,22 +299,5 @@ import Yams
             #expect(figures.summary.contains("Live Activity updates"))
         }
         try await group.shutdownGracefully()
-    }
-
-    /// Starts the fleet for `body`, and stops it and the content whatever `body` does: a wait that runs
-    /// out must not leave hundreds of devices reconnecting to a gateway that is shutting down.
-    static func running(
-        _ fleet: SimulatedFleet, _ content: ContentScenario, _ body: () async throws -> Void
-    ) async throws {
-        fleet.start()
-        do {
-            try await body()
-        } catch {
-            await fleet.stop()
-            await content.stop()
-            throw error
-        }
-        await fleet.stop()
-        await content.stop()
     }
 }
