@@ -11,7 +11,10 @@
 #   - node 1 killed with SIGKILL, then an alert to every device through the others: answered 200, time
 #     until every device (node 1's spread over the others by themselves) acknowledged its alert — when
 #     the other nodes' device limits leave room for node 1's devices (else it fails at once, saying how
-#     many nodes would).
+#     many nodes would);
+#   - the same alert and silent waves on one SQLite node (`pushgate serve`) with the same devices (at most
+#     FLEET_PER_SIMULATOR), and the gateway's CPU per push (nodes + database) of each, with their ratio
+#     (FLEET_SQLITE=0 skips it).
 # Fails (non-zero) if a step fails or prints no figure. Everything runs on this machine's cores.
 # Usage: [POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db] Benchmarks/fleet.sh [devices] [nodes] [idle seconds]
 # Without POSTGRES_URL the fleet starts its own PostgreSQL (Debian's postgresql package).
@@ -23,6 +26,7 @@ DEVICES=${1:-100000}
 # 7 nodes: 6 hold 100,000 devices (17,744 each at most, from 20,000 descriptors a process), but
 # after one is lost the other 5 hold 88,720 — a fleet is sized to survive the loss of a node.
 NODES=${2:-7}
+FLEET_NODES=$NODES
 IDLE=${3:-60}
 PER_SIMULATOR=${FLEET_PER_SIMULATOR:-15000}
 for tool in h2load python3 curl; do
@@ -30,16 +34,20 @@ for tool in h2load python3 curl; do
 done
 # shellcheck source=Benchmarks/release.sh
 source Benchmarks/release.sh
+# settings DATA_DIR BASE → SET, every node's settings (node i: h2c BASE + 3i, devices + 1, admin + 2).
+settings() {
+  SET=(--set "data_dir=$1" --set provider.tls.enabled=false --set devices.tls.enabled=false
+    --set "provider.h2c.port=$2" --set "devices.port=$(($2 + 1))" --set "admin.port=$(($2 + 2))"
+    --set channels.tls.enabled=false --set channels.h2c.enabled=false
+    --set event_loops=1 --set log.level=warning --set log.modules=devices=notice --set devices.keep_alive_seconds=60
+    --set devices.enrolments_per_minute_per_address=0 --set provider.rate.device_token.per_second=0
+    --set provider.rate.team.per_second=0)
+  # FLEET_SET="key=value …": more settings for every node (an experiment's).
+  for setting in ${FLEET_SET:-}; do SET+=(--set "$setting"); done
+}
 DATA="$WORK/data"
-BASE=23300   # node i: h2c BASE + 3i, devices + 1, admin + 2
-SET=(--set "data_dir=$DATA" --set provider.tls.enabled=false --set devices.tls.enabled=false
-  --set "provider.h2c.port=$BASE" --set "devices.port=$((BASE + 1))" --set "admin.port=$((BASE + 2))"
-  --set channels.tls.enabled=false --set channels.h2c.enabled=false
-  --set event_loops=1 --set log.level=warning --set log.modules=devices=notice --set devices.keep_alive_seconds=60
-  --set devices.enrolments_per_minute_per_address=0 --set provider.rate.device_token.per_second=0
-  --set provider.rate.team.per_second=0)
-# FLEET_SET="key=value …": more settings for every node (an experiment's).
-for setting in ${FLEET_SET:-}; do SET+=(--set "$setting"); done
+BASE=23300
+settings "$DATA" "$BASE"
 DB_ARGS=()
 if [ -n "${POSTGRES_URL:-}" ]; then
   command -v psql >/dev/null || fail "POSTGRES_URL needs psql (apt-get install postgresql-client)"
@@ -47,8 +55,9 @@ if [ -n "${POSTGRES_URL:-}" ]; then
   create_database "$DB"
   DB_ARGS=(--postgres-url "${POSTGRES_URL%/*}/$DB")
 fi
+FLEET_SET_ARGS=("${SET[@]}")
 cleanup() {
-  "$PG" fleet down "${SET[@]}" --grace-seconds 5 >/dev/null 2>&1 || true
+  "$PG" fleet down "${FLEET_SET_ARGS[@]}" --grace-seconds 5 >/dev/null 2>&1 || true
   # FLEET_LOGS=dir: the nodes' and simulators' logs are kept there.
   if [ -n "${FLEET_LOGS:-}" ]; then mkdir -p "$FLEET_LOGS"; cp "$DATA"/fleet/*.log "$WORK"/*.log "$FLEET_LOGS"/ 2>/dev/null || true; fi
   kill $(jobs -p) 2>/dev/null || true
@@ -77,15 +86,20 @@ cpu_now() {
 }
 # stalls → devices the nodes closed so far for not acknowledging within devices.not_reading_timeout_seconds
 # (their logs, at notice level for the device hub).
-stalls() { cat "$DATA"/fleet/node-*.log 2>/dev/null | awk '/devices closed for not acknowledging/ { for (i = 1; i <= NF; i++) if ($i ~ /^count=/) s += substr($i, 7) } END { print s + 0 }'; }
-# cpu_since "n s q" [pushes] → where the cores went since then, in CPU seconds; with a count of pushes,
-# also per push, in microseconds (issue 49: the push's path on PostgreSQL-backed nodes).
-cpu_since() {
-  local now; now=$(cpu_now)
-  awk -v a="$1" -v b="$now" -v hz="$(getconf CLK_TCK)" -v pushes="${2:-0}" 'BEGIN { split(a, x, " "); split(b, y, " ");
+stalls() { cat "$DATA"/fleet/node-*.log "$WORK"/sqlite-node.log 2>/dev/null | awk '/devices closed for not acknowledging/ { for (i = 1; i <= NF; i++) if ($i ~ /^count=/) s += substr($i, 7) } END { print s + 0 }'; }
+# cpu_between "n s q" "n s q" [pushes] → where the cores went between two readings, in CPU seconds; with
+# a count of pushes, also per push, in microseconds (issue 49: the push's path on PostgreSQL-backed nodes).
+cpu_between() {
+  awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v pushes="${3:-0}" 'BEGIN { split(a, x, " "); split(b, y, " ");
     n = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz; q = (y[3] - x[3]) / hz
     printf "CPU: nodes %.1f s, simulators %.1f s, PostgreSQL %.1f s", n, s, q
     if (pushes > 0) printf " (per push: nodes %.0f µs, PostgreSQL %.0f µs, simulators %.0f µs)", 1e6 * n / pushes, 1e6 * q / pushes, 1e6 * s / pushes }'
+}
+cpu_since() { cpu_between "$1" "$(cpu_now)" "${2:-0}"; }
+# gateway_per_push "n s q" "n s q" pushes → the gateway's CPU per push (nodes and database), in µs.
+gateway_per_push() {
+  awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v pushes="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    printf "%.0f", 1e6 * ((y[1] - x[1]) + (y[3] - x[3])) / hz / pushes }'
 }
 counters() { # node-index → "connected acknowledged wokenOnBudget held accepted deviceLimit"
   curl -sf "http://127.0.0.1:$(admin "$1")/v1/counters" | python3 -c '
@@ -220,16 +234,27 @@ fan_out() {
   echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
 }
 
-CPU0=$(cpu_now)
-read -r OK SECONDS_ <<< "$(fan_out alert 0)"
-need "the alert's answers" "$OK"; need "the alert's fan-out" "$SECONDS_"
-echo "an alert to every device: $OK of $DEVICES answered 200, the last acknowledged $SECONDS_ s after the first POST (goal < 5 s); $(cpu_since "$CPU0" "$OK"); devices closed for not acknowledging so far: $(stalls)"
-W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
-CPU0=$(cpu_now)
-read -r OK SECONDS_ <<< "$(fan_out silent 0)"
-need "the silent push's answers" "$OK"; need "the silent push's fan-out" "$SECONDS_"
-W1=$(sum_field 3 $ALL); H1=$(sum_field 4 $ALL)
-echo "a silent push to every device: $OK answered 200 in $SECONDS_ s; woken on budget $((W1 - W0)), held $((H1 - H0)); $(cpu_since "$CPU0" "$OK"); devices closed for not acknowledging so far: $(stalls)"
+# waves LABEL DEVICES → the alert and the silent wave to every device, each's figures printed; their
+# gateway CPU per push (nodes and database, µs) in ALERT_COST and SILENT_COST.
+waves() {
+  local label=$1 devices=$2 cpu0 cpu1 ok seconds
+  cpu0=$(cpu_now)
+  read -r ok seconds <<< "$(fan_out alert 0)"
+  cpu1=$(cpu_now)
+  need "the alert's answers ($label)" "$ok"; need "the alert's fan-out ($label)" "$seconds"
+  ALERT_COST=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
+  echo "$label: an alert to every device: $ok of $devices answered 200, the last acknowledged $seconds s after the first POST (goal < 5 s); $(cpu_between "$cpu0" "$cpu1" "$ok"); devices closed for not acknowledging so far: $(stalls)"
+  W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
+  cpu0=$(cpu_now)
+  read -r ok seconds <<< "$(fan_out silent 0)"
+  cpu1=$(cpu_now)
+  need "the silent push's answers ($label)" "$ok"; need "the silent push's fan-out ($label)" "$seconds"
+  SILENT_COST=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
+  local w1 h1; w1=$(sum_field 3 $ALL); h1=$(sum_field 4 $ALL)
+  echo "$label: a silent push to every device: $ok answered 200 in $seconds s; woken on budget $((w1 - W0)), held $((h1 - H0)); $(cpu_between "$cpu0" "$cpu1" "$ok"); devices closed for not acknowledging so far: $(stalls)"
+}
+waves "PostgreSQL, $NODES node$([ "$NODES" -gt 1 ] && echo s)" "$DEVICES"
+PG_ALERT=$ALERT_COST; PG_SILENT=$SILENT_COST
 
 # Node 1 killed with SIGKILL; its devices move on to node 2 by themselves; an alert to every device
 # through the other nodes: every one answered 200 is acknowledged, node 1's devices' too. A fleet of one
@@ -270,3 +295,37 @@ fi
 for s in $(seq 0 $((SIMULATORS - 1))); do
   kill -0 "${SIM_PIDS[$s]}" 2>/dev/null || { show_log "$WORK/simulate-$s.log"; fail "simulator $s exited during the run"; }
 done
+
+# The same waves on one SQLite node (`pushgate serve`, the store's default), with the same devices (as many
+# as one simulator runs, if the fleet had more), in the same run: a push's cost on PostgreSQL-backed nodes
+# read against it (issue 49's goal: ≤ 2 ×). FLEET_SQLITE=0 skips it.
+if [ "${FLEET_SQLITE:-1}" = 0 ]; then
+  echo "one SQLite node: skipped (FLEET_SQLITE=0)"
+  exit 0
+fi
+"$PG" fleet down "${FLEET_SET_ARGS[@]}" --grace-seconds 5 >/dev/null 2>&1 || fail "fleet down failed"
+for p in "${SIM_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+for p in "${SIM_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+SQLITE_DEVICES=$(( DEVICES < PER_SIMULATOR ? DEVICES : PER_SIMULATOR ))
+DATA="$WORK/sqlite"; BASE=23400; mkdir -p "$DATA"
+settings "$DATA" "$BASE"
+mkdir -p "$WORK/sqlite-key"
+(cd "$WORK/sqlite-key" && "$PG" keys generate --team-id TEAM123456 --key-id KEY1234567 --topic com.example.app "${SET[@]}" >/dev/null)
+JWT=$("$PG" keys token --key "$WORK/sqlite-key/AuthKey_KEY1234567.p8" --team-id TEAM123456 --key-id KEY1234567)
+setsid "$PG" serve "${SET[@]}" > "$WORK/sqlite-node.log" 2>&1 &
+PIDS=($!); NODES=1; ALL=0
+wait_ready "${PIDS[0]}" "$(admin 0)" "$WORK/sqlite-node.log"
+setsid "$PG" simulate --profile default --endpoints "127.0.0.1:$((BASE + 1))" --devices "$SQLITE_DEVICES" --threads 1 --seed 1 \
+  --data-dir "$DATA" --apps com.example.app --duration 3600 --connect-timeout 1200 \
+  --tokens-file "$WORK/tokens-sqlite.txt" > "$WORK/simulate-sqlite.log" 2>&1 &
+SIM_PIDS=($!)
+wait_tokens "${SIM_PIDS[0]}" "$WORK/tokens-sqlite.txt" "$WORK/simulate-sqlite.log" 1200
+cp "$WORK/tokens-sqlite.txt" "$WORK/tokens.txt"
+sleep 2
+waves "SQLite, 1 node" "$SQLITE_DEVICES"
+echo
+echo "| gateway CPU per push (nodes + database) | alert | silent |"
+echo "|---|---|---|"
+echo "| PostgreSQL, $FLEET_NODES nodes, $DEVICES devices | $PG_ALERT µs | $PG_SILENT µs |"
+echo "| SQLite, 1 node, $SQLITE_DEVICES devices | $ALERT_COST µs | $SILENT_COST µs |"
+echo "| PostgreSQL ÷ SQLite (goal ≤ 2) | $(awk -v a="$PG_ALERT" -v b="$ALERT_COST" 'BEGIN {printf "%.2f", a / b}') | $(awk -v a="$PG_SILENT" -v b="$SILENT_COST" 'BEGIN {printf "%.2f", a / b}') |"
