@@ -81,7 +81,7 @@ cpu_now() {
   local n=0 s=0 q=0 p
   for p in "${PIDS[@]}"; do n=$((n + $(ticks "$p"))); done
   for p in "${SIM_PIDS[@]}"; do s=$((s + $(ticks "$p"))); done
-  for p in $(pgrep -x postgres); do q=$((q + $(ticks "$p"))); done
+  if [ "${COUNT_POSTGRES:-1}" = 1 ]; then for p in $(pgrep -x postgres); do q=$((q + $(ticks "$p"))); done; fi
   echo "$n $s $q"
 }
 # stalls → devices the nodes closed so far for not acknowledging within devices.not_reading_timeout_seconds
@@ -234,13 +234,37 @@ fan_out() {
   echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
 }
 
+# FLEET_PERF=dir: perf records the nodes and PostgreSQL's processes during each alert wave, into
+# dir/<wave>-nodes.data and dir/<wave>-postgres.data (read with perf report -i); its own cost is in that
+# run's CPU figures, so a profile's run is not a figure's.
+perf_start() {
+  [ -n "${FLEET_PERF:-}" ] || return 0
+  mkdir -p "$FLEET_PERF"
+  PERF_PIDS=()
+  perf record -F 999 -g -p "$(IFS=,; echo "${PIDS[*]}")" -o "$FLEET_PERF/$1-nodes.data" >/dev/null 2>&1 &
+  PERF_PIDS+=($!)
+  local backends; backends=$(pgrep -d, -x postgres || true)
+  if [ -n "$backends" ]; then
+    perf record -F 999 -g -p "$backends" -o "$FLEET_PERF/$1-postgres.data" >/dev/null 2>&1 &
+    PERF_PIDS+=($!)
+  fi
+  sleep 1
+}
+perf_stop() {
+  [ -n "${FLEET_PERF:-}" ] || return 0
+  kill -INT "${PERF_PIDS[@]}" 2>/dev/null || true
+  for p in "${PERF_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+
 # waves LABEL DEVICES → the alert and the silent wave to every device, each's figures printed; their
 # gateway CPU per push (nodes and database, µs) in ALERT_COST and SILENT_COST.
 waves() {
   local label=$1 devices=$2 cpu0 cpu1 ok seconds
+  perf_start "$(echo "$label" | tr -c 'a-zA-Z0-9\n' '-' | tr -s '-')-alert"
   cpu0=$(cpu_now)
   read -r ok seconds <<< "$(fan_out alert 0)"
   cpu1=$(cpu_now)
+  perf_stop
   need "the alert's answers ($label)" "$ok"; need "the alert's fan-out ($label)" "$seconds"
   ALERT_COST=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
   echo "$label: an alert to every device: $ok of $devices answered 200, the last acknowledged $seconds s after the first POST (goal < 5 s); $(cpu_between "$cpu0" "$cpu1" "$ok"); devices closed for not acknowledging so far: $(stalls)"
@@ -306,6 +330,8 @@ fi
 "$PG" fleet down "${FLEET_SET_ARGS[@]}" --grace-seconds 5 >/dev/null 2>&1 || fail "fleet down failed"
 for p in "${SIM_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 for p in "${SIM_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+# PostgreSQL's processes are no longer the gateway's (the fleet's backends exiting would count as less).
+COUNT_POSTGRES=0
 SQLITE_DEVICES=$(( DEVICES < PER_SIMULATOR ? DEVICES : PER_SIMULATOR ))
 DATA="$WORK/sqlite"; BASE=23400; mkdir -p "$DATA"
 settings "$DATA" "$BASE"
@@ -326,6 +352,6 @@ waves "SQLite, 1 node" "$SQLITE_DEVICES"
 echo
 echo "| gateway CPU per push (nodes + database) | alert | silent |"
 echo "|---|---|---|"
-echo "| PostgreSQL, $FLEET_NODES nodes, $DEVICES devices | $PG_ALERT µs | $PG_SILENT µs |"
+echo "| PostgreSQL, $FLEET_NODES node$([ "$FLEET_NODES" -gt 1 ] && echo s), $DEVICES devices | $PG_ALERT µs | $PG_SILENT µs |"
 echo "| SQLite, 1 node, $SQLITE_DEVICES devices | $ALERT_COST µs | $SILENT_COST µs |"
 echo "| PostgreSQL ÷ SQLite (goal ≤ 2) | $(awk -v a="$PG_ALERT" -v b="$ALERT_COST" 'BEGIN {printf "%.2f", a / b}') | $(awk -v a="$PG_SILENT" -v b="$SILENT_COST" 'BEGIN {printf "%.2f", a / b}') |"

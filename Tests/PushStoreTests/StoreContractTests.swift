@@ -276,10 +276,27 @@ import Testing
             #expect(result == PruneResult(removed: 2, expired: 0))
             #expect(try await store.counts() == [.pending: 3, .delivered: 1])
             #expect(try await store.notification(Samples.id(1)) == nil)
-            // Budgets: an empty list removes what the device had.
+            // Budgets: a device's list replaces what it had (an app changed, an app gone, an app added),
+            // and an empty list removes it all. (A device's budgets are stored once the device is.)
             var budgets = StoreBatch()
-            budgets.budgets = ["d": [AppBudget(bundleID: "a", budget: Samples.budget(tokens: 1))]]
+            budgets.devices = [StoredDevice(id: "d", secretHash: [1], createdAt: Self.t0)]
+            budgets.budgets = [
+                "d": [
+                    AppBudget(bundleID: "a", budget: Samples.budget(tokens: 1)),
+                    AppBudget(bundleID: "b", budget: Samples.budget(tokens: 2)),
+                ]
+            ]
             try await store.commit(budgets)
+            let replaced = [
+                AppBudget(bundleID: "b", budget: Samples.budget(tokens: 0)),
+                AppBudget(bundleID: "c", budget: Samples.budget(tokens: 3)),
+            ]
+            budgets.devices = []
+            budgets.budgets = ["d": replaced]
+            try await store.commit(budgets)
+            let kept = try await store.open(now: Self.t0).budgets
+            #expect(kept.map(\.deviceID) == ["d"])
+            #expect(kept.first?.apps.sorted { $0.bundleID < $1.bundleID } == replaced)
             budgets.budgets = ["d": []]
             try await store.commit(budgets)
             #expect(try await store.open(now: Self.t0).budgets.isEmpty)

@@ -260,9 +260,14 @@ public final class PostgresStore: ClusterStore {
                     SELECT id FROM devices WHERE id = ANY(\(devices)::text[]) AND (owner = \(node) OR owner IS NULL)
                     """, logger: logger
                 ).decode(String.self).all()
-                let rows = owned.flatMap { device in (batch.budgets[device] ?? []).map { (device, $0) } }
-                try await connection.query(
-                    "DELETE FROM app_budgets WHERE device_id = ANY(\(owned)::text[])", logger: logger)
+                // In key order, as one device's rows are written by one node at a time anyway. Each row is
+                // updated in place where it exists (no index changes: PostgreSQL updates it on its page),
+                // rather than deleted and inserted again with its index entries — a silent push changes its
+                // app's budget twice (the wake, the completion). Then the owned devices' rows for apps the
+                // batch no longer lists (uninstalled) go.
+                let rows = owned.sorted().flatMap { device in
+                    (batch.budgets[device] ?? []).sorted { $0.bundleID < $1.bundleID }.map { (device, $0) }
+                }
                 if !rows.isEmpty {
                     try await connection.query(
                         """
@@ -274,8 +279,17 @@ public final class PostgresStore: ClusterStore {
                             \(rows.map { Double($0.1.budget.strikes) })::float8[],
                             \(rows.map(\.1.budget.settledAt))::bigint[], \(rows.map(\.1.budget.coolingUntil))::bigint[],
                             \(rows.map(\.1.budget.appState.rawValue))::text[]) AS x(d, b, t, s, se, c, a)
+                        ON CONFLICT (device_id, bundle_id) DO UPDATE SET tokens = excluded.tokens,
+                            strikes = excluded.strikes, settled_at = excluded.settled_at,
+                            cooling_until = excluded.cooling_until, app_state = excluded.app_state
                         """, logger: logger)
                 }
+                try await connection.query(
+                    """
+                    DELETE FROM app_budgets a WHERE a.device_id = ANY(\(owned)::text[])
+                        AND NOT EXISTS (SELECT 1 FROM UNNEST(\(rows.map(\.0))::text[], \(rows.map(\.1.bundleID))::text[])
+                            AS x(d, b) WHERE x.d = a.device_id AND x.b = a.bundle_id)
+                    """, logger: logger)
             }
             try await notify(batch.notices, on: connection)
         }
