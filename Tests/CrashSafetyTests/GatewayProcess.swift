@@ -23,13 +23,21 @@ final class GatewayProcess: @unchecked Sendable {
 
     static let enrolment = "test-fleet-enrolment"
 
-    /// Starts the binary with `arguments`, its output and errors appended to `logPath`.
-    init(arguments: [String], logPath: String) throws {
+    /// Starts the binary with `arguments`, its output and errors appended to `logPath`; in the network
+    /// namespace `namespace` when given (`ip netns exec`, which runs the binary in its own place: the
+    /// process is the gateway's).
+    init(arguments: [String], logPath: String, namespace: String? = nil) throws {
         // Every gateway these tests start enrols devices with one known secret.
         let arguments =
             arguments.first == "serve"
             ? arguments + ["--set", "devices.enrolment_secret=\(Self.enrolment)"] : arguments
-        process = try ChildProcess(Self.binary!, arguments, stdout: .file(logPath), stderr: .file(logPath))
+        if let namespace {
+            process = try ChildProcess(
+                "ip", ["netns", "exec", namespace, Self.binary!] + arguments, stdout: .file(logPath),
+                stderr: .file(logPath))
+        } else {
+            process = try ChildProcess(Self.binary!, arguments, stdout: .file(logPath), stderr: .file(logPath))
+        }
     }
 
     func kill(_ signal: Int32) { process.kill(signal) }
@@ -89,9 +97,12 @@ struct NotListening: Error, CustomStringConvertible {
     var description: String { "the gateway did not report its listeners (found \(found)); see \(log)" }
 }
 
-/// Until the gateway whose admin API is on `adminPort` answers `/ready` with 200.
-func waitUntilReady(adminPort: Int) async throws {
-    try await eventually("the gateway is ready") { await AdminClient.isReady(port: adminPort) }
+/// Until the gateway whose admin API is on `host`:`adminPort` (with `token`, if it has one) answers
+/// `/ready` with 200.
+func waitUntilReady(host: String = "127.0.0.1", adminPort: Int, token: String? = nil) async throws {
+    try await eventually("the gateway is ready") {
+        await AdminClient.isReady(host: host, port: adminPort, token: token)
+    }
 }
 
 /// The value of one series (`name{labels}`, exactly as Prometheus prints it) on a gateway's admin port's

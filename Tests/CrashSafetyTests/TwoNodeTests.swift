@@ -23,6 +23,10 @@ import WallClock
 
     struct Node {
         let name: String
+        /// The address its listeners are bound to.
+        let host: String
+        /// The admin API's token: a node bound to another address than loopback needs one.
+        let adminToken: String?
         let process: GatewayProcess
         let provider: Int
         let devices: Int
@@ -506,9 +510,16 @@ import WallClock
     }
 
     /// A `pushgate serve` node on the cluster's database, with the team's key, on ports the kernel picks
-    /// (read back from its log: no race with other tests for them).
-    func startNode(_ name: String, on cluster: Cluster, settings: [String]) async throws -> Node {
-        let (key, signer, url) = (cluster.key, cluster.signer, cluster.url)
+    /// (read back from its log: no race with other tests for them). On loopback, or with `host` in a
+    /// network namespace of its own, its listeners on that address (reaching the database at
+    /// `databaseURL`).
+    func startNode(
+        _ name: String, on cluster: Cluster, databaseURL: String? = nil,
+        host: (namespace: String, address: String)? = nil, settings: [String]
+    ) async throws -> Node {
+        let (key, signer, url) = (cluster.key, cluster.signer, databaseURL ?? cluster.url)
+        let address = host?.address ?? "127.0.0.1"
+        let adminToken = host.map { _ in "admin-token-of-\(name)" }
         let data = cluster.directory + "/" + name
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         try RegistryFiles.addKey(
@@ -525,11 +536,15 @@ import WallClock
                 "--set", "devices.port=0", "--set", "devices.tls.enabled=false", "--set", "admin.port=0",
                 "--set", "log.level=notice", "--set", "log.modules=provider=info,devices=info,admin=info",
                 "--set", "channels.tls.enabled=false", "--set", "channels.h2c.enabled=false",
-            ] + settings.flatMap { ["--set", $0] }, logPath: log)
+                "--set", "provider.h2c.host=\(address)", "--set", "devices.host=\(address)",
+                "--set", "admin.host=\(address)", "--set", "channels.h2c.host=\(address)",
+            ] + (adminToken.map { ["--set", "admin.token=\($0)"] } ?? []) + settings.flatMap { ["--set", $0] },
+            logPath: log, namespace: host?.namespace)
         let ports = try await process.boundPorts(logPath: log)
         return Node(
-            name: name, process: process, provider: ports.provider, devices: ports.devices, admin: ports.admin, log: log
-        )
+            name: name, host: address, adminToken: adminToken, process: process, provider: ports.provider,
+            devices: ports.devices,
+            admin: ports.admin, log: log)
     }
 
     /// Creates a channel through the channel-management API of `node` (started with it on, logging its port).
@@ -566,6 +581,6 @@ import WallClock
 
     /// A node's `/v1/counters`.
     func counters(_ node: Node) async -> Counters? {
-        await AdminClient.counters(port: node.admin)
+        await AdminClient.counters(host: node.host, port: node.admin, token: node.adminToken)
     }
 }

@@ -10,9 +10,11 @@ extension AdminClient {
     }
 
     /// Whether a gateway answers `/ready` with 200 (false when it does not answer at all); with `pid`, only
-    /// when that process is the one answering.
-    public static func isReady(host: String = "127.0.0.1", port: Int, pid: Int32? = nil) async -> Bool {
-        guard let answer = try? await get(host: host, port: port, path: "/ready", token: nil), answer.status == 200
+    /// when that process is the one answering. `token`: the admin API's (`admin.token`), when it has one.
+    public static func isReady(host: String = "127.0.0.1", port: Int, pid: Int32? = nil, token: String? = nil) async
+        -> Bool
+    {
+        guard let answer = try? await get(host: host, port: port, path: "/ready", token: token), answer.status == 200
         else { return false }
         guard let pid else { return true }
         return (try? JSONDecoder().decode(Readiness.self, from: Data(answer.body.utf8)))?.pid == pid
