@@ -26,17 +26,14 @@ final class ChannelSession: DeviceSession {
     func end() { ended.store(true, ordering: .releasing) }
 
     func write(_ item: Outgoing, shared: inout SharedEncodings) {
-        guard item.push.broadcast != nil else {
-            return send(encoded: GatewayMessage.notification(encoding.delivery(item)).encoded())
-        }
+        guard item.push.broadcast != nil else { return send(.notification(encoding.delivery(item))) }
         let key = SharedEncodings.Key(id: item.id, rule: item.rule)
-        if let bytes = shared.broadcasts[key] { return send(encoded: bytes) }
-        let bytes = GatewayMessage.notification(encoding.delivery(item)).encoded()
+        let bytes = shared.broadcasts[key] ?? GatewayMessage.notification(encoding.delivery(item)).encoded()
         shared.broadcasts[key] = bytes
         send(encoded: bytes)
     }
 
-    func send(_ message: GatewayMessage) { send(encoded: message.encoded()) }
+    private func send(_ message: GatewayMessage) { send(encoded: message.encoded()) }
 
     private func send(encoded bytes: [UInt8]) {
         let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(bytes: bytes))
