@@ -167,7 +167,7 @@ let package = Package(
             ],
             swiftSettings: hotPath
         ),
-        // An HTTP/2 client of the provider API (pushgate send, tests, and the load generator).
+        // An HTTP/2 client of the provider API (pushgate send, tests, the load generator, and the node links).
         .target(
             name: "ProviderClient",
             dependencies: [
@@ -238,11 +238,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]),
+        // The links between the nodes of a fleet: a push stored on one node for a device another runs goes
+        // to that node over HTTP/2 (its provider API), many pushes a request, with the fleet's own token.
+        .target(
+            name: "NodeLinks",
+            dependencies: [
+                "PushModel", "PushIntake", "ProviderAuth", "ProviderClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // Configuration (each key declared once; file, environment, flags) and composition of the services.
         .target(
             name: "Gateway",
             dependencies: [
                 "PushModel", "PushPolicy", "PushIntake", "ProviderAuth", "ProviderAPI", "DeviceHub", "ConnectionLimits",
+                "NodeLinks",
                 "PushStore", "AdminAPI", "GatewayFiles", "WallClock", "DescriptorLimit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -367,7 +381,7 @@ let package = Package(
             name: "ProviderAPITests",
             dependencies: [
                 "GatewayFiles", "ProviderAPI", "PushIntake", "ProviderAuth", "PushModel", "Gateway", "ProviderClient",
-                "TestSupport", "ChildProcess", "CNGHTTP2",
+                "TestSupport", "ChildProcess", "CNGHTTP2", "NodeLinks",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -432,14 +446,16 @@ let package = Package(
 // hub, store, admin, composition) and the simulator (the iPhone's rules, devices, content, load,
 // forecast). The executable is Sources/pushgate.
 let sides: [String: [String]] = [
-    "Shared": ["PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess", "DescriptorLimit"],
+    "Shared": [
+        "PushModel", "WallClock", "JobQueue", "DeviceProtocol", "ChildProcess", "DescriptorLimit", "ProviderClient",
+    ],
     "Gateway": [
         "PushPolicy", "GatewayCore", "PushMetrics", "PushIntake", "ConnectionLimits", "ProviderAuth", "CNGHTTP2",
         "ProviderAPI",
-        "DeviceHub", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway", "GatewayNodes",
+        "DeviceHub", "NodeLinks", "EmbeddedSQLite", "PushStore", "GatewayFiles", "AdminAPI", "Gateway", "GatewayNodes",
     ],
     "Simulator": [
-        "DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "ProviderClient", "IPhoneFleet",
+        "DeviceRuntime", "DeviceAgent", "ContentOrigin", "Forecast", "LoadGenerator", "IPhoneFleet",
     ],
 ]
 for (side, modules) in sides {

@@ -36,6 +36,7 @@ FORBIDDEN = {
     "ProviderAPI": {"DeviceHub", "Gateway", "PushStore", "AdminAPI"},
     "PushStore": {"DeviceHub", "ProviderAPI", "Gateway", "AdminAPI"},
     "AdminAPI": {"Gateway", "ProviderAPI"},
+    "NodeLinks": {"DeviceHub", "ProviderAPI", "Gateway", "PushStore", "AdminAPI"},
 }
 # Who may import libnghttp2's declarations: the provider API, whose codec is its one user (the files of the
 # codec's room only), and its tests.

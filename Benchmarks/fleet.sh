@@ -101,15 +101,15 @@ gateway_per_push() {
   awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v pushes="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
     printf "%.0f", 1e6 * ((y[1] - x[1]) + (y[3] - x[3])) / hz / pushes }'
 }
-counters() { # node-index → "connected acknowledged wokenOnBudget held accepted deviceLimit"
+counters() { # node-index → "connected acknowledged wokenOnBudget held accepted deviceLimit routedOut routedThroughStore"
   curl -sf "http://127.0.0.1:$(admin "$1")/v1/counters" | python3 -c '
 import json, sys
 c = json.load(sys.stdin); h = c["hub"]; p = c["policy"]
 print(c["connectedDevices"], h.get("acknowledged", 0), p.get("wokenOnBudget", 0), p.get("held", 0),
       p.get("alertingAccepted", 0) + p.get("silentAccepted", 0) + p.get("otherAccepted", 0),
-      c["connections"]["devices"]["limit"])'
+      c["connections"]["devices"]["limit"], h.get("routedOut", 0), h.get("routedThroughStore", 0))'
 }
-sum_field() { # field (1-5), node indexes… → the sum over those nodes
+sum_field() { # field (1-8), node indexes… → the sum over those nodes
   local field=$1 total=0 v; shift
   for i in "$@"; do v=$(counters "$i" | cut -d' ' -f"$field") || v=0; total=$((total + ${v:-0})); done
   echo $total
@@ -259,7 +259,8 @@ perf_stop() {
 # waves LABEL DEVICES → the alert and the silent wave to every device, each's figures printed; their
 # gateway CPU per push (nodes and database, µs) in ALERT_COST and SILENT_COST.
 waves() {
-  local label=$1 devices=$2 cpu0 cpu1 ok seconds
+  local label=$1 devices=$2 cpu0 cpu1 ok seconds r0 s0
+  r0=$(sum_field 7 $ALL); s0=$(sum_field 8 $ALL)
   perf_start "$(echo "$label" | tr -c 'a-zA-Z0-9\n' '-' | tr -s '-')-alert"
   cpu0=$(cpu_now)
   read -r ok seconds <<< "$(fan_out alert 0)"
@@ -267,7 +268,7 @@ waves() {
   perf_stop
   need "the alert's answers ($label)" "$ok"; need "the alert's fan-out ($label)" "$seconds"
   ALERT_COST=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
-  echo "$label: an alert to every device: $ok of $devices answered 200, the last acknowledged $seconds s after the first POST (goal < 5 s); $(cpu_between "$cpu0" "$cpu1" "$ok"); devices closed for not acknowledging so far: $(stalls)"
+  echo "$label: an alert to every device: $ok of $devices answered 200, the last acknowledged $seconds s after the first POST (goal < 5 s); $(cpu_between "$cpu0" "$cpu1" "$ok"); devices closed for not acknowledging so far: $(stalls); routed to another node: $(( $(sum_field 7 $ALL) - r0 )), of them through the database (the node link did not take them): $(( $(sum_field 8 $ALL) - s0 ))"
   W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
   cpu0=$(cpu_now)
   read -r ok seconds <<< "$(fan_out silent 0)"

@@ -42,14 +42,15 @@ import WallClock
         defer { cluster.removeFiles() }
         var nodes: [Node] = []
         for (index, name) in ["node-a", "node-b"].enumerated() {
-            // Keep-alives release held pushes: at once on A, never during the test on B.
+            // Keep-alives release held pushes: at once on A, never during the test on B. A takes no links
+            // (its pushes come through the database, a notice each); B takes them over its link.
             nodes.append(
                 try await startNode(
                     name, on: cluster,
                     settings: [
                         "policy.budget.capacity=2", "devices.keep_alive_seconds=\(index == 0 ? 1 : 3600)",
                         "store.postgres.sweep_seconds=1",
-                    ]))
+                    ] + (index == 0 ? ["store.postgres.route_address=off"] : [])))
         }
         defer {
             for node in nodes { node.process.kill(SIGKILL) }
@@ -99,6 +100,10 @@ import WallClock
         try await eventually("node A knows the token") {
             (try? await AdminClient.get(host: "127.0.0.1", port: a.admin, path: "/v1/tokens/\(token)", token: nil))?
                 .status == 200
+        }
+        try await eventually("node A links to node B") {
+            let linked = await counters(a)?.linkedNodes
+            return linked == ["node-b"]
         }
         #expect(try await post(to: a, id: id(1), silent: false) == 200)
         try await eventually("the alert sent to node A reached the device on node B") {
@@ -161,10 +166,15 @@ import WallClock
             received.value.withLock { $0[id(5)] } == "released_piggyback_keep_alive",
             "over budget on node A: the budget spent on node B came along")
 
-        // In normal operation the sweep finds no push that a policy left undecided.
+        // In normal operation the sweep finds no push that a policy left undecided. Every push routed to
+        // B crossed its link; every push routed to A (which takes no links) went through the database.
         for node in nodes {
             #expect(await counters(node)?.hub.sweptUndecided == 0, "\(node.name) swept undecided pushes")
         }
+        let (fromA, fromB) = (await counters(a)?.hub, await counters(b)?.hub)
+        #expect(fromA?.routedOut == 4 && fromA?.routedThroughStore == 0, "A: \(String(describing: fromA))")
+        // B handed A the push it held (4) and routed one (5): both through the database.
+        #expect(fromB?.routedOut == 1 && fromB?.routedThroughStore == 2, "B: \(String(describing: fromB))")
 
         // Both nodes lose the connection they listen on. An alert sent through B meanwhile is routed to A
         // with a notice nobody hears; A reads it back from the database once it listens again.

@@ -158,7 +158,7 @@ import Testing
             #expect(try await c.undecided(olderThan: undecided.notification.receivedAt.adding(seconds: 1)).isEmpty)
 
             // Node A comes back: it renews its lease and owns nothing until a device connects to it.
-            try await a.renewLease()
+            try await a.renewLease(routeAddress: nil)
             #expect(try await c.takeOver(leaseMilliseconds: 60_000).isEmpty)
 
             // A device whose owner never held a lease (gone before it wrote one) is taken too, once.

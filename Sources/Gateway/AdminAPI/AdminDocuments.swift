@@ -180,6 +180,8 @@ public struct Counters: Codable, Sendable {
     public var acceptToDeviceAckBuckets: [[UInt64]]
     /// The store writer's commits (absent without a store).
     public var store: CommitFigures?
+    /// Several nodes: the nodes this one has a link to for routed pushes (docs/store.md, "The node links").
+    public var linkedNodes: [String]?
 
     /// Pushes accepted (every class), as `fleet status` adds them up.
     public var accepted: Int { policy.acceptedTotal }

@@ -128,7 +128,8 @@ public struct AdminRoutes: Sendable {
                     providerConnections: providerConnections(),
                     connections: Dictionary(uniqueKeysWithValues: gates().map { ($0.name, $0.figures) }),
                     acceptToDeviceAckMicroseconds: hub.deliveryLatency,
-                    acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets, store: storeFigures()))
+                    acceptToDeviceAckBuckets: hub.deliveryLatencyBuckets, store: storeFigures(),
+                    linkedNodes: hub.linkedNodes.isEmpty ? nil : hub.linkedNodes))
         }
         return error(404, "no such admin path: \(path)")
     }

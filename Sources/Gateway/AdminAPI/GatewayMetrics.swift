@@ -106,6 +106,7 @@ public final class GatewayMetrics: Sendable {
             (counter(.devicesRemoved, [("how", "pruned")]), \.devicesPruned),
             (counter(.routed, [("direction", "out")]), \.routedOut),
             (counter(.routed, [("direction", "in")]), \.routedIn),
+            (counter(.routedThroughStore), \.routedThroughStore),
             (counter(.deviceHandovers, [("change", "claimed")]), \.claimed),
             (counter(.deviceHandovers, [("change", "released")]), \.released),
         ]

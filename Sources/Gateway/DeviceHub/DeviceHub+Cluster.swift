@@ -10,13 +10,14 @@ import Synchronization
 
 /// Several nodes on one PostgreSQL database. Each device's policy runs on one node, its owner (the node
 /// it registered on or last connected to), so its budget and held pushes are in one place:
-/// - a push accepted by another node is stored there with a `route` notice to the owner, sent in the
-///   same transaction, and the owner runs the policy for it;
+/// - a push accepted by another node is stored there and, once committed, handed to the owner over the
+///   node link (`RouteLink`; a `route` notice through the store when the link does not take it), and the
+///   owner runs the policy for it;
 /// - a device connecting to a node that does not own it is claimed first: the node records itself as
 ///   owner (an `owner` notice tells the others), loads the device's budgets and pending notifications,
 ///   and only then lets the device in; pushes for it meanwhile wait for the claim;
 /// - the node that lost the device drops its state for it and hands its held pushes to the new owner.
-extension DeviceHub {
+extension DeviceHub: RouteIntake {
     typealias Placement = ClaimTable<@Sendable (Bool) -> Void>.Placement
 
     /// Where the device's policy runs; nil while this node is claiming it, and then the work `deferring`
@@ -54,15 +55,17 @@ extension DeviceHub {
         case .here:
             return submitHere(notification, device: device, on: eventLoop)
         case .elsewhere(let node):
-            // Stored here, run by the owner: the notice goes out with the commit that answers the 200.
+            // Stored here, run by the owner: handed to it over the node link once committed (the 200 says
+            // it is durable); without links, a notice goes out with the commit that answers the 200.
             core.withLock { $0.counters.routedOut += 1 }
             let stored = StoredNotification(
                 notification: notification, expiresAt: policy.expiry(of: notification),
                 deviceID: registry.deviceID(of: device), state: .pending, rule: nil)
             guard let writer else { return .now(.rejected(Rejection(.serviceUnavailable))) }
+            let linked = routeLink.withLock { $0 != nil }
             let committed = writer.enqueue(answeringOn: eventLoop) {
                 $0.notifications.append(stored)
-                $0.notices.append(Self.route(notification, of: stored.deviceID, to: node))
+                if !linked { $0.notices.append(Self.route(notification, of: stored.deviceID, to: node)) }
             }
             committed.whenSuccess { [self] in
                 // A claim of the device that began meanwhile may have read its pending pushes before this
@@ -70,10 +73,37 @@ extension DeviceHub {
                 // (once, whichever way it arrives first).
                 let claimedHere =
                     withClaims { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
-                if claimedHere { routed(stored, device: device) }
+                if claimedHere {
+                    routed(stored, device: device)
+                } else if linked {
+                    hand(stored, to: node)
+                }
             }
             return .afterCommit(committed)
         }
+    }
+
+    /// Hands a push stored here to `node`, its device's owner: over the node link, or through the store
+    /// (a `route` notice with the next commit) when there is no link or it did not take the push.
+    func hand(_ stored: StoredNotification, to node: String) {
+        let notice = Self.route(stored.notification, of: stored.deviceID, to: node)
+        guard let link = routeLink.withLock({ $0 }), let deviceID = stored.deviceID else {
+            writer?.enqueue { $0.notices.append(notice) }
+            return
+        }
+        let push = RoutedPush(notification: stored.notification, deviceID: deviceID, expiresAt: stored.expiresAt)
+        link.forward(push, to: node) { [self] in
+            core.withLock { $0.counters.routedThroughStore += 1 }
+            writer?.enqueue { $0.notices.append(notice) }
+        }
+    }
+
+    /// The nodes this node's routed pushes can reach over a link (`/v1/counters`).
+    public var linkedNodes: [String] { routeLink.withLock { $0 }?.linkedNodes ?? [] }
+
+    /// Routed pushes go over `link` from now on (`GatewayServices`, once the fleet's secret is read).
+    public func route(through link: any RouteLink) {
+        routeLink.withLock { $0 = link }
     }
 
     static func route(_ push: PushNotification, of deviceID: String?, to node: String) -> ClusterNotice {
@@ -226,7 +256,7 @@ extension DeviceHub {
         else { return }
         switch placement {
         case .elsewhere(let node):
-            writer?.enqueue { $0.notices.append(Self.route(push, of: stored.deviceID, to: node)) }
+            hand(stored, to: node)
         case .here:
             guard withAdopted({ $0.insert(push.id) }) else { return }
             core.withLock {
@@ -245,15 +275,37 @@ extension DeviceHub {
         }
     }
 
+    /// Pushes another node stored for devices this node runs (the node link, `RouteIntake`): each runs
+    /// through its device's policy as a routed notice's would. A device this node does not know yet (its
+    /// registration's notice not heard) is left to the sender, which routes the push through the store.
+    public func routed(_ pushes: [RoutedPush], from node: String) -> [APNsID] {
+        var untaken: [APNsID] = []
+        for push in pushes {
+            guard let device = registry.slot(ofDevice: push.deviceID) else {
+                untaken.append(push.notification.id)
+                continue
+            }
+            routed(
+                StoredNotification(
+                    notification: push.notification, expiresAt: push.expiresAt, deviceID: push.deviceID,
+                    state: .pending, rule: nil), device: device)
+        }
+        return untaken
+    }
+
     /// Another node claimed a device this node ran: its session here (if any) is closed, its state
     /// dropped, and its held pushes handed to the new owner (who also finds them pending in the store).
     func lost(_ device: DeviceSlot, to node: String) {
         let (session, held) = core.withLock { $0.lost(device) }
         session?.close(.moved, reconnectAfterMilliseconds: nil)
         core.withLock { $0.counters.released += 1 }
-        guard !held.isEmpty else { return }
         let deviceID = registry.deviceID(of: device)
-        writer?.enqueue { batch in batch.notices += held.map { Self.route($0.notification, of: deviceID, to: node) } }
+        for item in held {
+            hand(
+                StoredNotification(
+                    notification: item.notification, expiresAt: policy.expiry(of: item.notification),
+                    deviceID: deviceID, state: .pending, rule: nil), to: node)
+        }
     }
 
     // MARK: Jobs, takeover, sweep

@@ -30,6 +30,8 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// Several nodes: the claims, the routed notices and what was adopted, under one lock of their own
     /// (`ClusterWork`; never held for store I/O).
     let clusterWork = Mutex(ClusterWork())
+    /// Several nodes: the links to the others that carry routed pushes (nil: through the store only).
+    let routeLink = Mutex<(any RouteLink)?>(nil)
     /// Several nodes: the store work the hub starts (claims, loading routed pushes), run by the cluster
     /// service's task group (`runJobs`), not by tasks of their own.
     let jobQueue = JobQueue()
@@ -530,6 +532,9 @@ public struct HubCounters: Sendable, Equatable, Codable {
     /// Several nodes: pushes stored here for devices another node owns, and routed here from others.
     public var routedOut = 0
     public var routedIn = 0
+    /// Of `routedOut` (and of pushes passed on to a device's new owner): those handed over through the
+    /// store (a `route` notice) because the node link did not take them.
+    public var routedThroughStore = 0
     /// Devices this node took over from another, and let go to another.
     public var claimed = 0
     public var released = 0

@@ -1,5 +1,6 @@
 import DeviceHub
 import Logging
+import NodeLinks
 import PushModel
 import PushStore
 import ServiceLifecycle
@@ -14,7 +15,8 @@ import WallClock
 ///
 /// `run` owns one task group for the rest: handing notices to the hub, the hub's store work (claims,
 /// loading routed pushes), and the node's upkeep — its lease renewed every third of
-/// `store.postgres.lease_seconds`, the devices of nodes whose lease went stale taken over, and a sweep
+/// `store.postgres.lease_seconds` (with its route address), the other nodes' route addresses read every
+/// second for the node links, the devices of nodes whose lease went stale taken over, and a sweep
 /// every `store.postgres.sweep_seconds` for pushes to this node's devices that no policy decided.
 public final class ClusterService: Service, Sendable {
     let cluster: any ClusterStore
@@ -25,6 +27,9 @@ public final class ClusterService: Service, Sendable {
 
     private struct State {
         var hub: DeviceHub?
+        /// The links to the other nodes, and where this node takes routed pushes (nil: nowhere yet).
+        var links: NodeLinks?
+        var routeAddress: @Sendable () -> String? = { nil }
         /// Whoever waits for the first LISTEN (`waitUntilListening`).
         var started: CheckedContinuation<Void, any Error>?
         var connected = false
@@ -135,8 +140,16 @@ public final class ClusterService: Service, Sendable {
     }
 
     /// The hub that hears the notices (once it has restored the store's snapshot); `run` hands them over.
-    public func deliver(to hub: DeviceHub) {
-        state.withLock { $0.hub = hub }
+    /// `links`: the node links, told the other nodes' addresses on every renewal of the lease, which
+    /// writes `routeAddress()`, this node's own.
+    public func deliver(
+        to hub: DeviceHub, links: NodeLinks? = nil, routeAddress: @escaping @Sendable () -> String? = { nil }
+    ) {
+        state.withLock {
+            $0.hub = hub
+            $0.links = links
+            $0.routeAddress = routeAddress
+        }
     }
 
     public func run() async throws {
@@ -166,30 +179,45 @@ public final class ClusterService: Service, Sendable {
     private func upkeep(_ hub: DeviceHub) async {
         let lease = Int64(settings.leaseSeconds) * 1000
         let renewEvery = Duration.milliseconds(max(100, lease / 3))
+        // The other nodes' route addresses are read every second (a handful of rows), so a node that
+        // starts is linked to within about a second; this node's own is written at once when it changes
+        // (its provider listener bound after the first renewal).
+        let tick = min(renewEvery, .seconds(1))
         var lastSweep = ContinuousClock.now
+        var lastRenewal: ContinuousClock.Instant?
+        var advertised: String??
+        let (links, routeAddress) = state.withLock { ($0.links, $0.routeAddress) }
         while !Task.isCancelled {
             do {
-                try await cluster.renewLease()
-                hub.tookOver(try await cluster.takeOver(leaseMilliseconds: lease))
-                if ContinuousClock.now - lastSweep >= .seconds(settings.sweepSeconds) {
-                    lastSweep = ContinuousClock.now
-                    let cutoff = UnixTime.now().adding(seconds: -Int64(settings.sweepSeconds))
-                    await hub.sweep(try await cluster.undecided(olderThan: cutoff))
+                let address = routeAddress()
+                if lastRenewal.map({ ContinuousClock.now - $0 >= renewEvery }) ?? true || advertised != .some(address) {
+                    try await cluster.renewLease(routeAddress: address)
+                    lastRenewal = ContinuousClock.now
+                    advertised = .some(address)
+                    hub.tookOver(try await cluster.takeOver(leaseMilliseconds: lease))
+                    if ContinuousClock.now - lastSweep >= .seconds(settings.sweepSeconds) {
+                        lastSweep = ContinuousClock.now
+                        let cutoff = UnixTime.now().adding(seconds: -Int64(settings.sweepSeconds))
+                        await hub.sweep(try await cluster.undecided(olderThan: cutoff))
+                    }
                 }
+                if let links { links.update(addresses: try await cluster.routeAddresses()) }
             } catch {
                 if Task.isCancelled { return }
                 logger.error("cluster upkeep failed", metadata: ["error": "\(String(reflecting: error))"])
             }
-            try? await Task.sleep(for: renewEvery)  // clock-ok: the lease's renewal period
+            try? await Task.sleep(for: tick)  // clock-ok: the lease's renewal period, the addresses' refresh
         }
     }
 
     /// Notices are no longer handed to the hub (the listening itself ends with the store's task group).
     public func stop() {
-        let hub = state.withLock { state in
+        let (hub, links) = state.withLock { state in
             state.stopped = true
-            return state.hub
+            return (state.hub, state.links)
         }
+        // What is queued on the links goes through the store (the writer commits last).
+        links?.close()
         continuation.finish()
         hub?.finishJobs()
     }

@@ -3,6 +3,7 @@ import ConnectionLimits
 import DeviceHub
 import Foundation
 import Logging
+import NodeLinks
 import NIOCore
 import ProviderAPI
 import PushModel
@@ -411,6 +412,19 @@ public enum ConfigKeys {
             "store.postgres.start_seconds", "30", in: 1...3600,
             "How long a node waits at start for PostgreSQL (its first LISTEN and the snapshot) before it stops with an error naming store.postgres.url: an unreachable database is reported, not waited for in silence.",
             to: \.store.startSeconds),
+        .custom(
+            "store.postgres.route_address", "", expected: "http://host:port, https://host:port, off, or empty",
+            "Where the other nodes hand this node the pushes they store for its devices: its provider API's URL as they reach it (the node links; docs/store.md). Empty: the h2c listener's address when it is bound to a specific address (else the TLS listener's); off: the others route to this node through the database (a NOTIFY per push).",
+            parse: { $0.isEmpty || $0 == "off" || NodeAddress(url: $0) != nil ? $0 : nil },
+            set: { $0.store.routeAddress = $1 }),
+        .int(
+            "store.postgres.route_timeout_seconds", "5", in: 1...300,
+            "How long a batch of pushes handed to another node over its link waits for that node's answer (and a link for its connection) before those pushes are routed through the database instead.",
+            to: \.store.links.timeoutSeconds),
+        .custom(
+            "store.postgres.route_trust_roots", "", expected: "a PEM file path, or empty",
+            "PEM file of the certificate authorities that sign the other nodes' provider TLS certificates, for links to https route addresses. Empty: not verified (development certificates); the fleet's token still authenticates each link.",
+            parse: { $0 }, set: { $0.store.links.trustRoots = $1.isEmpty ? [] : [$1] }),
         .int(
             "store.postgres.sweep_seconds", "30", in: 1...86400,
             "How often a node looks for pushes to its devices that no policy has decided and that are older than this (none in normal operation; each found is logged and counted).",

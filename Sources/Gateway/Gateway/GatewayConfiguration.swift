@@ -4,6 +4,7 @@ import DescriptorLimit
 import DeviceHub
 import Foundation
 import Logging
+import NodeLinks
 import NIOCore
 import ProviderAPI
 import PushModel
@@ -26,6 +27,10 @@ public struct StoreSettings: Sendable, Equatable {
     public var nodeID = ""
     /// Several nodes: leases, takeovers and the sweep for undecided pushes.
     public var cluster = ClusterSettings()
+    /// Several nodes: where this node takes routed pushes (a URL; empty: made from the provider
+    /// listeners; "off": none), and the links to the others.
+    public var routeAddress = ""
+    public var links = NodeLinkSettings()
     /// How long a node waits for PostgreSQL at start.
     public var startSeconds: Int64 = 30
     public var retentionSeconds: Int64 = 86400

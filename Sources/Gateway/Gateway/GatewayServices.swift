@@ -7,6 +7,7 @@ import Foundation
 #endif
 import GatewayFiles
 import Logging
+import NodeLinks
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -155,7 +156,16 @@ public struct GatewayServices: Sendable {
         let knownDevices = snapshot.devices.count
         // Consumed: the snapshot's rows are freed before the allocator is asked to return their pages.
         let restored = hub.restore(consume snapshot)
-        cluster?.deliver(to: hub)
+        // Several nodes: routed pushes go over the links, authenticated with the fleet's own secret.
+        var links: (NodeLinks, NodeTokens)?
+        if cluster != nil, let shared = backend as? any ClusterStore {
+            let tokens = NodeTokens(secret: try await shared.fleetSecret())
+            let made = NodeLinks(
+                nodeID: shared.nodeID, tokens: tokens, group: group, settings: configuration.store.links,
+                logger: Logger(label: "pushgate.links"), clock: UnixTime.now)
+            hub.route(through: made)
+            links = (made, tokens)
+        }
         logger.info(
             "store opened",
             metadata: [
@@ -166,6 +176,7 @@ public struct GatewayServices: Sendable {
         context = ProviderContext(
             settings: settings, keys: keys, directory: CombinedDirectory([hub.registry, directory]), intake: hub,
             certificateGrants: grants, metrics: metrics.provider, broadcasts: (hub.channels, hub))
+        if let (_, tokens) = links { context.takeRoutes(hub, tokens: tokens) }
 
         var listeners: [ProviderListener] = []
         if configuration.tlsListener.enabled {
@@ -185,6 +196,9 @@ public struct GatewayServices: Sendable {
             context: context, listeners: listeners, group: group, logger: logger,
             gracePeriod: .seconds(configuration.shutdownGraceSeconds),
             gate: ConnectionGate(name: "provider", limits: configuration.providerGate, logger: logger))
+        cluster?.deliver(
+            to: hub, links: links?.0,
+            routeAddress: Self.routeAddress(configuration.store.routeAddress, listeners: listeners, provider: provider))
         var channelListeners: [ProviderListener] = []
         if configuration.channelTLSListener.enabled {
             channelListeners.append(
@@ -244,6 +258,34 @@ public struct GatewayServices: Sendable {
                 "keys": "\(keys.keys.count)", "certificates": "\(grants.byFingerprint.count)",
                 "device_tokens": "\(directory.snapshot.count)", "environment": "\(settings.environment.rawValue)",
             ])
+    }
+
+    /// Where this node takes routed pushes, as its lease says it (`store.postgres.route_address`): the
+    /// configured URL; none when "off"; otherwise the bound h2c listener's address (or the TLS one's)
+    /// unless it is bound to every address (then the others cannot know which one reaches it).
+    static func routeAddress(_ configured: String, listeners: [ProviderListener], provider: ProviderServer)
+        -> @Sendable () -> String?
+    {
+        switch configured {
+        case "off": return { nil }
+        case "":
+            return {
+                let bound = provider.boundAddresses
+                guard bound.count == listeners.count else { return nil }
+                for cleartext in [true, false] {
+                    for (listener, address) in zip(listeners, bound) {
+                        let isCleartext: Bool
+                        if case .cleartext = listener.security { isCleartext = true } else { isCleartext = false }
+                        guard isCleartext == cleartext, let ip = address.ipAddress, let port = address.port,
+                            ip != "0.0.0.0", ip != "::"
+                        else { continue }
+                        return NodeAddress(host: ip, port: port, tls: !cleartext).description
+                    }
+                }
+                return nil
+            }
+        default: return { configured }
+        }
     }
 
     /// `/ready`'s checks: the provider API's and the device port's listeners bound, not draining, and

@@ -38,6 +38,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         case submitted
         /// A broadcast (`/4/broadcasts/…`), collected whole and decided at the end of its stream.
         case broadcast(BroadcastRequest)
+        /// Pushes another node of the fleet routes here (`RouteBatch.path`), with its authorization: the
+        /// batch is collected whole and taken at the end of its stream.
+        case route(authorization: String?)
 
         var isSubmitted: Bool {
             if case .submitted = self { return true }
@@ -60,12 +63,15 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         var received = 0
         /// A broadcast's stream: answered with `apns-request-id` (its `responseID`) and `apns-unique-id`.
         let isBroadcast: Bool
+        /// A route batch's stream: answered with the ids it did not take.
+        let isRoute: Bool
 
         init(responseID: APNsID, started: NIODeadline, phase: Phase) {
             self.responseID = responseID
             self.started = started
             self.phase = phase
             if case .broadcast = phase { isBroadcast = true } else { isBroadcast = false }
+            if case .route = phase { isRoute = true } else { isRoute = false }
         }
     }
 
@@ -272,6 +278,15 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         if let path = block.head.path, path.hasPrefix(BroadcastRequest.pathPrefix) {
             return startBroadcast(id, block: block, now: now, endStream: endStream, context: context)
         }
+        if block.head.path == RouteBatch.path {
+            let state = StreamState(
+                responseID: APNsID.generate(at: now, using: &random), started: lastActivity,
+                phase: .route(authorization: block.head.authorization))
+            state.contentLength = block.rules.contentLength
+            streams.insert(state, for: id)
+            if endStream { finishStream(id, context: context) }
+            return
+        }
         let responseID = block.sentID.flatMap { APNsID(header: $0) } ?? APNsID.generate(at: now, using: &random)
 
         let phase: Phase
@@ -321,6 +336,18 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             request.append(buffer.readableBytesView)
             state.phase = .broadcast(request)
         }
+        if state.isRoute {
+            guard state.body.count + buffer.readableBytes <= RouteBatch.largestBody else {
+                streams.removeValue(forKey: id)
+                respondToRoute(id, status: 413, text: "a route batch holds at most \(RouteBatch.largestBody) bytes")
+                if !endStream {
+                    writer.reset(id, .noError)
+                    context.flush()
+                }
+                return
+            }
+            state.body.append(contentsOf: buffer.readableBytesView)
+        }
         if case .collecting = state.phase {
             if state.body.count + buffer.readableBytes > PushType.largestPayloadSize {
                 // Answer now: the client may still be sending, and its stream window will not be reopened.
@@ -352,6 +379,9 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
             return
         case .broadcast(let request):
             finishBroadcast(id, state, request, context: context)
+        case .route(let authorization):
+            streams.removeValue(forKey: id)
+            finishRoute(id, body: state.body, authorization: authorization, context: context)
         case .collecting(let head):
             let now = times(context: context).wall
             let notification: PushNotification
@@ -417,6 +447,44 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         case .success(let submission):
             handle(broadcasts.intake.broadcast(submission, on: context.eventLoop), stream: id, state, context: context)
         }
+    }
+
+    /// A route batch from another node: taken by the hub at once (each push decided there), answered 200
+    /// with the ids it did not take, one a line; refused when this node takes no routes (404), the token is
+    /// not the fleet's (403), or the body is no batch (400).
+    private func finishRoute(
+        _ id: HTTP2StreamID, body: [UInt8], authorization: String?, context: ChannelHandlerContext
+    ) {
+        if draining || providerContext.isDraining { return respondToRoute(id, status: 503, text: "shutting down") }
+        guard let routes = providerContext.routes else {
+            return respondToRoute(id, status: 404, text: "this node takes no routed pushes")
+        }
+        guard let node = routes.tokens.node(authorization: authorization, now: times(context: context).wall) else {
+            return respondToRoute(id, status: 403, text: "no token of this fleet")
+        }
+        let pushes: [RoutedPush]
+        do {
+            pushes = try RouteBatch.decode(context.channel.allocator.buffer(bytes: body))
+        } catch {
+            return respondToRoute(id, status: 400, text: error.description)
+        }
+        let untaken = routes.intake.routed(pushes, from: node)
+        respondToRoute(id, status: 200, text: untaken.map(\.value).joined(separator: "\n"))
+    }
+
+    private func respondToRoute(_ id: HTTP2StreamID, status: Int, text: String) {
+        guard let context else { return }
+        if status != 200 {
+            logger.warning("route batch refused", metadata: ["status": "\(status)", "reason": "\(text)"])
+        }
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: String(status))
+        headers.add(name: "content-type", value: "text/plain")
+        let closesConnection = draining && streams.isEmpty
+        let written: EventLoopPromise<Void>? = closesConnection ? context.eventLoop.makePromise() : nil
+        writer.respond(
+            id, headers, body: text.isEmpty ? nil : context.channel.allocator.buffer(string: text), promise: written)
+        answered(closing: written, context: context)
     }
 
     /// Streams answered by the same commit wait on it together: one callback per commit and connection,

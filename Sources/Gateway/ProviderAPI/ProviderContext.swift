@@ -22,6 +22,7 @@ public final class ProviderContext: Sendable {
     private let keyRegistry: Mutex<KeyRegistry>
     private let grants: Mutex<CertificateGrants>
     private let drainingFlag = Atomic<Bool>(false)
+    private let routeTaker = Mutex<(intake: any RouteIntake, tokens: NodeTokens)?>(nil)
 
     public init(
         settings: ProviderSettings, keys: KeyRegistry, directory: any DeviceDirectory, intake: any NotificationIntake,
@@ -52,6 +53,13 @@ public final class ProviderContext: Sendable {
     /// The registered client certificates. Read once per TLS connection that presents one.
     public var certificateGrants: CertificateGrants { grants.withLock { $0 } }
     public func replaceCertificateGrants(_ value: CertificateGrants) { grants.withLock { $0 = value } }
+
+    /// Where pushes other nodes of the fleet route here go (`RouteBatch.path`), and the fleet's tokens that
+    /// authenticate them; nil (the path answers 404) until a node of several has opened its store.
+    public var routes: (intake: any RouteIntake, tokens: NodeTokens)? { routeTaker.withLock { $0 } }
+    public func takeRoutes(_ intake: any RouteIntake, tokens: NodeTokens) {
+        routeTaker.withLock { $0 = (intake, tokens) }
+    }
 
     /// While draining, new streams are answered 503 Shutdown.
     public var isDraining: Bool { drainingFlag.load(ordering: .relaxed) }

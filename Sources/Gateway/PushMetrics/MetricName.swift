@@ -45,6 +45,7 @@ public enum MetricName: String, CaseIterable, Sendable {
     // Several nodes
     case node = "pushgate_node_info"
     case routed = "pushgate_cluster_routed_total"
+    case routedThroughStore = "pushgate_cluster_routes_through_store_total"
     case deviceHandovers = "pushgate_cluster_device_handovers_total"
 
     /// Its meaning, for `docs/metrics.md` and the HELP line.
@@ -106,6 +107,8 @@ public enum MetricName: String, CaseIterable, Sendable {
         case .node:
             "This node's name (store.postgres.node_id, or <hostname>:<devices.port>), as a label; the value is 1."
         case .routed: "Notifications routed between nodes: out (accepted here, run by the device's owner), in."
+        case .routedThroughStore:
+            "Notifications handed to their device's owner through the database (a route notice) because the node link did not take them: no link to that node, the link failed, or no answer in time."
         case .deviceHandovers: "Devices this node claimed from another node (claimed) or let go to one (released)."
         }
     }

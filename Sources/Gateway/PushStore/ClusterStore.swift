@@ -2,8 +2,9 @@ import PushModel
 
 /// A store that several gateway nodes share (PostgreSQL). Each device's policy runs on one node, its
 /// owner: the node it registered on or last connected to. A push accepted by another node is stored
-/// and handed to the owner by a notice sent in the same transaction; a device connecting elsewhere is
-/// claimed by that node, which loads its budgets and pending notifications.
+/// and handed to the owner over the node link once committed (or, without one, by a notice sent in the
+/// same transaction); a device connecting elsewhere is claimed by that node, which loads its budgets and
+/// pending notifications.
 public protocol ClusterStore: StoreBackend {
     /// This node's name among the nodes sharing the database.
     var nodeID: String { get }
@@ -22,8 +23,14 @@ public protocol ClusterStore: StoreBackend {
     /// a higher claim number, a routed push runs once.
     func missedNotices() async throws -> [ClusterNotice]
     /// Renews this node's lease (on the database's clock): the other nodes take its devices over when it
-    /// goes stale.
-    func renewLease() async throws
+    /// goes stale. `routeAddress`: where its provider API takes routed pushes (nil: route to it through
+    /// the database).
+    func renewLease(routeAddress: String?) async throws
+    /// Where each node with a lease takes routed pushes (the address it wrote with its lease), by node.
+    func routeAddresses() async throws -> [String: String]
+    /// The fleet's own secret, shared by every node through the database (made by the first that asks):
+    /// the node links' tokens are made with it.
+    func fleetSecret() async throws -> String
     /// Takes over the devices of nodes whose lease is older than `leaseMilliseconds` (or who hold none):
     /// this node becomes their owner, tells the others, and gets what each needs. One survivor takes each
     /// dead node's devices.

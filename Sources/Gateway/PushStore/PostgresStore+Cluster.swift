@@ -86,14 +86,39 @@ extension PostgresStore {
         return ages
     }
 
-    public func renewLease() async throws {
+    public func renewLease(routeAddress: String?) async throws {
         var query = PostgresQuery(
             unsafeSQL: """
-                INSERT INTO nodes (node_id, renewed_at) VALUES ($1, \(Self.databaseNow))
-                ON CONFLICT (node_id) DO UPDATE SET renewed_at = excluded.renewed_at
+                INSERT INTO nodes (node_id, renewed_at, address) VALUES ($1, \(Self.databaseNow), $2)
+                ON CONFLICT (node_id) DO UPDATE SET renewed_at = excluded.renewed_at, address = excluded.address
                 """)
         query.binds.append(nodeID)
+        query.binds.append(routeAddress)
         _ = try await client.query(query, logger: logger).all()
+    }
+
+    public func routeAddresses() async throws -> [String: String] {
+        var addresses: [String: String] = [:]
+        for try await (node, address) in try await client.query(
+            "SELECT node_id, address FROM nodes WHERE address IS NOT NULL", logger: logger
+        ).decode((String, String).self) {
+            addresses[node] = address
+        }
+        return addresses
+    }
+
+    public func fleetSecret() async throws -> String {
+        var generator = SystemRandomNumberGenerator()
+        let made = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        // The first node to ask makes it; every other reads that one.
+        try await client.query(
+            "INSERT INTO fleet (id, secret) VALUES (1, \(made)) ON CONFLICT (id) DO NOTHING", logger: logger)
+        for try await secret in try await client.query("SELECT secret FROM fleet WHERE id = 1", logger: logger)
+            .decode(String.self)
+        {
+            return secret
+        }
+        throw StoreError("the fleet's secret is missing from the database at \(place)")
     }
 
     public func takeOver(leaseMilliseconds: Int64) async throws -> [TakenDevice] {

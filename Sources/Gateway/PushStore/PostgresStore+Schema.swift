@@ -76,6 +76,12 @@ extension PostgresStore {
         [],
         // Version 10 makes SQLite's index on finished_at partial; PostgreSQL keeps its own.
         [],
+        [
+            // Where each node takes routed pushes (its provider API), for the node links.
+            "ALTER TABLE nodes ADD COLUMN address TEXT",
+            // The fleet's own secret, made by the first node that needs it: the node links' tokens.
+            "CREATE TABLE fleet (id BIGINT PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL)",
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

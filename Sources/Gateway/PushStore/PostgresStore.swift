@@ -48,7 +48,7 @@ public final class PostgresStore: ClusterStore {
             throw StoreError("cannot use the PostgreSQL database at \(place): \(String(reflecting: error))")
         }
         // Alive from the start: no other node takes this one's devices while it opens.
-        try await renewLease()
+        try await renewLease(routeAddress: nil)
         _ = try await expire(now: now, atStart: true)
         var snapshot = StoreSnapshot()
         for try await (id, hash, created, owner, seen, removed) in try await client.query(

@@ -137,6 +137,8 @@ public final class SQLiteStore: StoreBackend {
         keysAsBytes,
         // finished_at indexed only for notifications finished after receipt (SQLiteStore+Keys.swift).
         finishedIndex,
+        // Version 11 gives PostgreSQL's nodes their route addresses and the fleet its secret; nothing here.
+        [],
     ]
 
     private func migrate() async throws {
