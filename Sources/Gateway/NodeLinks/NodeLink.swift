@@ -133,7 +133,7 @@ final class NodeLink: Sendable {
             context = address.tls ? try tls() : nil
         } catch {
             logger.error("no TLS for the link", metadata: ["node": "\(node)", "error": "\(error)"])
-            return failed(address)
+            return failed()
         }
         // An IP address is no server name (SNI).
         let serverName = (try? SocketAddress(ipAddress: address.host, port: 0)) == nil ? address.host : nil
@@ -151,7 +151,7 @@ final class NodeLink: Sendable {
             case .success(let channel):
                 guard let handler = try? channel.pipeline.syncOperations.handler(type: RouteLinkHandler.self) else {
                     channel.close(promise: nil)
-                    return self.failed(address)
+                    return self.failed()
                 }
                 state.channel = channel
                 state.handler = handler
@@ -162,12 +162,14 @@ final class NodeLink: Sendable {
                 self.logger.warning(
                     "cannot link to a node; its pushes go through the store",
                     metadata: ["node": "\(self.node)", "address": "\(address)", "error": "\(error)"])
-                self.failed(address)
+                self.failed()
             }
         }
     }
 
-    private func failed(_ address: NodeAddress) {
+    /// The connection could not be made: what waited for it goes through the store, and the next try waits
+    /// a second.
+    private func failed() {
         state.connecting = false
         state.retryAfter = NIODeadline.now() + .seconds(1)
         fail(takeWaiting())

@@ -50,7 +50,8 @@ public final class NodeLinks: RouteLink, Sendable {
     }
 
     /// The nodes' addresses as the database has them (every lease renewal): a link for each node with one,
-    /// the others' closed. This node's own is left out; so are addresses that do not read (said once).
+    /// the others' closed. This node's own is left out; so is an address that does not read (each node's
+    /// own is checked when its configuration is read).
     public func update(addresses: [String: String]) {
         var parsed: [String: NodeAddress] = [:]
         for (node, text) in addresses where node != nodeID {

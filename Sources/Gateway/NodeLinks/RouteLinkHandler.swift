@@ -136,8 +136,7 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .goAway(let lastStreamID, _, _):
             goingAway = true
             for id in inFlight.keys where id > lastStreamID { settle(id, untaken: nil) }
-            for batch in waiting { for entry in batch.entries { entry.orElse() } }
-            waiting = []
+            failWaiting()
         default:
             break
         }
@@ -198,6 +197,10 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func failAll() {
         for id in Array(inFlight.keys) { settle(id, untaken: nil) }
+        failWaiting()
+    }
+
+    private func failWaiting() {
         for batch in waiting { for entry in batch.entries { entry.orElse() } }
         waiting = []
     }

@@ -52,13 +52,7 @@ public enum RouteBatch {
             writeText(text, to: &buffer)
         }
         buffer.writeInteger(UInt8(n.priority.rawValue))
-        let expiration: Int64 =
-            switch n.expiration {
-            case .storeByDefault: -1
-            case .immediateOnly: 0
-            case .at(let seconds): seconds
-            }
-        buffer.writeInteger(expiration)
+        buffer.writeInteger(n.expiration.storedSeconds ?? -1)
         for text in [
             n.collapseID?.value ?? "", n.notificationClass.rawValue, n.mismatch?.rawValue ?? "", n.teamID ?? "",
             push.deviceID,
@@ -112,12 +106,8 @@ public enum RouteBatch {
         guard let raw = buffer.readInteger(as: UInt8.self), let priority = Priority(rawValue: Int(raw)) else {
             throw bad("priority")
         }
-        let expiration: Expiration =
-            switch try integer("expiration") {
-            case -1: .storeByDefault
-            case 0: .immediateOnly
-            case let seconds: .at(unixSeconds: seconds)
-            }
+        let stored = try integer("expiration")
+        let expiration = Expiration(storedSeconds: stored == -1 ? nil : stored)
         let collapseText = try text("collapse id")
         var collapse: CollapseID?
         if !collapseText.isEmpty {

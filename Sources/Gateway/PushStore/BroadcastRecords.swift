@@ -41,7 +41,7 @@ public struct StoredBroadcast: Sendable, Equatable {
     public var teamID: String
     public var bundleID: String
     public var priority: Int
-    /// `NotificationColumns.expiration`'s encoding of `apns-expiration`.
+    /// `apns-expiration` as stored (`Expiration.storedSeconds`).
     public var expiration: Int64?
     public var payload: [UInt8]
     public var acceptedAt: UnixTime
@@ -68,7 +68,7 @@ public struct StoredBroadcast: Sendable, Equatable {
         self.init(
             channelID: message.channel.value, sequence: message.sequence, apnsID: push.id.value,
             teamID: push.teamID ?? "", bundleID: push.bundleID, priority: push.priority.rawValue,
-            expiration: NotificationColumns.expiration(push.expiration), payload: push.payload,
+            expiration: push.expiration.storedSeconds, payload: push.payload,
             acceptedAt: push.receivedAt, deliverableUntil: message.deliverableUntil)
     }
 
@@ -80,7 +80,7 @@ public struct StoredBroadcast: Sendable, Equatable {
         else { return nil }
         let push = PushNotification(
             id: id, deviceToken: BroadcastMessage.noDevice, topic: topic, bundleID: bundleID, pushType: .liveactivity,
-            priority: priority, expiration: NotificationColumns.expiration(expiration), collapseID: nil,
+            priority: priority, expiration: Expiration(storedSeconds: expiration), collapseID: nil,
             notificationClass: .other, payload: payload, teamID: teamID.isEmpty ? nil : teamID,
             receivedAt: acceptedAt, broadcast: BroadcastStamp(channel: channel, sequence: sequence))
         return BroadcastMessage(push: push, deliverableUntil: deliverableUntil)

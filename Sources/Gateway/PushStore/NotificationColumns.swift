@@ -15,7 +15,7 @@ struct NotificationColumns: Sendable {
     var bundleID: String
     var pushType: String
     var priority: Int64
-    /// nil: store by default; 0: `apns-expiration: 0`; otherwise the expiry in Unix seconds.
+    /// `Expiration.storedSeconds`: nil, store by default; 0, `apns-expiration: 0`; otherwise the expiry in Unix seconds.
     var expiration: Int64?
     var collapseID: String?
     var notificationClass: String
@@ -48,7 +48,7 @@ struct NotificationColumns: Sendable {
             guard let parsed = CollapseID(header: text) else { throw bad("collapse_id", text) }
             collapse = parsed
         }
-        let expiration = Self.expiration(self.expiration)
+        let expiration = Expiration(storedSeconds: self.expiration)
         let push = PushNotification(
             id: id, deviceToken: token, topic: topic, bundleID: bundleID, pushType: type, priority: priority,
             expiration: expiration, collapseID: collapse, notificationClass: kind, payload: payload,
@@ -70,7 +70,7 @@ extension NotificationColumns {
         bundleID = push.bundleID
         pushType = push.pushType.rawValue
         priority = Int64(push.priority.rawValue)
-        expiration = Self.expiration(push.expiration)
+        expiration = push.expiration.storedSeconds
         collapseID = push.collapseID?.value
         notificationClass = push.notificationClass.rawValue
         payload = push.payload
@@ -79,23 +79,5 @@ extension NotificationColumns {
         deviceID = stored.deviceID
         state = Int64(stored.state.rawValue)
         rule = stored.rule?.rawValue
-    }
-
-    /// The `expiration` column: nil (store by default), 0 (`apns-expiration: 0`) or Unix seconds.
-    static func expiration(_ value: Expiration) -> Int64? {
-        switch value {
-        case .storeByDefault: nil
-        case .immediateOnly: 0
-        case .at(let seconds): seconds
-        }
-    }
-
-    /// The column read back.
-    static func expiration(_ column: Int64?) -> Expiration {
-        switch column {
-        case nil: .storeByDefault
-        case 0?: .immediateOnly
-        case let seconds?: .at(unixSeconds: seconds)
-        }
     }
 }

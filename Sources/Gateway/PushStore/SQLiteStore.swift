@@ -392,7 +392,7 @@ public final class SQLiteStore: StoreBackend {
         row.text(base + 5, push.bundleID)
         row.text(base + 6, push.pushType.rawValue)
         row.integer(base + 7, Int64(push.priority.rawValue))
-        row.integer(base + 8, NotificationColumns.expiration(push.expiration))
+        row.integer(base + 8, push.expiration.storedSeconds)
         row.text(base + 9, push.collapseID?.value)
         row.text(base + 10, push.notificationClass.rawValue)
         row.blob(base + 11, push.payload)

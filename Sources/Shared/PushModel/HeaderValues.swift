@@ -24,6 +24,25 @@ public enum Expiration: Equatable, Sendable, Codable {
         self = value == 0 ? .immediateOnly : .at(unixSeconds: value)
     }
 
+    /// As the stores and the node links keep it: nil (store by default), 0 (`apns-expiration: 0`) or the
+    /// expiry in Unix seconds.
+    public var storedSeconds: Int64? {
+        switch self {
+        case .storeByDefault: nil
+        case .immediateOnly: 0
+        case .at(let seconds): seconds
+        }
+    }
+
+    /// The value `storedSeconds` gave.
+    public init(storedSeconds: Int64?) {
+        switch storedSeconds {
+        case nil: self = .storeByDefault
+        case 0?: self = .immediateOnly
+        case let seconds?: self = .at(unixSeconds: seconds)
+        }
+    }
+
     /// Whether a notification with this expiration may still be delivered at `now`.
     public func isLive(at now: UnixTime) -> Bool {
         switch self {
