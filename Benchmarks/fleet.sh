@@ -19,6 +19,8 @@
 # Usage: [POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db] Benchmarks/fleet.sh [devices] [nodes] [idle seconds]
 # Without POSTGRES_URL the fleet starts its own PostgreSQL (Debian's postgresql package).
 # FLEET_PER_SIMULATOR: devices per `pushgate simulate` process (15,000; at most what its descriptors allow).
+# FLEET_STREAMS: the streams h2load keeps open on each node's connection in a wave (100; the provider API
+# takes 1,000, as APNs does): with 100 a wave is bound by a push's latency, with 1,000 by the CPU.
 # Needs: nghttp2-client (h2load), python3, curl; psql with POSTGRES_URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -201,7 +203,7 @@ fan_out() {
     local count; count=$(wc -l < "$WORK/uris-$i.txt")
     # One connection per node: h2load gives each client the URI list from its start, so one client is
     # what sends each token exactly once.
-    h2load -n "$count" -c 1 -m 100 -i "$WORK/uris-$i.txt" -d "$WORK/body.json" \
+    h2load -n "$count" -c 1 -m "${FLEET_STREAMS:-100}" -i "$WORK/uris-$i.txt" -d "$WORK/body.json" \
       -H "authorization: bearer $JWT" -H "apns-topic: com.example.app" "${headers[@]}" > "$WORK/h2load-$i.txt" 2>&1 &
     jobs_+=($!)
   done

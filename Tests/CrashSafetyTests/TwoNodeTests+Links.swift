@@ -26,6 +26,16 @@ extension TwoNodeTests {
         return port
     }
 
+    /// Until `node` knows `token` (its registration's notice heard) and has a link to node B.
+    func waitUntilLinked(_ node: Node, knowing token: String) async throws {
+        try await eventually("\(node.name) knows the token and links to node-b") {
+            let known = try? await AdminClient.get(
+                host: "127.0.0.1", port: node.admin, path: "/v1/tokens/\(token)", token: nil)
+            let linked = await counters(node)?.linkedNodes
+            return known?.status == 200 && linked == ["node-b"]
+        }
+    }
+
     @Test(
         .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
         .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"),
@@ -71,12 +81,7 @@ extension TwoNodeTests {
         defer { device.stop() }
         try await eventually("the device installed the app on node B") { device.tokens[Self.topic] != nil }
         let token = try #require(device.tokens[Self.topic])
-        try await eventually("node A knows the token and node B's route address") {
-            let known = try? await AdminClient.get(
-                host: "127.0.0.1", port: a.admin, path: "/v1/tokens/\(token)", token: nil)
-            let linked = await counters(a)?.linkedNodes
-            return known?.status == 200 && linked == ["node-b"]
-        }
+        try await waitUntilLinked(a, knowing: token)
 
         // Alerts POSTed to A from four senders; the link is cut after 100 answers and opened again after 200.
         let authorization = "bearer " + (try cluster.signer.token(issuedAt: UnixTime.now()))
@@ -120,6 +125,78 @@ extension TwoNodeTests {
         #expect(routes?.routedOut == 400)
         #expect((routes?.routedThroughStore ?? 0) > 0, "no push went through the store while the link was cut")
         #expect((routes?.routedThroughStore ?? 400) < 400, "no push crossed the link")
+        for node in [a, b] { node.process.kill(SIGTERM) }
+        for node in [a, b] {
+            #expect(await node.process.exitStatus(within: 30) == 0, "\(node.name) did not stop cleanly")
+        }
+        await TestPostgres.dropDatabase(cluster.url)
+    }
+
+    /// A push POSTed to node A for a device node B runs is stored by B with B's decision before A answers
+    /// 200, and refused as B would refuse it: the device's queue on B is full, so A answers 429.
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func aRoutedPushIsStoredByItsOwnerBeforeIts200AndRefusedAsTheOwnerWould() async throws {
+        let cluster = try await Cluster.prepare("owner")
+        defer { cluster.removeFiles() }
+        let settings = ["devices.delivery_window=1", "devices.max_waiting=3"]
+        let a = try await startNode("node-a", on: cluster, settings: settings)
+        let b = try await startNode("node-b", on: cluster, settings: settings)
+        defer {
+            for node in [a, b] { node.process.kill(SIGKILL) }
+        }
+        for node in [a, b] { try await waitUntilReady(adminPort: node.admin) }
+
+        // A device registers on B and installs the app, then comes back on a raw socket that never
+        // acknowledges: what is written to it stays waiting.
+        let group = MultiThreadedEventLoopGroup.singleton
+        let agent = DeviceAgent(
+            host: "127.0.0.1", port: b.devices, apps: [Self.topic], enrolment: GatewayProcess.enrolment,
+            behaviour: .prompt, group: group)
+        agent.start()
+        try await eventually("the device installed the app on node B") { agent.tokens[Self.topic] != nil }
+        let token = try #require(agent.tokens[Self.topic])
+        let identity = try #require(agent.identity)
+        agent.stop()
+        try await eventually("node B saw the device leave") { await counters(b)?.connectedDevices == 0 }
+        let raw = try await RawDevice(
+            port: b.devices, deviceID: identity.deviceID, secret: identity.secret, group: group)
+        defer { raw.channel.close(promise: nil) }
+        try await eventually("the device is back on node B") { await counters(b)?.connectedDevices == 1 }
+        try await waitUntilLinked(a, knowing: token)
+
+        let authorization = "bearer " + (try cluster.signer.token(issuedAt: UnixTime.now()))
+        let client = try await ProviderClient.connect(
+            host: "127.0.0.1", port: a.provider, security: .cleartext, group: group)
+        defer { Task { await client.close() } }
+        func post(_ n: Int) async throws -> (id: String, response: ProviderClient.Response) {
+            let id = String(format: "00000000-0000-4000-8000-%012d", n)
+            let response = try await client.post(
+                path: "/3/device/\(token)",
+                headers: [("authorization", authorization), ("apns-topic", Self.topic), ("apns-id", id)],
+                body: Array(#"{"aps":{"alert":"\#(n)"}}"#.utf8))
+            return (id, response)
+        }
+        // Three fill the device's queue on B (one written, two waiting); each is in the store with B's
+        // decision when A answers 200.
+        for n in 1...3 {
+            let (id, response) = try await post(n)
+            #expect(response.status == 200)
+            let lookup = try await AdminClient.get(
+                host: "127.0.0.1", port: a.admin, path: "/v1/notifications/\(id)", token: nil)
+            let json = try JSONSerialization.jsonObject(with: Data(lookup.body.utf8)) as? [String: Any]
+            let rule = (json?["stored"] as? [String: Any])?["rule"] as? String
+            #expect(rule != nil, "push \(n) stored without B's decision at its 200: \(lookup.body)")
+        }
+        let refused = try await post(4)
+        #expect(refused.response.status == 429)
+        #expect(refused.response.bodyText == #"{"reason":"TooManyRequests"}"#)
+        try await eventually("the first push was written to the device") { raw.received.count == 1 }
+
+        let (fromA, onB) = (await counters(a)?.hub, await counters(b)?.hub)
+        #expect(fromA?.routedOut == 4 && fromA?.routedThroughStore == 0, "A: \(String(describing: fromA))")
+        #expect(onB?.routedIn == 3 && onB?.refusedQueueFull == 1, "B: \(String(describing: onB))")
         for node in [a, b] { node.process.kill(SIGTERM) }
         for node in [a, b] {
             #expect(await node.process.exitStatus(within: 30) == 0, "\(node.name) did not stop cleanly")

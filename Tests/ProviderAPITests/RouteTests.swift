@@ -14,28 +14,54 @@ import TestSupport
 
 @testable import ProviderAPI
 
-/// Records the routed pushes the provider API hands on; leaves out those of `unknownDevice`.
+/// Records the routed pushes the provider API hands on; leaves out those of `unknownDevice` and refuses
+/// those of `fullDevice` (its queue full). Answers once `commit` is opened (the owner's commit).
 final class RecordingRoutes: RouteIntake {
     static let unknownDevice = "unknown-device"
+    static let fullDevice = "full-device"
     let received = Mutex<[(node: String, push: RoutedPush)]>([])
+    /// Open (true) by default; while closed, answers wait.
+    let commit = Mutex<(open: Bool, waiting: [@Sendable () -> Void])>((true, []))
 
-    func routed(_ pushes: [RoutedPush], from node: String) -> [APNsID] {
-        var untaken: [APNsID] = []
+    func routed(_ pushes: [RoutedPush], from node: String, on eventLoop: any EventLoop)
+        -> EventLoopFuture<[RouteOutcome]>
+    {
+        var outcomes: [RouteOutcome] = []
         for push in pushes {
-            if push.deviceID == Self.unknownDevice {
-                untaken.append(push.notification.id)
-            } else {
+            switch push.deviceID {
+            case Self.unknownDevice: outcomes.append(.untaken)
+            case Self.fullDevice: outcomes.append(.refused(.tooManyRequests))
+            default:
                 received.withLock { $0.append((node, push)) }
+                outcomes.append(.taken)
             }
         }
-        return untaken
+        let answer = eventLoop.makePromise(of: [RouteOutcome].self)
+        let waits = commit.withLock { commit in
+            if !commit.open { commit.waiting.append { [outcomes] in answer.succeed(outcomes) } }
+            return !commit.open
+        }
+        if !waits { answer.succeed(outcomes) }
+        return answer.futureResult
+    }
+
+    func close() { commit.withLock { $0.open = false } }
+
+    func open() {
+        let waiting = commit.withLock { commit in
+            commit.open = true
+            defer { commit.waiting = [] }
+            return commit.waiting
+        }
+        for answer in waiting { answer() }
     }
 
     var ids: [APNsID] { received.withLock { $0.map(\.push.notification.id) } }
 }
 
 /// The node links over a real provider API on loopback: routed pushes in batches, the fleet's token,
-/// and every push settled exactly once — taken by the owner, or handed back to its `orElse`.
+/// and every push answered exactly once — taken by the owner, refused as its provider's request would be,
+/// or untaken (its sender goes through the store).
 @Suite struct RouteTests {
     static let secret = "0123456789abcdef0123456789abcdef"
 
@@ -52,13 +78,23 @@ final class RecordingRoutes: RouteIntake {
                 collapseID: n % 2 == 0 ? CollapseID(header: "c\(n)") : nil, notificationClass: .alerting,
                 mismatch: n % 3 == 0 ? .noAPS : nil, payload: payload, teamID: n % 2 == 0 ? Fixture.team : nil,
                 receivedAt: UnixTime(milliseconds: 1_800_000_000_000 + Int64(n))),
-            deviceID: device, expiresAt: n % 2 == 0 ? UnixTime(milliseconds: 1_800_000_600_000) : nil)
+            deviceID: device, expiresAt: n % 2 == 0 ? UnixTime(milliseconds: 1_800_000_600_000) : nil,
+            stored: n % 5 == 0)
     }
 
     @Test func aBatchReadsBackAsItWasWritten() throws {
         let pushes = (0..<7).map { Self.push($0, payloadSize: $0 * 100) }
         #expect(try RouteBatch.decode(RouteBatch.encode(pushes)) == pushes)
         #expect(try RouteBatch.decode(RouteBatch.encode([])) == [])
+    }
+
+    @Test func anAnswerReadsBackAsItWasWritten() {
+        let outcomes: [RouteOutcome] = [.taken, .untaken, .refused(.tooManyRequests), .taken, .untaken]
+        #expect(RouteAnswer.encode(outcomes) == "1 untaken\n2 TooManyRequests\n4 untaken")
+        #expect(RouteAnswer.decode(RouteAnswer.encode(outcomes), count: 5) == outcomes)
+        #expect(RouteAnswer.decode("", count: 2) == [.taken, .taken])
+        // A line that does not read leaves its push untaken; one out of range is ignored.
+        #expect(RouteAnswer.decode("0 NoSuchReason\n7 untaken\nx", count: 2) == [.untaken, .taken])
     }
 
     @Test func bytesThatAreNoBatchAreNamed() {
@@ -68,7 +104,7 @@ final class RecordingRoutes: RouteIntake {
         #expect(
             performing: { try RouteBatch.decode(ByteBuffer(string: "GET / HTTP/1.1")) },
             throws: {
-                ($0 as? RouteBatchError)?.description == "no route batch (PGR1)"
+                ($0 as? RouteBatchError)?.description == "no route batch (PGR2)"
             })
         var trailing = RouteBatch.encode([Self.push(1)])
         trailing.writeString("x")
@@ -121,7 +157,7 @@ final class RecordingRoutes: RouteIntake {
     }
 
     @Test(arguments: TestGateway.Transport.allCases)
-    func pushesReachTheOwnerInOrderAndThoseItDidNotTakeComeBack(transport: TestGateway.Transport) async throws {
+    func pushesReachTheOwnerInOrderAndEachIsAnsweredWithItsOutcome(transport: TestGateway.Transport) async throws {
         try await TestGateway.with { gateway in
             let tokens = NodeTokens(secret: Self.secret)
             let routes = RecordingRoutes()
@@ -129,20 +165,40 @@ final class RecordingRoutes: RouteIntake {
             let links = Self.links(to: gateway, over: transport, tokens: tokens)
             defer { links.close() }
             #expect(links.linkedNodes == ["node-b"])
-            let returned = Mutex<[APNsID]>([])
+            let answers = Mutex<[APNsID: RouteOutcome]>([:])
             // 300 pushes of 4 KB: more than one batch's bytes.
             let pushes = (0..<300).map {
-                Self.push($0, device: $0 % 50 == 7 ? RecordingRoutes.unknownDevice : "device-1", payloadSize: 4000)
+                Self.push(
+                    $0,
+                    device: $0 % 50 == 7
+                        ? RecordingRoutes.unknownDevice : $0 % 50 == 9 ? RecordingRoutes.fullDevice : "device-1",
+                    payloadSize: 4000)
             }
+            // Nothing is answered before the owner's commit.
+            routes.close()
+            // Each answered on the loop it names (the provider connection's that waits for it).
+            let loops = (0..<3).map { _ in MultiThreadedEventLoopGroup.singleton.next() }
+            for (n, push) in pushes.enumerated() {
+                let loop = loops[n % loops.count]
+                links.forward(push, to: "node-b", answeringOn: loop) { outcome in
+                    #expect(loop.inEventLoop)
+                    answers.withLock { #expect($0.updateValue(outcome, forKey: push.notification.id) == nil) }
+                }
+            }
+            try await eventually("the first batch arrived") { !routes.ids.isEmpty }
+            #expect(answers.withLock { $0.isEmpty })
+            routes.open()
+            try await eventually("every push answered") { answers.withLock { $0.count } == pushes.count }
             for push in pushes {
-                links.forward(push, to: "node-b") { returned.withLock { $0.append(push.notification.id) } }
+                let expected: RouteOutcome =
+                    switch push.deviceID {
+                    case RecordingRoutes.unknownDevice: .untaken
+                    case RecordingRoutes.fullDevice: .refused(.tooManyRequests)
+                    default: .taken
+                    }
+                #expect(answers.withLock { $0[push.notification.id] } == expected)
             }
-            try await eventually("every push settled") {
-                routes.ids.count + returned.withLock { $0.count } == pushes.count
-            }
-            let unknown = pushes.filter { $0.deviceID == RecordingRoutes.unknownDevice }.map(\.notification.id)
-            #expect(returned.withLock { $0 } == unknown)
-            #expect(routes.ids == pushes.filter { $0.deviceID != RecordingRoutes.unknownDevice }.map(\.notification.id))
+            #expect(routes.ids == pushes.filter { $0.deviceID == "device-1" }.map(\.notification.id))
             #expect(routes.received.withLock { $0.allSatisfy { $0.node == "node-a" } })
             #expect(routes.received.withLock { $0.first?.push } == pushes[0])
         }
@@ -155,11 +211,19 @@ final class RecordingRoutes: RouteIntake {
             let links = Self.links(to: gateway, over: .h2c, tokens: NodeTokens(secret: "another fleet's"))
             defer { links.close() }
             let returned = Atomic(0)
-            for n in 0..<5 { links.forward(Self.push(n), to: "node-b") { returned.add(1, ordering: .relaxed) } }
+            for n in 0..<5 {
+                links.forward(Self.push(n), to: "node-b", answeringOn: nil) {
+                    #expect($0 == .untaken)
+                    returned.add(1, ordering: .relaxed)
+                }
+            }
             try await eventually("every push came back") { returned.load(ordering: .relaxed) == 5 }
             #expect(routes.ids.isEmpty)
             // No link to a node the database gave no address for.
-            links.forward(Self.push(9), to: "node-c") { returned.add(1, ordering: .relaxed) }
+            links.forward(Self.push(9), to: "node-c", answeringOn: nil) {
+                #expect($0 == .untaken)
+                returned.add(1, ordering: .relaxed)
+            }
             #expect(returned.load(ordering: .relaxed) == 6)
         }
     }
@@ -177,15 +241,15 @@ final class RecordingRoutes: RouteIntake {
             let garbage = try await client.post(
                 path: RouteBatch.path, headers: [("authorization", authorization)], body: Array("hello".utf8))
             #expect(garbage.status == 400)
-            #expect(garbage.bodyText == "no route batch (PGR1)")
+            #expect(garbage.bodyText == "no route batch (PGR2)")
             let unsigned = try await client.post(
                 path: RouteBatch.path, headers: [], body: Array(RouteBatch.encode([Self.push(1)]).readableBytesView))
             #expect(unsigned.status == 403)
         }
     }
 
-    /// The connection goes mid-stream (the owner stops): each push is taken by the owner or handed back,
-    /// never both, never neither.
+    /// The connection goes mid-stream (the owner stops): each push is answered once, taken by the owner
+    /// or untaken, never both, never neither.
     @Test func aLinkCutMidStreamSettlesEveryPushExactlyOnce() async throws {
         let gateway = try await TestGateway.start()
         let tokens = NodeTokens(secret: Self.secret)
@@ -195,22 +259,30 @@ final class RecordingRoutes: RouteIntake {
         let links = Self.links(to: gateway, over: .h2c, tokens: tokens, group: MultiThreadedEventLoopGroup.singleton)
         defer { links.close() }
         let returned = Mutex<[APNsID]>([])
+        let answeredTaken = Mutex<[APNsID]>([])
         let pushes = (0..<3000).map { Self.push($0, payloadSize: 200) }
         for (index, push) in pushes.enumerated() {
-            links.forward(push, to: "node-b") { returned.withLock { $0.append(push.notification.id) } }
+            links.forward(push, to: "node-b", answeringOn: nil) { outcome in
+                if outcome == .taken {
+                    answeredTaken.withLock { $0.append(push.notification.id) }
+                } else {
+                    returned.withLock { $0.append(push.notification.id) }
+                }
+            }
             if index == 1000 {
                 try await eventually("the first pushes arrived") { !routes.ids.isEmpty }
                 try await gateway.stop()
             }
         }
-        try await eventually("every push settled") {
-            routes.ids.count + returned.withLock { $0.count } >= pushes.count
+        try await eventually("every push answered") {
+            answeredTaken.withLock { $0.count } + returned.withLock { $0.count } >= pushes.count
         }
         let taken = Set(routes.ids)
         let back = Set(returned.withLock { $0 })
         #expect(taken.count == routes.ids.count, "a push taken twice")
         #expect(back.count == returned.withLock { $0.count }, "a push handed back twice")
         #expect(taken.isDisjoint(with: back))
+        #expect(Set(answeredTaken.withLock { $0 }) == taken)
         #expect(taken.union(back) == Set(pushes.map(\.notification.id)))
         #expect(!back.isEmpty)
     }

@@ -10,9 +10,10 @@ import Synchronization
 
 /// Several nodes on one PostgreSQL database. Each device's policy runs on one node, its owner (the node
 /// it registered on or last connected to), so its budget and held pushes are in one place:
-/// - a push accepted by another node is stored there and, once committed, handed to the owner over the
-///   node link (`RouteLink`; a `route` notice through the store when the link does not take it), and the
-///   owner runs the policy for it;
+/// - a push accepted by another node is handed to the owner over the node link (`RouteLink`), which runs
+///   the policy for it and stores it with its decision before the accepting node answers its provider;
+///   one the link does not take is stored by the accepting node with a `route` notice, through which the
+///   owner loads and runs it;
 /// - a device connecting to a node that does not own it is claimed first: the node records itself as
 ///   owner (an `owner` notice tells the others), loads the device's budgets and pending notifications,
 ///   and only then lets the device in; pushes for it meanwhile wait for the claim;
@@ -55,32 +56,61 @@ extension DeviceHub: RouteIntake {
         case .here:
             return submitHere(notification, device: device, on: eventLoop)
         case .elsewhere(let node):
-            // Stored here, run by the owner: handed to it over the node link once committed (the 200 says
-            // it is durable); without links, a notice goes out with the commit that answers the 200.
             core.withLock { $0.counters.routedOut += 1 }
+            guard writer != nil else { return .now(.rejected(Rejection(.serviceUnavailable))) }
             let stored = StoredNotification(
                 notification: notification, expiresAt: policy.expiry(of: notification),
                 deviceID: registry.deviceID(of: device), state: .pending, rule: nil)
-            guard let writer else { return .now(.rejected(Rejection(.serviceUnavailable))) }
-            let linked = routeLink.withLock { $0 != nil }
-            let committed = writer.enqueue(answeringOn: eventLoop) {
-                $0.notifications.append(stored)
-                if !linked { $0.notices.append(Self.route(notification, of: stored.deviceID, to: node)) }
+            guard let link = routeLink.withLock({ $0 }), let deviceID = stored.deviceID else {
+                return .afterCommit(storeAndRoute(stored, device: device, to: node, on: eventLoop))
             }
-            committed.whenSuccess { [self] in
-                // A claim of the device that began meanwhile may have read its pending pushes before this
-                // one was committed, and the old owner may be gone: this node runs it after the claim
-                // (once, whichever way it arrives first).
-                let claimedHere =
-                    withClaims { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
-                if claimedHere {
-                    routed(stored, device: device)
-                } else if linked {
-                    hand(stored, to: node)
+            // Run and stored by the owner, whose answer comes once its commit is durable (the 200 says so);
+            // a push the link does not take is stored here and handed over through the store.
+            let answer = eventLoop.makePromise(of: IntakeResult.self)
+            let push = RoutedPush(
+                notification: notification, deviceID: deviceID, expiresAt: stored.expiresAt, stored: false)
+            link.forward(push, to: node, answeringOn: eventLoop) { [self] outcome in
+                switch outcome {
+                case .taken:
+                    // A claim of the device here that began meanwhile may have read its pending pushes
+                    // before the owner's commit: this node runs it too (once, `adopted`; the device keeps
+                    // the first of an apns-id it is sent twice).
+                    if claimedHere(device) { routed(stored, device: device) }
+                    answer.succeed(.accepted)
+                case .refused(let reason):
+                    answer.succeed(.rejected(Rejection(reason)))
+                case .untaken:
+                    core.withLock { $0.counters.routedThroughStore += 1 }
+                    storeAndRoute(stored, device: device, to: node, on: eventLoop).map { .accepted }
+                        .cascade(to: answer)
                 }
             }
-            return .afterCommit(committed)
+            return .later(answer.futureResult)
         }
+    }
+
+    /// Stores a push for a device `node` runs with a `route` notice in the same commit (the owner loads it
+    /// from the store and runs it): where there is no link to the node, or the link did not take it.
+    private func storeAndRoute(
+        _ stored: StoredNotification, device: DeviceSlot, to node: String, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<Void> {
+        guard let writer else { return eventLoop.makeFailedFuture(Rejection(.serviceUnavailable)) }
+        let committed = writer.enqueue(answeringOn: eventLoop) {
+            $0.notifications.append(stored)
+            $0.notices.append(Self.route(stored.notification, of: stored.deviceID, to: node))
+        }
+        committed.whenSuccess { [self] in
+            // A claim of the device that began meanwhile may have read its pending pushes before this one
+            // was committed, and the old owner may be gone: this node runs it after the claim (once,
+            // whichever way it arrives first).
+            if claimedHere(device) { routed(stored, device: device) }
+        }
+        return committed
+    }
+
+    /// Whether this node is claiming `device` or owns it now.
+    private func claimedHere(_ device: DeviceSlot) -> Bool {
+        withClaims { $0.isClaiming(device) } || registry.owner(of: device) == registry.nodeID
     }
 
     /// Hands a push stored here to `node`, its device's owner: over the node link, or through the store
@@ -91,8 +121,10 @@ extension DeviceHub: RouteIntake {
             writer?.enqueue { $0.notices.append(notice) }
             return
         }
-        let push = RoutedPush(notification: stored.notification, deviceID: deviceID, expiresAt: stored.expiresAt)
-        link.forward(push, to: node) { [self] in
+        let push = RoutedPush(
+            notification: stored.notification, deviceID: deviceID, expiresAt: stored.expiresAt, stored: true)
+        link.forward(push, to: node, answeringOn: nil) { [self] outcome in
+            guard outcome != .taken else { return }
             core.withLock { $0.counters.routedThroughStore += 1 }
             writer?.enqueue { $0.notices.append(notice) }
         }
@@ -275,14 +307,35 @@ extension DeviceHub: RouteIntake {
         }
     }
 
-    /// Pushes another node stored for devices this node runs (the node link, `RouteIntake`): each runs
-    /// through its device's policy as a routed notice's would. A device this node does not know yet (its
-    /// registration's notice not heard) is left to the sender, which routes the push through the store.
-    public func routed(_ pushes: [RoutedPush], from node: String) -> [APNsID] {
-        var untaken: [APNsID] = []
-        for push in pushes {
+    /// Pushes other nodes accepted for devices this node runs (the node link, `RouteIntake`), in order: a
+    /// new one is stored here with its decision as if its provider had sent it here (its outcome is
+    /// known once that commit ends: most of a batch share one); a stored one runs as a routed notice's
+    /// would. A device this node does not run or know yet (its registration's notice not heard) is left to
+    /// the sender, which goes through the store.
+    public func routed(_ pushes: [RoutedPush], from node: String, on eventLoop: any EventLoop)
+        -> EventLoopFuture<[RouteOutcome]>
+    {
+        var outcomes = [RouteOutcome](repeating: .taken, count: pushes.count)
+        var commits: [(commit: EventLoopFuture<Void>, indices: [Int])] = []
+        var later: [EventLoopFuture<[(Int, RouteOutcome)]>] = []
+        for (index, push) in pushes.enumerated() {
             guard let device = registry.slot(ofDevice: push.deviceID) else {
-                untaken.append(push.notification.id)
+                outcomes[index] = .untaken
+                continue
+            }
+            guard push.stored else {
+                switch take(push.notification, device: device, on: eventLoop) {
+                case .decided(let outcome):
+                    outcomes[index] = outcome
+                case .committing(let commit):
+                    if let last = commits.indices.last, commits[last].commit === commit {
+                        commits[last].indices.append(index)
+                    } else {
+                        commits.append((commit, [index]))
+                    }
+                case .later(let future):
+                    later.append(future.map { [(index, $0)] })
+                }
                 continue
             }
             routed(
@@ -290,7 +343,69 @@ extension DeviceHub: RouteIntake {
                     notification: push.notification, expiresAt: push.expiresAt, deviceID: push.deviceID,
                     state: .pending, rule: nil), device: device)
         }
-        return untaken
+        guard !commits.isEmpty || !later.isEmpty else { return eventLoop.makeSucceededFuture(outcomes) }
+        for (commit, indices) in commits {
+            later.append(
+                commit.map { indices.map { ($0, .taken) } }.recover { [self] _ in
+                    // Not stored: forgotten, so that it runs when its sender routes it through the store.
+                    withAdopted { adopted in for index in indices { adopted.remove(pushes[index].notification.id) } }
+                    return indices.map { ($0, .untaken) }
+                })
+        }
+        return EventLoopFuture.whenAllSucceed(later, on: eventLoop).map { [outcomes] settled in
+            var outcomes = outcomes
+            for (index, outcome) in settled.joined() { outcomes[index] = outcome }
+            return outcomes
+        }
+    }
+
+    /// Where a new push routed here stands once its policy ran.
+    private enum Taking {
+        case decided(RouteOutcome)
+        /// Taken once this commit succeeds.
+        case committing(EventLoopFuture<Void>)
+        /// After a claim of its device.
+        case later(EventLoopFuture<RouteOutcome>)
+    }
+
+    /// A new push another node accepted for `device`: stored and decided here, as one its provider sent
+    /// here would be, once (`adopted`: a push that also comes through the store, its sender having given
+    /// up waiting, runs once).
+    private func take(_ push: PushNotification, device: DeviceSlot, on eventLoop: any EventLoop) -> Taking {
+        var waiting: EventLoopFuture<RouteOutcome>?
+        let placement = place(device) {
+            let promise = eventLoop.makePromise(of: RouteOutcome.self)
+            waiting = promise.futureResult
+            return { [self] _ in
+                switch take(push, device: device, on: eventLoop) {
+                case .decided(let outcome): promise.succeed(outcome)
+                case .later(let future): future.cascade(to: promise)
+                case .committing(let commit):
+                    commit.map { .taken }.recover { [self] _ in
+                        withAdopted { $0.remove(push.id) }
+                        return .untaken
+                    }.cascade(to: promise)
+                }
+            }
+        }
+        switch placement {
+        case nil: return .later(waiting!)
+        case .elsewhere: return .decided(.untaken)
+        case .here: break
+        }
+        guard withAdopted({ $0.insert(push.id) }) else { return .decided(.taken) }
+        let reply = submitHere(push, device: device, on: eventLoop)
+        if case .now(.rejected(let rejection)) = reply {
+            // Refused (its device's queue is full), not run: forgotten, so that it runs if it comes again.
+            withAdopted { $0.remove(push.id) }
+            return .decided(.refused(rejection.reason))
+        }
+        core.withLock { $0.counters.routedIn += 1 }
+        switch reply {
+        case .now: return .decided(.taken)
+        case .later(let future): return .later(future.map(RouteOutcome.init))
+        case .afterCommit(let commit): return .committing(commit)
+        }
     }
 
     /// Another node claimed a device this node ran: its session here (if any) is closed, its state
@@ -365,6 +480,16 @@ extension DeviceHub: RouteIntake {
             }
         } catch {
             logger.error("swept notifications not loaded", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+extension RouteOutcome {
+    /// A push the owner decided as if its provider had POSTed it there: taken, or refused with the reason.
+    init(_ result: IntakeResult) {
+        switch result {
+        case .accepted: self = .taken
+        case .rejected(let rejection): self = .refused(rejection.reason)
         }
     }
 }

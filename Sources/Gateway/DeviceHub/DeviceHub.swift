@@ -529,7 +529,8 @@ public struct HubCounters: Sendable, Equatable, Codable {
     /// Devices removed by the operator, and pruned for not being seen.
     public var devicesRemoved = 0
     public var devicesPruned = 0
-    /// Several nodes: pushes stored here for devices another node owns, and routed here from others.
+    /// Several nodes: pushes accepted here for devices another node owns, and those routed here from others
+    /// that this node's policy ran (not those it refused).
     public var routedOut = 0
     public var routedIn = 0
     /// Of `routedOut` (and of pushes passed on to a device's new owner): those handed over through the

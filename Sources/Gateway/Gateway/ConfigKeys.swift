@@ -414,12 +414,12 @@ public enum ConfigKeys {
             to: \.store.startSeconds),
         .custom(
             "store.postgres.route_address", "", expected: "http://host:port, https://host:port, off, or empty",
-            "Where the other nodes hand this node the pushes they store for its devices: its provider API's URL as they reach it (the node links; docs/store.md). Empty: the h2c listener's address when it is bound to a specific address (else the TLS listener's); off: the others route to this node through the database (a NOTIFY per push).",
+            "Where the other nodes hand this node the pushes they accept for its devices (it stores them): its provider API's URL as they reach it (the node links; docs/store.md). Empty: the h2c listener's address when it is bound to a specific address (else the TLS listener's); off: the others store those pushes and route them to this node through the database (a NOTIFY per push).",
             parse: { $0.isEmpty || $0 == "off" || NodeAddress(url: $0) != nil ? $0 : nil },
             set: { $0.store.routeAddress = $1 }),
         .int(
             "store.postgres.route_timeout_seconds", "5", in: 1...300,
-            "How long a batch of pushes handed to another node over its link waits for that node's answer (and a link for its connection) before those pushes are routed through the database instead.",
+            "How long a batch of pushes handed to another node over its link waits for that node's answer, its commit included (and a link for its connection), before the sender stores those pushes and routes them through the database instead.",
             to: \.store.links.timeoutSeconds),
         .custom(
             "store.postgres.route_trust_roots", "", expected: "a PEM file path, or empty",

@@ -73,7 +73,7 @@ final class NodeLink: Sendable {
             defer { queue.scheduled = true }
             return !queue.scheduled
         }
-        guard let start else { return entry.orElse() }
+        guard let start else { return RouteEntry.fail([entry]) }
         if start { loop.execute { self.pump() } }
     }
 
@@ -84,10 +84,10 @@ final class NodeLink: Sendable {
             defer { queue.entries = [] }
             return queue.entries
         }
-        for entry in entries { entry.orElse() }
+        RouteEntry.fail(entries)
         loop.execute {
             let state = self.state
-            for entry in state.waiting { entry.orElse() }
+            RouteEntry.fail(state.waiting)
             state.waiting = []
             state.channel?.close(promise: nil)
         }
@@ -118,9 +118,7 @@ final class NodeLink: Sendable {
         return state.waiting
     }
 
-    private func fail(_ entries: [RouteEntry]) {
-        for entry in entries { entry.orElse() }
-    }
+    private func fail(_ entries: [RouteEntry]) { RouteEntry.fail(entries) }
 
     private func connect(to address: NodeAddress) {
         state.connecting = true

@@ -20,11 +20,11 @@ public struct NodeLinkSettings: Sendable, Equatable {
     public init() {}
 }
 
-/// This node's links to the other nodes of its fleet (`RouteLink`): a push stored here for a device
+/// This node's links to the other nodes of its fleet (`RouteLink`): a push accepted here for a device
 /// another node runs is handed to that node over HTTP/2, on one long-lived connection per node, many
 /// pushes per request, authenticated with the fleet's own token. The database stays the record: a push
-/// that does not reach its owner this way (no address known, the link down or cut, no answer in time)
-/// goes to its `orElse`, which routes it through the store as before.
+/// that does not reach its owner this way (no address known, the link down or cut, no answer in time) is
+/// answered `.untaken`, and its sender stores it and routes it through the store.
 public final class NodeLinks: RouteLink, Sendable {
     private let nodeID: String
     private let tokens: NodeTokens
@@ -81,9 +81,12 @@ public final class NodeLinks: RouteLink, Sendable {
     /// The nodes this node has a link to (their address known).
     public var linkedNodes: [String] { links.withLock { $0.keys.sorted() } }
 
-    public func forward(_ push: RoutedPush, to node: String, orElse: @escaping @Sendable () -> Void) {
-        guard let link = links.withLock({ $0[node] }) else { return orElse() }
-        link.enqueue(RouteEntry(push: push, orElse: orElse))
+    public func forward(
+        _ push: RoutedPush, to node: String, answeringOn loop: (any EventLoop)?,
+        answered: @escaping @Sendable (RouteOutcome) -> Void
+    ) {
+        guard let link = links.withLock({ $0[node] }) else { return answered(.untaken) }
+        link.enqueue(RouteEntry(push: push, loop: loop, answered: answered))
     }
 
     /// Closes every link; what is queued or in flight goes through the store.

@@ -5,17 +5,48 @@ import NIOHTTP2
 import PushIntake
 import PushModel
 
-/// One push waiting to reach its owner, and what to do if it does not.
+/// One push waiting to reach its owner, and who waits for the owner's answer.
 struct RouteEntry {
     var push: RoutedPush
-    /// Called when it did not reach the owner (the caller routes it through the store instead).
-    var orElse: @Sendable () -> Void
+    /// Where `answered` runs (nil: wherever the answer is read).
+    var loop: (any EventLoop)?
+    /// Called once with what the owner did with it; `.untaken` when it did not reach the owner (the caller
+    /// then goes through the store).
+    var answered: @Sendable (RouteOutcome) -> Void
+
+    /// Answers `entries`, the outcome of each from `outcome` (by index): on its own loop, in order, one
+    /// task a loop for all of them (a batch's pushes came from many provider connections, and a promise
+    /// completed from another loop costs that loop a task each).
+    static func answer(_ entries: [RouteEntry], _ outcome: (Int) -> RouteOutcome) {
+        var elsewhere: [ObjectIdentifier: (loop: any EventLoop, answers: [() -> Void])] = [:]
+        for (index, entry) in entries.enumerated() {
+            let (answered, result) = (entry.answered, outcome(index))
+            guard let loop = entry.loop, !loop.inEventLoop else {
+                answered(result)
+                continue
+            }
+            elsewhere[ObjectIdentifier(loop), default: (loop, [])].answers.append { answered(result) }
+        }
+        for (loop, answers) in elsewhere.values {
+            let bound = UnsafeTransfer(answers)
+            loop.execute { for answer in bound.value { answer() } }
+        }
+    }
+
+    /// None of `entries` reached the owner.
+    static func fail(_ entries: [RouteEntry]) { answer(entries) { _ in .untaken } }
+}
+
+/// Closures made on one thread and run, all of them, on one other (`RouteEntry.answer`).
+private struct UnsafeTransfer<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// The sending side of a link to another node at the frame level (no stream channel per batch): each
-/// batch is one POST of `RouteBatch.path` on a new stream; its answer (200 with the ids not taken) or its
-/// failure (a reset, GOAWAY, the connection lost, no answer within the timeout) settles its pushes. A push
-/// that did not reach the owner goes to its `orElse`.
+/// batch is one POST of `RouteBatch.path` on a new stream; its answer (200 with the outcomes, `RouteAnswer`)
+/// or its failure (a reset, GOAWAY, the connection lost, no answer within the timeout: each push untaken)
+/// settles its pushes.
 final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -65,8 +96,7 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// last batch not yet sent while it has room), and sends what it can (on the loop).
     func send(_ entries: [RouteEntry], authorization: String) {
         guard !goingAway, context != nil else {
-            for entry in entries { entry.orElse() }
-            return
+            return RouteEntry.fail(entries)
         }
         self.authorization = authorization
         for entry in entries {
@@ -104,7 +134,7 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
         let timer = context.eventLoop.scheduleTask(in: timeout) {
             let (handler, context) = bound.value
             guard handler.inFlight[id] != nil else { return }
-            handler.settle(id, untaken: nil)
+            handler.settle(id, outcomes: nil)
             context.writeAndFlush(handler.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))))
                 .whenFailure { _ in }
         }
@@ -132,10 +162,10 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
             inFlight[frame.streamID] = request
             if data.endStream { finish(frame.streamID) }
         case .rstStream:
-            settle(frame.streamID, untaken: nil)
+            settle(frame.streamID, outcomes: nil)
         case .goAway(let lastStreamID, _, _):
             goingAway = true
-            for id in inFlight.keys where id > lastStreamID { settle(id, untaken: nil) }
+            for id in inFlight.keys where id > lastStreamID { settle(id, outcomes: nil) }
             failWaiting()
         default:
             break
@@ -163,13 +193,13 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A stream's error concerns that stream (NIOHTTP2Handler has reset it); any other closes the link.
         if let streamError = error as? NIOHTTP2Errors.StreamError {
-            settle(streamError.streamID, untaken: nil)
+            settle(streamError.streamID, outcomes: nil)
             return
         }
         context.close(promise: nil)
     }
 
-    /// The answer is in: 200 settles each push as taken unless its id is listed; anything else fails them all.
+    /// The answer is in: 200 settles each push with its outcome; anything else leaves them all untaken.
     private func finish(_ id: HTTP2StreamID) {
         guard let request = inFlight[id] else { return }
         guard request.status == 200 else {
@@ -179,29 +209,26 @@ final class RouteLinkHandler: ChannelInboundHandler, RemovableChannelHandler {
                     "address": "\(address)", "status": "\(request.status)", "pushes": "\(request.entries.count)",
                     "reason": "\(String(decoding: request.body.prefix(200), as: UTF8.self))",
                 ])
-            return settle(id, untaken: nil)
+            return settle(id, outcomes: nil)
         }
-        let listed = Set(
-            String(decoding: request.body, as: UTF8.self).split(separator: "\n").compactMap {
-                APNsID(header: String($0))
-            })
-        settle(id, untaken: listed)
+        let body = String(decoding: request.body, as: UTF8.self)
+        settle(id, outcomes: RouteAnswer.decode(body, count: request.entries.count))
     }
 
-    /// Settles a batch: `untaken` nil, every push failed; otherwise those listed.
-    private func settle(_ id: HTTP2StreamID, untaken: Set<APNsID>?) {
+    /// Settles a batch: `outcomes` nil, every push untaken.
+    private func settle(_ id: HTTP2StreamID, outcomes: [RouteOutcome]?) {
         guard let request = inFlight.removeValue(forKey: id) else { return }
         request.timer?.cancel()
-        for entry in request.entries where untaken?.contains(entry.push.notification.id) ?? true { entry.orElse() }
+        RouteEntry.answer(request.entries) { outcomes?[$0] ?? .untaken }
     }
 
     private func failAll() {
-        for id in Array(inFlight.keys) { settle(id, untaken: nil) }
+        for id in Array(inFlight.keys) { settle(id, outcomes: nil) }
         failWaiting()
     }
 
     private func failWaiting() {
-        for batch in waiting { for entry in batch.entries { entry.orElse() } }
+        RouteEntry.fail(waiting.flatMap(\.entries))
         waiting = []
     }
 }

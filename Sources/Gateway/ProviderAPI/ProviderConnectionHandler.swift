@@ -380,8 +380,7 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
         case .broadcast(let request):
             finishBroadcast(id, state, request, context: context)
         case .route(let authorization):
-            streams.removeValue(forKey: id)
-            finishRoute(id, body: state.body, authorization: authorization, context: context)
+            finishRoute(id, state, authorization: authorization, context: context)
         case .collecting(let head):
             let now = times(context: context).wall
             let notification: PushNotification
@@ -450,26 +449,37 @@ final class ProviderConnectionHandler: ChannelDuplexHandler {
     }
 
     /// A route batch from another node: taken by the hub at once (each push decided there), answered 200
-    /// with the ids it did not take, one a line; refused when this node takes no routes (404), the token is
-    /// not the fleet's (403), or the body is no batch (400).
+    /// with the pushes' outcomes (`RouteAnswer`) once the new ones it took are durable; refused when this
+    /// node takes no routes (404), the token is not the fleet's (403), or the body is no batch (400).
     private func finishRoute(
-        _ id: HTTP2StreamID, body: [UInt8], authorization: String?, context: ChannelHandlerContext
+        _ id: HTTP2StreamID, _ state: StreamState, authorization: String?, context: ChannelHandlerContext
     ) {
-        if draining || providerContext.isDraining { return respondToRoute(id, status: 503, text: "shutting down") }
-        guard let routes = providerContext.routes else {
-            return respondToRoute(id, status: 404, text: "this node takes no routed pushes")
+        func refuse(_ status: Int, _ text: String) {
+            streams.removeValue(forKey: id)
+            respondToRoute(id, status: status, text: text)
         }
+        if draining || providerContext.isDraining { return refuse(503, "shutting down") }
+        guard let routes = providerContext.routes else { return refuse(404, "this node takes no routed pushes") }
         guard let node = routes.tokens.node(authorization: authorization, now: times(context: context).wall) else {
-            return respondToRoute(id, status: 403, text: "no token of this fleet")
+            return refuse(403, "no token of this fleet")
         }
         let pushes: [RoutedPush]
         do {
-            pushes = try RouteBatch.decode(context.channel.allocator.buffer(bytes: body))
+            pushes = try RouteBatch.decode(context.channel.allocator.buffer(bytes: state.body))
         } catch {
-            return respondToRoute(id, status: 400, text: error.description)
+            return refuse(400, error.description)
         }
-        let untaken = routes.intake.routed(pushes, from: node)
-        respondToRoute(id, status: 200, text: untaken.map(\.value).joined(separator: "\n"))
+        // Kept among the streams until answered: a draining connection waits for it.
+        state.phase = .submitted
+        state.body = []
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        routes.intake.routed(pushes, from: node, on: context.eventLoop).hop(to: context.eventLoop).whenComplete {
+            outcome in
+            let (handler, _) = bound.value
+            guard handler.streams.removeValue(forKey: id) != nil else { return }
+            let outcomes = (try? outcome.get()) ?? Array(repeating: .untaken, count: pushes.count)
+            handler.respondToRoute(id, status: 200, text: RouteAnswer.encode(outcomes))
+        }
     }
 
     private func respondToRoute(_ id: HTTP2StreamID, status: Int, text: String) {

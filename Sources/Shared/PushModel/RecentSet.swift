@@ -21,4 +21,10 @@ public struct RecentSet<Element: Hashable & Sendable>: Sendable {
         }
         return true
     }
+
+    /// Forgets `element` (to be taken as new when it comes again). Its place in the order stays until it is
+    /// reused, so an element removed and inserted again may be forgotten sooner than the capacity says.
+    public mutating func remove(_ element: Element) {
+        set.remove(element)
+    }
 }
