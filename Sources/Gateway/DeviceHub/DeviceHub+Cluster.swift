@@ -409,17 +409,18 @@ extension DeviceHub: RouteIntake {
     }
 
     /// Another node claimed a device this node ran: its session here (if any) is closed, its state
-    /// dropped, and its held pushes handed to the new owner (who also finds them pending in the store).
+    /// dropped, and its held and queued pushes handed to the new owner (who also finds them pending in the
+    /// store, unless they were committed after its claim read them; it runs each once).
     func lost(_ device: DeviceSlot, to node: String) {
-        let (session, held) = core.withLock { $0.lost(device) }
+        let (session, handOver) = core.withLock { $0.lost(device) }
         session?.close(.moved, reconnectAfterMilliseconds: nil)
         core.withLock { $0.counters.released += 1 }
         let deviceID = registry.deviceID(of: device)
-        for item in held {
+        for push in handOver {
             hand(
                 StoredNotification(
-                    notification: item.notification, expiresAt: policy.expiry(of: item.notification),
-                    deviceID: deviceID, state: .pending, rule: nil), to: node)
+                    notification: push, expiresAt: policy.expiry(of: push), deviceID: deviceID, state: .pending,
+                    rule: nil), to: node)
         }
     }
 

@@ -156,10 +156,11 @@ struct HubState<Answer: Sendable>: Sendable {
     }
 
     /// Another node runs the device now: its session (to close), queue and policy state are let go; the
-    /// held pushes are returned to hand over.
-    mutating func lost(_ device: DeviceSlot) -> (session: (any DeviceSession)?, held: [HeldPush]) {
+    /// pushes to hand over (held, and queued or not acknowledged) are returned.
+    mutating func lost(_ device: DeviceSlot) -> (session: (any DeviceSession)?, handOver: [PushNotification]) {
         let session = sessions.removeValue(forKey: device)
-        return (session, core.lost(device).held)
+        let (_, held, queued) = core.lost(device)
+        return (session, queued.map(\.push) + held.map(\.notification))
     }
 
     mutating func adopt(

@@ -219,13 +219,14 @@ public struct HubCore: Sendable {
     private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }
 
     /// Another node runs the device now: its connection (to close, if it had one), queue and policy state
-    /// are let go; the held pushes are returned to hand over (the queue's are pending in the store for
-    /// the new owner).
-    public mutating func lost(_ device: DeviceSlot) -> (wasConnected: Bool, held: [HeldPush]) {
+    /// are let go; the held pushes and the queue's (written and not acknowledged, or waiting) are returned
+    /// to hand over. They are pending in the store too, but the new owner's claim may have read the
+    /// device's pending pushes before the commit of the newest ones here; it runs each once.
+    public mutating func lost(_ device: DeviceSlot) -> (wasConnected: Bool, held: [HeldPush], queued: [Outgoing]) {
         let wasConnected = connected.remove(device) != nil
-        _ = deliveries.removeAll(of: device)
+        let queued = deliveries.removeAll(of: device)
         broadcasts.forget(device)
-        return (wasConnected, policy.release(device: device))
+        return (wasConnected, policy.release(device: device), queued)
     }
 
     /// The device's state from the store (at start or on a claim): deliveries it had not acknowledged go
