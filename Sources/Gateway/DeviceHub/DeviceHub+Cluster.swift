@@ -346,16 +346,23 @@ extension DeviceHub: RouteIntake {
         guard !commits.isEmpty || !later.isEmpty else { return eventLoop.makeSucceededFuture(outcomes) }
         for (commit, indices) in commits {
             later.append(
-                commit.map { indices.map { ($0, .taken) } }.recover { [self] _ in
-                    // Not stored: forgotten, so that it runs when its sender routes it through the store.
-                    withAdopted { adopted in for index in indices { adopted.remove(pushes[index].notification.id) } }
-                    return indices.map { ($0, .untaken) }
+                outcome(of: commit, for: indices.map { pushes[$0].notification.id }).map { outcome in
+                    indices.map { ($0, outcome) }
                 })
         }
         return EventLoopFuture.whenAllSucceed(later, on: eventLoop).map { [outcomes] settled in
             var outcomes = outcomes
             for (index, outcome) in settled.joined() { outcomes[index] = outcome }
             return outcomes
+        }
+    }
+
+    /// What became of new routed pushes stored by `commit`: taken if it succeeded; if not, untaken and
+    /// forgotten (`adopted`), so that each runs when its sender routes it through the store.
+    private func outcome(of commit: EventLoopFuture<Void>, for ids: [APNsID]) -> EventLoopFuture<RouteOutcome> {
+        commit.map { .taken }.recover { [self] _ in
+            withAdopted { adopted in for id in ids { adopted.remove(id) } }
+            return .untaken
         }
     }
 
@@ -380,11 +387,7 @@ extension DeviceHub: RouteIntake {
                 switch take(push, device: device, on: eventLoop) {
                 case .decided(let outcome): promise.succeed(outcome)
                 case .later(let future): future.cascade(to: promise)
-                case .committing(let commit):
-                    commit.map { .taken }.recover { [self] _ in
-                        withAdopted { $0.remove(push.id) }
-                        return .untaken
-                    }.cascade(to: promise)
+                case .committing(let commit): outcome(of: commit, for: [push.id]).cascade(to: promise)
                 }
             }
         }
