@@ -221,7 +221,7 @@ fan_out() {
       sleep 0.25
       after=$(sum_field 2 "${nodes[@]}")
     done
-    [ "$after" -ge "$target" ] || fail "$kind to every device: $((after - before)) of $ok acknowledged in 300 s"
+    [ "$after" -ge "$target" ] || { unacknowledged "$started" >&2; fail "$kind to every device: $((after - before)) of $ok acknowledged in 300 s"; }
   else
     # Every silent push decided (woken or held, by its device's owner), and each woken one acknowledged.
     local woken held
@@ -234,6 +234,22 @@ fan_out() {
     done
   fi
   echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
+}
+
+# unacknowledged STARTED → on stderr, the wave's alerts (received since STARTED, epoch seconds) the database
+# does not hold acknowledged: how many in each state and rule, and the first 20 with their device's owner,
+# when it was last seen and whether its owner's lease is current — a device that never got back in (held),
+# a push left undecided (no rule), or a delivery lost between owners (a delivery rule, the device back).
+unacknowledged() {
+  command -v psql >/dev/null || return 0
+  local url; url=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["postgresURL"])' "$DATA/fleet/fleet.json") || return 0
+  local since; since=$(awk -v s="$1" 'BEGIN {printf "%.0f", s * 1000}')
+  echo "--- the wave's alerts not acknowledged in the database (state 0 pending, 2 discarded, 3 no device):"
+  psql -X -q "$url" -c "SELECT state, rule, count(*) FROM notifications WHERE received_at >= $since AND push_type = 'alert' AND state <> 1 GROUP BY 1, 2 ORDER BY 3 DESC" \
+    -c "SELECT n.apns_id, n.state, n.rule, n.device_id, n.received_at - $since AS received_ms, d.owner,
+          d.last_seen_at - $since AS seen_ms, d.claims, (SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint - renewed_at FROM nodes WHERE node_id = d.owner) AS lease_age_ms
+        FROM notifications n LEFT JOIN devices d ON d.id = n.device_id
+        WHERE n.received_at >= $since AND n.push_type = 'alert' AND n.state <> 1 ORDER BY n.seq LIMIT 20" 2>&1 || true
 }
 
 # FLEET_PERF=dir: perf records the nodes and PostgreSQL's processes during each alert wave, into

@@ -62,6 +62,10 @@ import Testing
         #expect(registry.setOwner(0, "node-2", claim: 2) == (true, "node-0"))
         #expect(registry.setOwner(0, "node-3", claim: 1) == (false, nil))
         #expect(registry.owner(of: 0) == "node-2")
+        // Whether a claim's state is older than what is known: a later claim and its owner, or none.
+        #expect(registry.owner(of: 0, claimedAfter: 1) == "node-2")
+        #expect(registry.owner(of: 0, claimedAfter: 2) == nil, "the same claim is not a later one")
+        #expect(registry.owner(of: 9, claimedAfter: 0) == nil, "no such device")
     }
 
     @Test func aStoredHashOfTheWrongLengthNeverMatches() {

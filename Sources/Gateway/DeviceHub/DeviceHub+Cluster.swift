@@ -198,14 +198,14 @@ extension DeviceHub: RouteIntake {
                     finishClaim(device, claimed: false)
                     continue
                 }
-                take(device, deviceID: deviceID, state, owner: cluster.nodeID)
+                let taken = take(device, deviceID: deviceID, state, owner: cluster.nodeID)
                 logger.debug(
                     "device claimed",
                     metadata: [
                         "device": "\(deviceID)", "from": "\(state.previousOwner ?? "-")",
-                        "pending": "\(state.pending.count)",
+                        "pending": "\(state.pending.count)", "taken": "\(taken)",
                     ])
-                finishClaim(device, claimed: true)
+                finishClaim(device, claimed: taken)
             }
         }
     }
@@ -449,14 +449,26 @@ extension DeviceHub: RouteIntake {
     }
 
     /// This node runs the device's policy from now on, with the state the store gave (a claim or a
-    /// takeover): its budgets, its queue and held pushes, and its owner.
-    func take(_ device: DeviceSlot, deviceID: String, _ state: ClaimedDevice, owner: String) {
+    /// takeover): its budgets, its queue and held pushes, and its owner. Unless a later claim is known
+    /// (false): then the state given is older than the device's — a takeover that moved the device
+    /// before this node's own claim of it did, whose answer came second; or another node's claim heard
+    /// first — and the node that made the later claim runs the device (what was adopted meanwhile goes
+    /// to it, as when a device is lost).
+    @discardableResult
+    func take(_ device: DeviceSlot, deviceID: String, _ state: ClaimedDevice, owner: String) -> Bool {
+        guard registry.owner(of: device, claimedAfter: state.claim) == nil else { return false }
         withAdopted { adopted in
             for stored in state.pending { _ = adopted.insert(stored.notification.id) }
         }
         adopt(deviceID, budgets: state.budgets, pending: state.pending, now: clock())
         adoptSubscriptions(device, state.subscriptions)
         _ = registry.setOwner(device, owner, claim: state.claim)
+        if let later = registry.owner(of: device, claimedAfter: state.claim) {
+            // Heard while this state was adopted; its `lost` found nothing here to let go of yet.
+            lost(device, to: later)
+            return false
+        }
+        return true
     }
 
     /// Devices this node took over from nodes whose lease went stale: their pushes are this node's to
@@ -465,8 +477,9 @@ extension DeviceHub: RouteIntake {
         guard let cluster, !taken.isEmpty else { return }
         var count = 0
         for device in taken {
-            guard let slot = registry.slot(ofDevice: device.deviceID) else { continue }
-            take(slot, deviceID: device.deviceID, device.claimed, owner: cluster.nodeID)
+            guard let slot = registry.slot(ofDevice: device.deviceID),
+                take(slot, deviceID: device.deviceID, device.claimed, owner: cluster.nodeID)
+            else { continue }
             count += 1
         }
         core.withLock { $0.counters.takenOver += count }

@@ -466,28 +466,36 @@ public final class DeviceHub: NotificationIntake, Sendable {
     /// budgets; the deliveries it had not acknowledged, back in its queue in their order; the rest held
     /// as for an offline device until it connects. Held pushes beyond the per-app limit are recorded as
     /// overflowed; notifications no policy had decided yet (routed to a node that never ran them) are
-    /// recorded as held for the offline device. Returns how many are kept.
+    /// recorded as held for the offline device. A device connected here gets what its new state lets
+    /// through at once (`HubCore.adopt`). Returns how many are kept.
     @discardableResult
     func adopt(_ deviceID: String, budgets: [AppBudget], pending: [StoredNotification], now: UnixTime) -> Int {
         guard let slot = registry.slot(ofDevice: deviceID) else { return 0 }
         let entries = pending.map { PendingPush(push: $0.notification, expiresAt: $0.expiresAt, rule: $0.rule) }
         let undecided = pending.filter { $0.rule == nil }.map(\.notification.id)
+        let stores = writer != nil
         // What overflowed and what no policy had decided are changes decided here: posted in order under
-        // the lock (a later decision about an adopted push cannot reach the store before them).
-        let (restored, sequence) = core.withLock { state -> (Int, UInt64?) in
-            let (restored, overflow) = state.adopt(
-                slot, budgets: budgets.map { ($0.bundleID, $0.budget) }, pending: entries, now: now)
-            guard writer != nil, !overflow.isEmpty || !undecided.isEmpty else { return (restored, nil) }
-            let dropped = Set(overflow)
-            var change = StoreChange<any EventLoop>()
-            change.outcomes =
-                overflow.map { NotificationOutcome(apnsID: $0, state: .discarded, rule: .overflow, at: now) }
-                + undecided.filter { !dropped.contains($0) }.map {
-                    NotificationOutcome(apnsID: $0, state: .pending, rule: .offline, at: now)
-                }
-            return (restored, state.post(change))
-        }
+        // the lock, before what the policy released for a connected device (a later decision about an
+        // adopted push cannot reach the store before them).
+        let (((restored, sequence), _), _, writes) = decideAndCommit(
+            now: now, device: slot, inserting: nil, answeringOn: nil,
+            { state, writes -> ((Int, UInt64?), [PolicyAction]) in
+                let (restored, overflow, actions) = state.adopt(
+                    slot, budgets: budgets.map { ($0.bundleID, $0.budget) }, pending: entries, now: now,
+                    writes: &writes)
+                guard stores, !overflow.isEmpty || !undecided.isEmpty else { return ((restored, nil), actions) }
+                let dropped = Set(overflow)
+                var change = StoreChange<any EventLoop>()
+                change.outcomes =
+                    overflow.map { NotificationOutcome(apnsID: $0, state: .discarded, rule: .overflow, at: now) }
+                    + undecided.filter { !dropped.contains($0) }.map {
+                        NotificationOutcome(apnsID: $0, state: .pending, rule: .offline, at: now)
+                    }
+                return ((restored, state.post(change)), actions)
+            }, actions: { $0.1 })
+        // Handed to the writer by `decideAndCommit` when the policy's releases posted a change after it.
         if let sequence { _ = enqueuePosted(upTo: sequence) }
+        write(writes)
         return restored
     }
 }

@@ -217,6 +217,15 @@ public final class DeviceRegistry: DeviceDirectory {
         state.withLock { state in state.device(slot).flatMap { state.owner($0) } }
     }
 
+    /// The device's owner when it became so by a claim later than `claim` (a later claim's notice
+    /// heard): nil if none is known.
+    func owner(of slot: DeviceSlot, claimedAfter claim: Int64) -> String? {
+        state.withLock { state in
+            guard let device = state.device(slot), device.claim > claim else { return nil }
+            return state.owner(device)
+        }
+    }
+
     /// Records the device's new owner, unless a later claim is already known (notices of claims can
     /// arrive after this node's own later claim). Returns the owner before, when it changed.
     func setOwner(_ slot: DeviceSlot, _ node: String, claim: Int64) -> (changed: Bool, before: String?) {

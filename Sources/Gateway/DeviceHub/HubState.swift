@@ -165,9 +165,12 @@ struct HubState<Answer: Sendable>: Sendable {
 
     mutating func adopt(
         _ device: DeviceSlot, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
-        now: UnixTime
-    ) -> (restored: Int, overflow: [APNsID]) {
-        core.adopt(device, budgets: budgets, pending: pending, now: now)
+        now: UnixTime, writes: inout [HubWrite]
+    ) -> (restored: Int, overflow: [APNsID], actions: [PolicyAction]) {
+        var written: [CoreWrite] = []
+        let adopted = core.adopt(device, budgets: budgets, pending: pending, now: now, writes: &written)
+        take(written, into: &writes)
+        return adopted
     }
 }
 

@@ -229,13 +229,18 @@ public struct HubCore: Sendable {
         return (wasConnected, policy.release(device: device), queued)
     }
 
-    /// The device's state from the store (at start or on a claim): deliveries it had not acknowledged go
-    /// back to its queue in their order (never coalesced: they were decided for a reachable device), the
-    /// rest is held by the policy as for an offline device. Returns the held pushes beyond the limit.
+    /// The device's state from the store (at start, on a claim or a takeover): deliveries it had not
+    /// acknowledged go back to its queue in their order (never coalesced: they were decided for a
+    /// reachable device), the rest is held by the policy as for an offline device. Returns the held
+    /// pushes beyond the limit. A device connected here meanwhile (a takeover of a device this node ran
+    /// without having heard that another node had claimed it) is connected again to its new state, as on
+    /// a connection: its queue is written (`writes`) and the policy's releases for it are returned — else
+    /// the policy would hold its pushes as for an offline device, and its queue would wait for a
+    /// connection, until the device reconnected.
     public mutating func adopt(
         _ device: DeviceSlot, budgets: [(bundleID: String, budget: ThrottleBudget)], pending: [PendingPush],
-        now: UnixTime
-    ) -> (restored: Int, overflow: [APNsID]) {
+        now: UnixTime, writes: inout [CoreWrite]
+    ) -> (restored: Int, overflow: [APNsID], actions: [PolicyAction]) {
         _ = deliveries.removeAll(of: device)
         _ = policy.release(device: device)
         var bundles: [String] = []
@@ -271,7 +276,12 @@ public struct HubCore: Sendable {
                 held: held[bundleID] ?? [], sentWakes: sentWakes[bundleID] ?? [])
         }
         _ = policy.takeChangedDevices()
-        return (pending.count - overflow.count, overflow)
+        let restored = pending.count - overflow.count
+        guard connected.contains(device) else { return (restored, overflow, []) }
+        var items: [Outgoing] = []
+        deliveries.connected(device, now: now, into: &items)
+        writes += items.map { CoreWrite(device: device, item: $0) }
+        return (restored, overflow, policy.connected(device: device, now: now))
     }
 }
 
