@@ -21,23 +21,13 @@ import Testing
         var hasEnded: Bool { false }
     }
 
-    static let t0 = UnixTime(seconds: 1_800_000_000)
-
-    static func alert(_ token: DeviceToken, _ number: Int) -> PushNotification {
-        PushNotification(
-            id: APNsID(header: String(format: "00000000-0000-4000-8000-%012d", number))!, deviceToken: token,
-            topic: Topic("com.example.app")!, bundleID: "com.example.app", pushType: .alert, priority: .immediate,
-            expiration: .storeByDefault, collapseID: nil, notificationClass: .alerting, payload: [], teamID: nil,
-            receivedAt: t0)
-    }
-
     @Test func pushesArrivingTogetherNeverTakeADevicePastItsLimit() async throws {
         var settings = HubSettings()
         settings.deliveryWindow = 2
         settings.maximumWaiting = 4
         let hub = DeviceHub(
             registry: DeviceRegistry(), policy: PolicySettings(), settings: settings, logger: Logger(label: "test"),
-            clock: { Self.t0 })
+            clock: { NumberedAlerts.t0 })
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 4)
         var number = 0
         var overLimit: [Int] = []
@@ -46,7 +36,7 @@ import Testing
             let slot = hub.registry.register().slot
             let token = try #require(hub.registry.install("com.example.app", on: slot))
             hub.connected(slot, session: SilentSession())
-            let pushes = (0..<16).map { index in Self.alert(token, number + index) }
+            let pushes = (0..<16).map { index in NumberedAlerts.alert(token, number + index) }
             number += 16
             // Sixteen at once, from four event loops.
             let futures = pushes.enumerated().map { index, push in

@@ -483,7 +483,9 @@ extension DeviceHub: RouteIntake {
             count += 1
         }
         core.withLock { $0.counters.takenOver += count }
-        logger.notice("took over the devices of a node that is gone", metadata: ["devices": "\(count)"])
+        logger.notice(
+            "took over the devices of a node that is gone",
+            metadata: ["devices": "\(count)", "claimed_meanwhile": "\(taken.count - count)"])
     }
 
     /// Runs the undecided pushes the sweep found (pending with no rule, accepted a while ago) through
