@@ -15,7 +15,9 @@
 #   - the same alert and silent waves on one SQLite node (`pushgate serve`) with the same devices (at most
 #     FLEET_PER_SIMULATOR), and the gateway's CPU per push (nodes + database) of each, with their ratio
 #     (FLEET_SQLITE=0 skips it).
-# Fails (non-zero) if a step fails or prints no figure. Everything runs on this machine's cores.
+# Fails (non-zero) if a step fails or prints no figure; an alert wave that falls short first prints, from
+# PostgreSQL, the wave's alerts not acknowledged, with their devices' owners, claims and last connections.
+# Everything runs on this machine's cores.
 # Usage: [POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db] Benchmarks/fleet.sh [devices] [nodes] [idle seconds]
 # Without POSTGRES_URL the fleet starts its own PostgreSQL (Debian's postgresql package).
 # FLEET_PER_SIMULATOR: devices per `pushgate simulate` process (15,000; at most what its descriptors allow).
