@@ -55,6 +55,9 @@ public struct LocalPostgres {
             let secret = Self.newPassword()
             // initdb reads the password from a file the server's user can read (removed after; the fleet
             // keeps its own copy beside the directory), and wants the directory empty.
+            // The C locale: keys (ids, tokens) are compared byte by byte, whatever the machine's locale
+            // (a wave's text comparisons under `C.UTF-8` were about 2.4 % of PostgreSQL's samples,
+            // Benchmarks/HISTORY.md; under a language's locale they cost more). Nothing is shown sorted.
             let once = cluster + ".initdb-password"
             try Self.writePrivate(secret, to: once)
             try Self.writePrivate(secret, to: passwordPath)
@@ -63,7 +66,7 @@ public struct LocalPostgres {
                 bin + "/initdb",
                 [
                     "-D", cluster, "-U", "pushgate", "--pwfile=\(once)", "--auth=scram-sha-256", "--encoding=UTF8",
-                    "--no-instructions",
+                    "--locale=C", "--no-instructions",
                 ], asServer: root, log: log)
             try? FileManager.default.removeItem(atPath: once)
         }
