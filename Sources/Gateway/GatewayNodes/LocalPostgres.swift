@@ -55,13 +55,13 @@ public struct LocalPostgres {
             let secret = Self.newPassword()
             // initdb reads the password from a file the server's user can read (removed after; the fleet
             // keeps its own copy beside the directory), and wants the directory empty.
-            // The C locale: keys (ids, tokens) are compared byte by byte, whatever the machine's locale
-            // (a wave's text comparisons under `C.UTF-8` were about 2.4 % of PostgreSQL's samples,
-            // Benchmarks/HISTORY.md; under a language's locale they cost more). Nothing is shown sorted.
             let once = cluster + ".initdb-password"
             try Self.writePrivate(secret, to: once)
             try Self.writePrivate(secret, to: passwordPath)
             if root { try run("/bin/chown", ["-R", "postgres:postgres", cluster, once], log: log) }
+            // The C locale: keys (ids, tokens) are compared byte by byte, whatever the machine's locale
+            // (a wave's text comparisons under `C.UTF-8` were about 2.4 % of PostgreSQL's samples,
+            // Benchmarks/HISTORY.md; under a language's locale they cost more). Nothing is shown sorted.
             try run(
                 bin + "/initdb",
                 [
