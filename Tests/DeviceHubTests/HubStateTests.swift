@@ -217,6 +217,31 @@ import Testing
         #expect(receive(alert, &core).map(\.item.id) == [alert.id], "and the next push goes straight out")
     }
 
+    @Test mutating func aDeviceLostToAnotherNodeHandsOverNoBroadcast() {
+        var core = core(window: 1)
+        let session = FakeSession()
+        _ = connect(session, &core)
+        let channel = ChannelID("Y2hhbm5lbC1vbmU=")!
+        var none: [HubWrite] = []
+        _ = core.subscribe(
+            1, to: channel, bundleID: "com.example.app", storage: .mostRecentMessageStored, now: Self.t0, writes: &none)
+        let update = PushNotification(
+            id: APNsID.generate(), deviceToken: Self.token, topic: Topic("com.example.app.push-type.liveactivity")!,
+            bundleID: "com.example.app", pushType: .liveactivity, priority: .immediate, expiration: .storeByDefault,
+            collapseID: nil, notificationClass: .other, payload: [], teamID: nil, receivedAt: Self.t0,
+            broadcast: BroadcastStamp(channel: channel, sequence: 1))
+        var written: [HubWrite] = []
+        core.fanOut(
+            BroadcastMessage(push: update, deliverableUntil: Self.t0.adding(seconds: 60)), to: [1], now: Self.t0,
+            writes: &written)
+        #expect(written.map(\.item.id) == [update.id])
+        let alert = push(.alerting)
+        #expect(receive(alert, &core).isEmpty, "behind the broadcast, in the queue")
+        let (_, handOver) = core.lost(1)
+        // The alert is a notification to hand over; the broadcast follows the device's channel cursor.
+        #expect(handOver.map(\.id) == [alert.id])
+    }
+
     @Test mutating func aDeviceLostToAnotherNodeLetsGoOfEverything() {
         var core = core(window: 1)
         let session = FakeSession()

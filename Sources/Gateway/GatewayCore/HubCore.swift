@@ -219,12 +219,14 @@ public struct HubCore: Sendable {
     private func isUnstored(_ id: APNsID) -> Bool { !unstored.isEmpty && unstored.contains(id) }
 
     /// Another node runs the device now: its connection (to close, if it had one), queue and policy state
-    /// are let go; the held pushes and the queue's (written and not acknowledged, or waiting) are returned
-    /// to hand over. They are pending in the store too, but the new owner's claim may have read the
-    /// device's pending pushes before the commit of the newest ones here; it runs each once.
+    /// are let go; the held pushes and the queue's notifications (written and not acknowledged, or
+    /// waiting) are returned to hand over. They are pending in the store too, but the new owner's claim
+    /// may have read the device's pending pushes before the commit of the newest ones here; it runs each
+    /// once. The queue's broadcasts are not handed over: they are no notifications, and the new owner
+    /// gives the device each channel's newest it has not had (its cursors) when it connects.
     public mutating func lost(_ device: DeviceSlot) -> (wasConnected: Bool, held: [HeldPush], queued: [Outgoing]) {
         let wasConnected = connected.remove(device) != nil
-        let queued = deliveries.removeAll(of: device)
+        let queued = deliveries.removeAll(of: device).filter { $0.push.broadcast == nil }
         broadcasts.forget(device)
         return (wasConnected, policy.release(device: device), queued)
     }
