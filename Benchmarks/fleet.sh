@@ -254,14 +254,16 @@ unacknowledged() {
         WHERE n.received_at >= $since AND n.push_type = 'alert' AND n.state <> 1 ORDER BY n.seq LIMIT 20" 2>&1 || true
 }
 
-# FLEET_PERF=dir: perf records the nodes and PostgreSQL's processes during each alert wave, into
-# dir/<wave>-nodes.data and dir/<wave>-postgres.data (read with perf report -i); its own cost is in that
-# run's CPU figures, so a profile's run is not a figure's.
+# FLEET_PERF=dir: perf records the nodes, the simulators and PostgreSQL's processes during each wave,
+# into dir/<wave>-nodes.data, dir/<wave>-simulators.data and dir/<wave>-postgres.data (read with perf
+# report -i); its own cost is in that run's CPU figures, so a profile's run is not a figure's.
 perf_start() {
   [ -n "${FLEET_PERF:-}" ] || return 0
   mkdir -p "$FLEET_PERF"
   PERF_PIDS=()
   perf record -F 999 -g -p "$(IFS=,; echo "${PIDS[*]}")" -o "$FLEET_PERF/$1-nodes.data" >/dev/null 2>&1 &
+  PERF_PIDS+=($!)
+  perf record -F 999 -g -p "$(IFS=,; echo "${SIM_PIDS[*]}")" -o "$FLEET_PERF/$1-simulators.data" >/dev/null 2>&1 &
   PERF_PIDS+=($!)
   local backends; backends=$(pgrep -d, -x postgres || true)
   if [ -n "$backends" ]; then
@@ -290,9 +292,11 @@ waves() {
   ALERT_COST=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
   echo "$label: an alert to every device: $ok of $devices answered 200, the last acknowledged $seconds s after the first POST (goal < 5 s); $(cpu_between "$cpu0" "$cpu1" "$ok"); devices closed for not acknowledging so far: $(stalls); routed to another node: $(( $(sum_field 7 $ALL) - r0 )), of them through the database (the node link did not take them): $(( $(sum_field 8 $ALL) - s0 ))"
   W0=$(sum_field 3 $ALL); H0=$(sum_field 4 $ALL)
+  perf_start "$(echo "$label" | tr -c 'a-zA-Z0-9\n' '-' | tr -s '-')-silent"
   cpu0=$(cpu_now)
   read -r ok seconds <<< "$(fan_out silent 0)"
   cpu1=$(cpu_now)
+  perf_stop
   need "the silent push's answers ($label)" "$ok"; need "the silent push's fan-out ($label)" "$seconds"
   SILENT_COST=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
   local w1 h1; w1=$(sum_field 3 $ALL); h1=$(sum_field 4 $ALL)

@@ -77,6 +77,45 @@ import Testing
         }
     }
 
+    /// A wake's answer (`complete`, `not_woken`) is written without the encoder in the encoder's own
+    /// bytes and read back without the decoder; any other spelling or value reads the same through the
+    /// coders, and a malformed one is refused either way.
+    @Test func aWakesAnswerReadsTheSameEitherWay() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let id = "01a3185c-5000-7abc-8def-0123456789ab"
+        let messages: [(DeviceMessage, [String: String])] = [
+            (
+                .complete(apnsID: id, bundleID: "com.example.news", result: "newData"),
+                ["type": "complete", "apns_id": id, "bundle_id": "com.example.news", "result": "newData"]
+            ),
+            (
+                .notWoken(apnsID: id, bundleID: "com.example.news", reason: "no_silent_pushes"),
+                ["type": "not_woken", "apns_id": id, "bundle_id": "com.example.news", "reason": "no_silent_pushes"]
+            ),
+        ]
+        for (message, fields) in messages {
+            let encoded = message.encoded()
+            #expect(encoded == Array(try encoder.encode(fields)))
+            #expect(try DeviceMessage.decode(encoded) == message)
+            // Spaced, or in another order: the coders read it, to the same message.
+            let spaced = try JSONSerialization.data(withJSONObject: fields, options: [.prettyPrinted])
+            #expect(try DeviceMessage.decode(Array(spaced)) == message)
+        }
+        // Values the fast path does not write go through the encoder, and read back the same.
+        for odd in ["x y", #"q"uote"#, String(repeating: "a", count: 256), "é", ""] {
+            let message = DeviceMessage.complete(apnsID: id, bundleID: odd, result: "noData")
+            #expect(try DeviceMessage.decode(message.encoded()) == message)
+        }
+        for text in [
+            #"{"apns_id":"x","bundle_id":"a","result":"newData","type":"complete""#,
+            #"{"apns_id":"x","bundle_id":"a","type":"complete"}"#,
+            #"{"apns_id":"x","bundle_id":"a","result":"newData","type":"completes"}"#,
+        ] {
+            #expect(throws: ProtocolError.self, "\(text)") { try DeviceMessage.decode(Array(text.utf8)) }
+        }
+    }
+
     /// A notification reads the same through its short envelope (the encoder's key order) and the full
     /// one (any other spelling); a message that only starts like one is read, or refused, by its type.
     @Test func aNotificationReadsTheSameEitherWay() throws {

@@ -31,6 +31,28 @@ import Testing
         #expect(engine.counters.heldNow == 0)
     }
 
+    /// The store writes a device's budgets when what it holds of them changes, and only then: an alert
+    /// to an app without throttle state leaves none (nothing to write), a wake spends a token, and a
+    /// state that becomes idle is dropped (its row to delete).
+    @Test mutating func onlyAChangedBudgetMarksTheDeviceForTheStore() {
+        var engine = ThrottleEngine()
+        engine.tracksChanges = true
+        _ = engine.received(pushes.make(.alerting), device: 1, now: t0)
+        #expect(engine.takeChangedDevices() == [])
+        let wake = pushes.make(.silent)
+        #expect(engine.received(wake, device: 1, now: t0).deliveredIDs == [wake.id])
+        #expect(engine.takeChangedDevices() == [1])
+        #expect(engine.budgets(of: 1).count == 1)
+        _ = engine.completed(device: 1, bundleID: "com.example.app", id: wake.id, result: .newData, now: t0)
+        _ = engine.takeChangedDevices()
+        // Hours later the bucket is full again: the next event drops the idle state, and the store its row.
+        _ = engine.received(pushes.make(.alerting), device: 1, now: t0.plus(minutes: 24 * 60))
+        #expect(engine.budgets(of: 1).isEmpty)
+        #expect(engine.takeChangedDevices() == [1])
+        _ = engine.received(pushes.make(.alerting), device: 1, now: t0.plus(minutes: 24 * 60 + 1))
+        #expect(engine.takeChangedDevices() == [])
+    }
+
     /// A push the store could not write is forgotten: a held one is never released, a wake paid for
     /// gives its token back, and the decision log says why.
     @Test mutating func aWithdrawnPushIsNeverReleasedAndAWakeGivesItsTokenBack() {

@@ -115,7 +115,8 @@ public struct ThrottleEngine: Sendable {
     private var timers = TimerWheel<AppKey>()
     /// The due timers' keys, reused between `advance` calls.
     private var dueScratch: [AppKey] = []
-    /// Devices whose state changed since `takeChangedDevices()`, when `tracksChanges` (for a store).
+    /// Devices whose stored state (an app's `ThrottleBudget`, or whether it has one) changed since
+    /// `takeChangedDevices()`, when `tracksChanges` (for a store).
     private var changed: [DeviceSlot] = []
     public var tracksChanges = false
 
@@ -565,18 +566,22 @@ public struct ThrottleEngine: Sendable {
             ensureSlot(key.device)
         }
         var index = appIndex(key)
+        // What the store holds of the app (`ThrottleBudget`; none for an app without state): the device
+        // counts as changed only if that changes — an alert to an app with no state leaves none.
+        let stored = index.map { slots[device].apps.state(at: $0).budget }
         if index == nil {
             guard createIfMissing else { return }
             index = slots[device].apps.append(AppEntry(app: key.app, state: AppThrottle()))
             stateCount += 1
         }
         let settings = self.settings
-        if tracksChanges { changed.append(key.device) }
-        let (before, after, idle) = slots[device].apps.withState(at: index!) { app -> (UnixTime?, UnixTime?, Bool) in
+        let (before, after, idle, budget) = slots[device].apps.withState(at: index!) {
+            app -> (UnixTime?, UnixTime?, Bool, ThrottleBudget) in
             let before = app.nextDeadline
             body(&app, settings, &actions)
-            return (before, app.nextDeadline, app.isIdle(settings: settings, now: now))
+            return (before, app.nextDeadline, app.isIdle(settings: settings, now: now), app.budget)
         }
+        if tracksChanges, stored != (idle ? nil : budget) { changed.append(key.device) }
         if let next = after, rescheduleAlways || before.map({ next < $0 }) ?? true {
             timers.schedule(next.milliseconds, key)
         }

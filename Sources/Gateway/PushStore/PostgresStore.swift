@@ -284,24 +284,38 @@ public final class PostgresStore: ClusterStore {
                             cooling_until = excluded.cooling_until, app_state = excluded.app_state
                         """, logger: logger)
                 }
+                // Each (device, app) kept as one text, the device's length first (so no two pairs make the
+                // same text): `<> ALL` of an array looks it up in a hash, where an anti-join against the
+                // UNNEST would be a nested loop (merge and hash joins are off: `preferIndexes`), 20 ms a
+                // batch of 450.
+                let kept = rows.map { "\($0.0.utf8.count):\($0.0)\($0.1.bundleID)" }
                 try await connection.query(
                     """
                     DELETE FROM app_budgets a WHERE a.device_id = ANY(\(owned)::text[])
-                        AND NOT EXISTS (SELECT 1 FROM UNNEST(\(rows.map(\.0))::text[], \(rows.map(\.1.bundleID))::text[])
-                            AS x(d, b) WHERE x.d = a.device_id AND x.b = a.bundle_id)
+                        AND octet_length(a.device_id) || ':' || a.device_id || a.bundle_id <> ALL(\(kept)::text[])
                     """, logger: logger)
             }
             try await notify(batch.notices, on: connection)
         }
     }
 
-    /// For the rest of the transaction, no sequential scan where an index serves. A batch joins its rows
-    /// (UNNEST of a few hundred keys) to a table by key; costing random reads as if from disk, the planner
-    /// picks a sequential scan and a hash join once a batch is large beside the table — a table of tens of
-    /// thousands of rows on a fresh database, and a table of any size with a batch large enough: measured,
-    /// 9 million rows read during one fan-out of 30,000 pushes (`Benchmarks/fleet.sh 30000 3`).
+    /// For the rest of the transaction, a batch's rows are looked up one by one in an index: no
+    /// sequential scan, no merge or hash join. A batch joins its rows (UNNEST of a few hundred keys) to a
+    /// table by key, and a nested loop over the key's index reads only those rows. Costing random reads as
+    /// if from disk, and without statistics on a fresh table, the planner picks otherwise once a batch is
+    /// large beside the table or a key is not known to be unique — measured:
+    /// - a sequential scan and a hash join: 9 million rows read during one fan-out of 30,000 pushes
+    ///   (`Benchmarks/fleet.sh 30000 3`);
+    /// - a merge join for the acknowledgements' update (by apns-id, which the planner cannot know is
+    ///   nearly unique: the unique index is on apns-id and team): it walked the apns-id index over every
+    ///   notification, 20,000 rows for a batch of 450, 53 buffers a row (`fleet.sh 15000 1 5`, auto_explain).
+    /// One statement, one round trip.
     static func preferIndexes(_ connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("SET LOCAL enable_seqscan = off", logger: logger)
+        try await connection.query(
+            """
+            SELECT set_config('enable_seqscan', 'off', true), set_config('enable_mergejoin', 'off', true),
+                set_config('enable_hashjoin', 'off', true)
+            """, logger: logger)
     }
 
     public func prune(finishedBefore: UnixTime, now: UnixTime) async throws -> PruneResult {

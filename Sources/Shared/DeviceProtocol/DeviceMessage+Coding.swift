@@ -136,8 +136,42 @@ private let encoder: JSONEncoder = {
 extension DeviceMessage {
     public static let maximumFrameBytes = 64 * 1024
 
+    /// An `ack`, `complete` or `not_woken` in the encoder's exact form (`PlainMessage`); nil for any
+    /// other message or form.
+    private static func plain(_ bytes: some Collection<UInt8>) -> DeviceMessage? {
+        guard let fields = PlainMessage.fields(bytes), let type = fields.last, type.key == "type" else { return nil }
+        switch (MessageType(rawValue: type.value), fields.count) {
+        case (.ack, 2) where fields[0].key == "apns_id":
+            return .ack(apnsID: fields[0].value)
+        case (.complete, 4)
+        where fields[0].key == "apns_id" && fields[1].key == "bundle_id" && fields[2].key == "result":
+            return .complete(apnsID: fields[0].value, bundleID: fields[1].value, result: fields[2].value)
+        case (.notWoken, 4)
+        where fields[0].key == "apns_id" && fields[1].key == "bundle_id" && fields[2].key == "reason":
+            return .notWoken(apnsID: fields[0].value, bundleID: fields[1].value, reason: fields[2].value)
+        default: return nil
+        }
+    }
+
+    /// The message's bytes without the encoder, where `PlainMessage` writes it (the same bytes).
+    private func plainEncoded() -> [UInt8]? {
+        switch self {
+        case .ack(let id):
+            PlainMessage.encode([("apns_id", id), ("type", MessageType.ack.rawValue)])
+        case .complete(let id, let bundleID, let result):
+            PlainMessage.encode([
+                ("apns_id", id), ("bundle_id", bundleID), ("result", result), ("type", MessageType.complete.rawValue),
+            ])
+        case .notWoken(let id, let bundleID, let reason):
+            PlainMessage.encode([
+                ("apns_id", id), ("bundle_id", bundleID), ("reason", reason), ("type", MessageType.notWoken.rawValue),
+            ])
+        default: nil
+        }
+    }
+
     public static func decode(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> DeviceMessage {
-        if let id = AckFastPath.apnsID(bytes) { return .ack(apnsID: id) }
+        if let message = plain(bytes) { return message }
         let envelope = try Envelope.read(bytes, expected: "device message")
         switch MessageType(rawValue: envelope.type) {
         case .register: return .register(enrolment: envelope.enrolment)
@@ -192,7 +226,7 @@ extension DeviceMessage {
     }
 
     public func encoded() -> [UInt8] {
-        if case .ack(let apnsID) = self, let bytes = AckFastPath.encode(apnsID) { return bytes }
+        if let bytes = plainEncoded() { return bytes }
         var envelope: Envelope
         switch self {
         case .register(let enrolment):
@@ -298,6 +332,7 @@ extension GatewayMessage {
     }
 
     public func encoded() -> [UInt8] {
+        if case .notification(let delivery) = self { return NotificationWriter.encode(delivery) }
         var envelope: Envelope
         switch self {
         case .registered(let deviceID, let secret):
