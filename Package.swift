@@ -318,7 +318,7 @@ let package = Package(
             dependencies: ["DeviceRuntime", "DeviceProtocol", "PushModel", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ForecastTests", dependencies: ["Forecast", "DeviceRuntime", "PushModel", "PushPolicy"]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue"]),
-        .testTarget(name: "DeviceProtocolTests", dependencies: ["DeviceProtocol"]),
+        .testTarget(name: "DeviceProtocolTests", dependencies: ["DeviceProtocol", "PushModel"]),
         .testTarget(
             name: "DeviceAgentTests", dependencies: ["DeviceAgent", "DeviceRuntime", "DescriptorLimit"]),
         .testTarget(
