@@ -65,6 +65,9 @@ import Testing
             var late = StoreBatch()
             late.budgets = ["dev-a": [AppBudget(bundleID: "com.example.a", budget: Samples.budget(tokens: 3))]]
             try await a.commit(late)
+            // Nor does a late change that lists no app delete B's rows.
+            late.budgets = ["dev-a": []]
+            try await a.commit(late)
             #expect(try await a.claim(deviceID: "dev-a").budgets == spent, "A's late write was fenced off")
             try await a.close()
             try await b.close()
