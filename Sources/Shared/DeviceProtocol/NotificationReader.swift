@@ -27,13 +27,12 @@ struct NotificationReader {
         repeat {
             guard let key = key(after: previous) else { return nil }
             previous = key.rawValue
-            switch key {
-            case .deadlineSeconds, .priority:
+            if key == .deadlineSeconds || key == .priority {
                 guard let number = number() else { return nil }
-                fields.numbers[key.rawValue] = number
-            default:
+                if key == .priority { fields.priority = number } else { fields.deadlineSeconds = number }
+            } else {
                 guard let string = string() else { return nil }
-                fields.strings[key.rawValue] = string
+                fields.set(key, string)
             }
         } while take(UInt8(ascii: ","))
         guard take(Self.closing), index == bytes.count else { return nil }
@@ -41,7 +40,7 @@ struct NotificationReader {
     }
 
     /// The message's fields, in the writer's (sorted) order.
-    private enum Key: Int, CaseIterable {
+    private enum Key: Int {
         case apnsID, bundleID, channel, collapseID, deadlineSeconds, kind, payload, priority, pushType, rule, token,
             topic
 
@@ -52,20 +51,34 @@ struct NotificationReader {
         ].map { Array($0.utf8) }
     }
 
+    /// What the message gave so far, by field.
     private struct Fields {
-        var strings = [String?](repeating: nil, count: Key.allCases.count)
-        var numbers = [Int?](repeating: nil, count: Key.allCases.count)
+        var apnsID, bundleID, channel, collapseID, kind, payload, pushType, rule, token, topic: String?
+        var deadlineSeconds, priority: Int?
+
+        mutating func set(_ key: Key, _ value: String) {
+            switch key {
+            case .apnsID: apnsID = value
+            case .bundleID: bundleID = value
+            case .channel: channel = value
+            case .collapseID: collapseID = value
+            case .kind: kind = value
+            case .payload: payload = value
+            case .pushType: pushType = value
+            case .rule: rule = value
+            case .token: token = value
+            case .topic: topic = value
+            case .deadlineSeconds, .priority: break  // numbers
+            }
+        }
 
         var delivery: Delivery? {
-            func string(_ key: Key) -> String? { strings[key.rawValue] }
-            guard let apnsID = string(.apnsID), let topic = string(.topic), let bundleID = string(.bundleID),
-                let pushType = string(.pushType), let priority = numbers[Key.priority.rawValue],
-                let kind = string(.kind), let rule = string(.rule), let payload = string(.payload)
+            guard let apnsID, let topic, let bundleID, let pushType, let priority, let kind, let rule, let payload
             else { return nil }
             return Delivery(
                 apnsID: apnsID, topic: topic, bundleID: bundleID, pushType: pushType, priority: priority,
-                collapseID: string(.collapseID), kind: kind, deadlineSeconds: numbers[Key.deadlineSeconds.rawValue],
-                rule: rule, payload: payload, token: string(.token), channel: string(.channel))
+                collapseID: collapseID, kind: kind, deadlineSeconds: deadlineSeconds, rule: rule, payload: payload,
+                token: token, channel: channel)
         }
     }
 
