@@ -33,7 +33,8 @@ public enum ConfigKeys {
             "Levels for single modules, over log.level: e.g. store=debug,devices=warning. Modules: provider, channels, devices, store, cluster, admin.",
             parse: ModuleLogLevels.parse, set: { $0.moduleLogLevels = $1 }),
         .int(
-            "event_loops", "0", in: 0...256, "Event-loop threads for network I/O; 0 means one per core.",
+            "event_loops", "0", in: 0...256,
+            "Threads that run the gateway (`serve`): its sockets, its store's connections and its tasks; 0 means one per core.",
             to: \.eventLoops),
         .int(
             "shutdown.grace_seconds", "10", in: 0...3600,
