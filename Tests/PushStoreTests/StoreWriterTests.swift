@@ -82,6 +82,76 @@ extension StoreWriterTests {
     }
 }
 
+extension StoreWriterTests {
+    /// Changes no request waits for (acknowledgements, budgets) wait for company: they share one commit
+    /// once the first of them has waited `unansweredWait`, on the wait loop's clock (advanced here).
+    @Test func unansweredChangesWaitForCompanyAndShareACommit() async throws {
+        let (backend, writer, loop, running) = Self.waitingWriter()
+        writer.enqueue { $0.notifications.append(Samples.stored(1)) }
+        await loop.advanceTime(by: .milliseconds(60))
+        writer.enqueue { $0.notifications.append(Samples.stored(2)) }
+        writer.enqueue { $0.notifications.append(Samples.stored(3)) }
+        await loop.advanceTime(by: .milliseconds(39))
+        await Self.settle()
+        #expect(backend.batchSizes == [], "the first has waited 99 ms")
+        await loop.advanceTime(by: .milliseconds(1))
+        await backend.waitForCommits(started: 1)
+        writer.finish()
+        await running.value
+        #expect(backend.batchSizes == [3])
+        await loop.shutdownGracefully()
+    }
+
+    /// A change a request waits for is committed at once, and takes the waiting ones with it; the timer
+    /// of a batch taken early does not cut the next batch's wait short.
+    @Test func anAnsweredChangeTakesTheWaitingOnesAtOnce() async throws {
+        let (backend, writer, loop, running) = Self.waitingWriter()
+        writer.enqueue { $0.notifications.append(Samples.stored(1)) }
+        writer.enqueue { $0.notifications.append(Samples.stored(2)) }
+        await loop.advanceTime(by: .milliseconds(50))
+        try await writer.enqueue(answeringOn: loop) { $0.notifications.append(Samples.stored(3)) }.get()
+        #expect(backend.batchSizes == [3])
+        await loop.advanceTime(by: .milliseconds(10))
+        writer.enqueue { $0.notifications.append(Samples.stored(4)) }
+        // The first batch's timer (cancelled) would have run here.
+        await loop.advanceTime(by: .milliseconds(40))
+        await Self.settle()
+        #expect(backend.batchSizes == [3], "the second batch has waited 40 ms")
+        await loop.advanceTime(by: .milliseconds(60))
+        await backend.waitForCommits(started: 2)
+        #expect(backend.batchSizes == [3, 1])
+        writer.finish()
+        await running.value
+        await loop.shutdownGracefully()
+    }
+
+    /// Finishing commits what waits for company without waiting.
+    @Test func finishingCommitsTheWaitingChangesAtOnce() async throws {
+        let (backend, writer, loop, running) = Self.waitingWriter()
+        writer.enqueue { $0.notifications.append(Samples.stored(1)) }
+        writer.finish()
+        await running.value
+        #expect(backend.batchSizes == [1])
+        #expect(try await backend.inner.counts() == [.pending: 1])
+        await loop.shutdownGracefully()
+    }
+
+    /// A released backend, a writer whose unanswered changes wait 100 ms on the returned loop's clock, its
+    /// run.
+    private static func waitingWriter() -> (GatedBackend, StoreWriter, NIOAsyncTestingEventLoop, Task<Void, Never>) {
+        let backend = GatedBackend()
+        backend.release()
+        let loop = NIOAsyncTestingEventLoop()
+        let writer = StoreWriter(backend: backend, unansweredWait: .milliseconds(100), waitLoop: loop)
+        return (backend, writer, loop, Task { await writer.run() })
+    }
+
+    /// Gives a writer that should not commit the chance to (a commit it should not start would show).
+    private static func settle() async {
+        for _ in 0..<100 { await Task.yield() }
+    }
+}
+
 /// A memory store whose first commit waits until the test releases it.
 final class GatedBackend: WrapsMemoryStore {
     let kind = "gated"

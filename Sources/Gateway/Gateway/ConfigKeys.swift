@@ -442,6 +442,10 @@ public enum ConfigKeys {
             "store.wait_limit_seconds", "10", in: 0...3600,
             "How long a POST (or a device's registration) waits for its commit to start while the store is stuck in an earlier one: past it the change is dropped unattempted and the POST answered 503 ServiceUnavailable (never delivered, nothing lands later); a commit already running ends in its own time (SQLite's busy timeout, 10 s; PostgreSQL's connection attempt). 0: no limit.",
             to: \.store.waitLimitSeconds),
+        .int(
+            "store.unanswered_wait_ms", "100", in: 0...60_000,
+            "How long a change no request waits for (a device's acknowledgement, a decision about an earlier push, a budget) may wait for others before its commit, so that such changes share one instead of each making its own; a change a request waits for never waits, and takes them with it. A crash within the wait loses them as it loses any change not yet committed (a push acknowledged in it is delivered again after a restart). 0: each is committed at once.",
+            to: \.store.unansweredWaitMilliseconds),
     ]
 
     // Keys the rules between keys name (`GatewayConfiguration.settle`).

@@ -37,6 +37,8 @@ public struct StoreSettings: Sendable, Equatable {
     public var pruneSeconds: Int64 = 60
     /// How long a change someone waits for may wait for its commit to start; 0: no limit.
     public var waitLimitSeconds: Int64 = 10
+    /// How long a change no one waits for may wait for others before its commit; 0: none.
+    public var unansweredWaitMilliseconds: Int64 = 100
 
     public init() {}
 }

@@ -89,6 +89,8 @@ public final class StoreService: Service, Sendable {
         let name = backend.kind
         self.writer = StoreWriter(
             backend: backend, waitLimit: settings.waitLimitSeconds > 0 ? .seconds(settings.waitLimitSeconds) : nil,
+            unansweredWait: settings.unansweredWaitMilliseconds > 0
+                ? .milliseconds(settings.unansweredWaitMilliseconds) : nil,
             onCommit: { changes, elapsed in
                 onCommit(changes, elapsed)
                 health.checkFailed.withLock { $0 = false }

@@ -26,6 +26,10 @@ public final class StoreWriter: Sendable {
         /// that drops it if it is still collecting after the wait limit.
         var batchNumber: UInt64 = 0
         var expiry: Scheduled<Void>?
+        /// The batch holds only changes no request waits for, and they wait for company until a timer
+        /// runs (`unansweredWait`): the writer takes the batch then, or sooner with an answered change. The
+        /// timer of a batch taken sooner is left to run: it names its batch, and finds it gone.
+        var waitsForCompany = false
         /// Commits written and not yet durable, oldest first (a backend whose `sync` makes them durable),
         /// and the sync loop waiting for one; `writingEnded` once the commit loop has ended.
         var unsynced: [Written] = []
@@ -37,6 +41,12 @@ public final class StoreWriter: Sendable {
         /// Set by the first sync that fails, for good: the log may hold a gap the disk never got, past which
         /// SQLite's recovery would drop every later commit, so nothing more is written until a restart.
         var syncFailure: StoreError?
+
+        /// Whether the commit loop takes the batch now: it holds something, and no change of it waits for
+        /// company any longer (an answered one never does; finishing takes everything).
+        var isReady: Bool {
+            (!batch.isEmpty || !promises.isEmpty) && (!waitsForCompany || !promises.isEmpty || finishing)
+        }
     }
 
     /// A commit the backend returned from: its answers, its size, when it began.
@@ -55,14 +65,25 @@ public final class StoreWriter: Sendable {
     /// How long a batch with an answered change may collect while the commit before it runs: past it the
     /// batch is dropped, never attempted, and its answers fail with `StoreWaitExpired` (nil: no limit).
     private let waitLimit: Duration?
+    /// How long a change no request waits for (an acknowledgement, a decision about an earlier push, a
+    /// budget) may wait for others before it is committed (nil: it is committed at once). Such changes
+    /// otherwise trickle in one by one — a device's acknowledgement, an app's completion — and each would
+    /// make a transaction of its own; an answered change never waits, and takes them with it.
+    private let unansweredWait: Duration?
+    /// The loop whose clock times that wait (a test's loop advances it); nil: the loop the change is
+    /// enqueued on (a change enqueued off any loop is committed at once).
+    private let waitLoop: (any EventLoop)?
 
     public init(
-        backend: any StoreBackend, waitLimit: Duration? = nil,
+        backend: any StoreBackend, waitLimit: Duration? = nil, unansweredWait: Duration? = nil,
+        waitLoop: (any EventLoop)? = nil,
         onCommit: @escaping @Sendable (_ changes: Int, _ elapsed: Duration) -> Void = { _, _ in },
         onFailure: @escaping @Sendable (_ error: any Error, _ changes: Int) -> Void = { _, _ in }
     ) {
         self.backend = backend
         self.waitLimit = waitLimit
+        self.unansweredWait = unansweredWait
+        self.waitLoop = waitLoop
         self.onCommit = onCommit
         self.onFailure = onFailure
     }
@@ -94,6 +115,7 @@ public final class StoreWriter: Sendable {
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
         let (future, wakeup, deferToLoop) = state.withLock {
             state -> (EventLoopFuture<Void>?, CheckedContinuation<Void, Never>?, Bool) in
+            let first = state.batch.isEmpty && state.promises.isEmpty
             change(&state.batch)
             var future: EventLoopFuture<Void>?
             if let answerLoop {
@@ -112,6 +134,17 @@ public final class StoreWriter: Sendable {
                         self.expire(batch: number)
                     }
                 }
+            }
+            if answerLoop == nil {
+                if first, !state.finishing, let unansweredWait, let loop = waitLoop ?? loop {
+                    // The batch's first change, unanswered: it waits for company on this loop's clock, and
+                    // the timer wakes the writer.
+                    let number = state.batchNumber
+                    state.waitsForCompany = true
+                    loop.scheduleTask(in: TimeAmount(unansweredWait)) { self.companyWaited(batch: number) }
+                    return (future, nil, false)
+                }
+                if state.waitsForCompany { return (future, nil, false) }
             }
             guard state.wakeup != nil else { return (future, nil, false) }
             if loop != nil {
@@ -139,6 +172,7 @@ public final class StoreWriter: Sendable {
                 state.promises = []
                 state.batchNumber &+= 1
                 state.expiry = nil
+                state.waitsForCompany = false
                 state.figures.expired += 1
                 state.failing = true
             }
@@ -149,6 +183,17 @@ public final class StoreWriter: Sendable {
         let error = StoreWaitExpired(limit: waitLimit)
         onFailure(error, changes)
         for promise in promises { promise.fail(error) }
+    }
+
+    /// The batch `number`'s unanswered changes have waited for company long enough: taken now.
+    private func companyWaited(batch number: UInt64) {
+        let wakeup = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.batchNumber == number else { return nil }
+            state.waitsForCompany = false
+            defer { state.wakeup = nil }
+            return state.wakeup
+        }
+        wakeup?.resume()
     }
 
     private func wake() {
@@ -314,7 +359,7 @@ public final class StoreWriter: Sendable {
                 case wait
             }
             let step = state.withLock { state -> Step in
-                if !state.batch.isEmpty || !state.promises.isEmpty {
+                if state.isReady {
                     state.figures.committing = state.batch.count
                     defer {
                         // Sized like the last one: under load, commits are alike.
@@ -325,6 +370,7 @@ public final class StoreWriter: Sendable {
                         state.batchNumber &+= 1
                         state.expiry?.cancel()
                         state.expiry = nil
+                        state.waitsForCompany = false
                     }
                     return .take(state.batch, state.promises)
                 }
@@ -334,7 +380,7 @@ public final class StoreWriter: Sendable {
             case .take(let batch, let promises): return (batch, promises)
             case .stop: return nil
             case .wait:
-                await park(in: \.wakeup, unless: { !$0.batch.isEmpty || !$0.promises.isEmpty || $0.finishing })
+                await park(in: \.wakeup, unless: { $0.isReady || $0.finishing })
             }
         }
     }
