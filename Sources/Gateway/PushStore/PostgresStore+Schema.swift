@@ -82,6 +82,14 @@ extension PostgresStore {
             // The fleet's own secret, made by the first node that needs it: the node links' tokens.
             "CREATE TABLE fleet (id BIGINT PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL)",
         ],
+        [
+            // Room on each device page for a row's next version: a device's hello (`last_seen_at`, in no
+            // index) is then updated in place (HOT) instead of adding an entry to the id and owner indexes.
+            // Those entries, dead once the next hello came, were what every lease renewal's walk of the
+            // owner index stepped over (a heap fetch each: 19 ms a walk on 100,000 devices updated twice,
+            // 0.16 ms with the room). Pages written from now on get it.
+            "ALTER TABLE devices SET (fillfactor = 70)"
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

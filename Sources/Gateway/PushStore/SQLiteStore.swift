@@ -139,6 +139,8 @@ public final class SQLiteStore: StoreBackend {
         finishedIndex,
         // Version 11 gives PostgreSQL's nodes their route addresses and the fleet its secret; nothing here.
         [],
+        // Version 12 leaves room on PostgreSQL's device pages; nothing here.
+        [],
     ]
 
     private func migrate() async throws {
