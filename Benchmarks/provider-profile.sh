@@ -3,7 +3,9 @@
 #
 # The gateway runs pinned to core 0 with one event loop (as in provider-api.sh), h2load on core 1 at
 # `-c 16 -m 32` with the same POST (a ~100-byte silent push, a valid provider token, one of 1,000
-# registered tokens); once h2load is past its warm-up, `perf record -g` samples the gateway for SECONDS.
+# registered tokens); once the gateway has used half a second of CPU under it, `perf record -g` samples
+# it until it has used SECONDS more (its CPU, not the wall clock, so a gateway kept waiting still yields a
+# profile; the wall time that took is printed with it).
 # Then, for h2c and for TLS, a table of the samples by layer:
 #   - "leaf": the layer of the function a sample was taken in (Swift's retain/release, allocation and
 #     metadata lookups are their own row there);
@@ -48,17 +50,47 @@ done
 [ -n "$listening" ] || { show_log "$WORK/pushgate.log"; fail "pushgate did not listen in 20 s"; }
 HEADERS=(-H "authorization: bearer $JWT" -H "apns-topic: com.example.app" -H "apns-push-type: background" -H "apns-priority: 5")
 
-# profile NAME: h2load on core 1 for warm-up + SECONDS + 2 s; perf samples the gateway for SECONDS
-# once the warm-up is over. Leaves $WORK/NAME.perf and $WORK/NAME.h2load.
+# cpu_ticks: the gateway's CPU time so far (user and system, all its threads), in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$PG_PID/stat"; }
+TICKS=$(getconf CLK_TCK)
+
+# cpu_window TICKS LOAD_PID OUT: returns once the gateway has used TICKS more of CPU, or LOAD_PID has
+# ended; writes "<CPU ms> <wall ms> <1 if LOAD_PID ended first>" to OUT. perf's workload.
+cpu_window() {
+  local start wall_start ended=0
+  start=$(cpu_ticks)
+  wall_start=$(date +%s%N)
+  until [ $(( $(cpu_ticks) - start )) -ge "$1" ]; do
+    kill -0 "$2" 2>/dev/null || { ended=1; break; }
+    sleep 0.05
+  done
+  echo "$(( ($(cpu_ticks) - start) * 1000 / TICKS )) $(( ($(date +%s%N) - wall_start) / 1000000 )) $ended" > "$3"
+}
+export -f cpu_ticks cpu_window
+export PG_PID TICKS
+
+# profile NAME: h2load on core 1 for its 2-s warm-up and 2 × SECONDS + 1 s; once the gateway has used
+# half a second of CPU (requests are flowing), perf samples it until it has used SECONDS more of CPU. The window
+# is the gateway's CPU, not the wall clock: a gateway kept off its core (the disk, a busy machine) would
+# leave a wall-clock window with too few samples to profile. Leaves $WORK/NAME.perf, $WORK/NAME.h2load
+# and, in WINDOW, what the window took.
 profile() {
-  local name=$1 warmup=2
+  local name=$1 warmup=2 start load cpu wall ended
+  start=$(cpu_ticks)
   # shellcheck disable=SC2086
-  taskset -c 1 h2load $SHAPE -D $((SECONDS_ + 2)) --warm-up-time $warmup -d "$WORK/body.json" "${HEADERS[@]}" \
+  taskset -c 1 h2load $SHAPE -D $((2 * SECONDS_ + 1)) --warm-up-time $warmup -d "$WORK/body.json" "${HEADERS[@]}" \
     -i "$WORK/$name-uris.txt" > "$WORK/$name.h2load" 2>&1 &
-  local load=$!
-  sleep $((warmup + 1))
-  perf record -g -F 999 -p $PG_PID -o "$WORK/$name.perf" -- sleep "$SECONDS_" > "$WORK/$name.perf-record.log" 2>&1 \
+  load=$!
+  until [ $(( $(cpu_ticks) - start )) -ge $((TICKS / 2)) ]; do
+    kill -0 $load 2>/dev/null || { cat "$WORK/$name.h2load" >&2; fail "h2load ended before the gateway had used half a second of CPU ($name)"; }
+    sleep 0.05
+  done
+  perf record -g -F 999 -p $PG_PID -o "$WORK/$name.perf" -- \
+    bash -c "cpu_window $((SECONDS_ * TICKS)) $load $WORK/$name.window" > "$WORK/$name.perf-record.log" 2>&1 \
     || { cat "$WORK/$name.perf-record.log" >&2; fail "perf record failed ($name; perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid))"; }
+  read -r cpu wall ended < "$WORK/$name.window"
+  [ "$ended" = 0 ] || fail "h2load ended while perf waited for ${SECONDS_} s of the gateway's CPU: it had ${cpu} ms in ${wall} ms ($name)"
+  WINDOW="${cpu} ms of the gateway's CPU in ${wall} ms"
   wait $load || true
   grep -q "succeeded, 0 failed" "$WORK/$name.h2load" || grep -qE "[1-9][0-9]* 2xx" "$WORK/$name.h2load" \
     || { cat "$WORK/$name.h2load" >&2; fail "h2load got no 2xx answers ($name)"; }
@@ -124,7 +156,7 @@ for function, count in functions.most_common(15):
 '
 }
 
-echo "Provider API profile — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores: pushgate on core 0 (one event loop), h2load $SHAPE on core 1, perf record -g -F 999 for ${SECONDS_} s"
+echo "Provider API profile — $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores: pushgate on core 0 (one event loop), h2load $SHAPE on core 1, perf record -g -F 999 for ${SECONDS_} s of the gateway's CPU"
 for name in h2c tls; do
   [ "$WHICH" = both ] || [ "$WHICH" = "$name" ] || continue
   profile $name
@@ -132,6 +164,8 @@ for name in h2c tls; do
   need "h2load's rate ($name)" "$rate"
   echo
   echo "### $name: $rate req/s"
+  echo
+  echo "perf's window: $WINDOW"
   echo
   layers $name || fail "no profile for $name"
 done
