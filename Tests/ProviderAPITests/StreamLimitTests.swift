@@ -46,8 +46,12 @@ import Testing
             }.filter { $0.type == RawHTTP2.Frame.rstStream }
             #expect(refused.map(\.stream) == [9, 11])
             #expect(refused.allSatisfy { $0.errorCode == Self.refusedStream })
-            // The open ones are answered once their bodies arrive, and the connection takes new streams.
+            // The open ones are answered once their bodies arrive, and the connection takes new streams —
+            // once those are answered: until its answer ends it, a stream still counts against the limit.
             for stream in open { try await client.data(stream: stream, alertPayload, endStream: true) }
+            _ = try await client.waitFor { frames in
+                frames.filter { $0.type == RawHTTP2.Frame.headersType }.count >= 4
+            }
             try await client.headers(stream: 13, request(gateway), endStream: false)
             try await client.data(stream: 13, alertPayload, endStream: true)
             let answers = try await client.waitFor { frames in
