@@ -125,4 +125,31 @@ import Testing
         #expect(registry.slot(ofDevice: lower) == 0 && registry.slot(ofDevice: lower.uppercased()) == 1)
         #expect(registry.deviceID(of: 1) == lower.uppercased())
     }
+
+    /// Keys of either form live side by side in one map, each found, replaced and removed by itself;
+    /// and a device's record stays at 96 bytes (each node keeps one for every device of the fleet).
+    @Test func bothFormsShareAMapAndTheRecordStaysSmall() {
+        var map = CompactMap<DeviceToken, Int>()
+        let inline = DeviceToken(Self.token(7))!
+        let text = DeviceToken("abcd", lengths: 2...4096)!
+        map[inline] = 1
+        map[text] = 2
+        #expect(map[inline] == 1 && map[text] == 2 && map.count == 2)
+        map[inline] = 3
+        map[text] = nil
+        #expect(map[inline] == 3 && map[text] == nil && map.count == 1)
+        #expect(map[DeviceToken(Self.token(8))!] == nil)
+
+        let registry = DeviceRegistry()
+        registry.restore(
+            devices: [StoredDevice(id: "device-1", secretHash: DeviceRegistry.hash("s"), createdAt: Self.t0)],
+            tokens: [
+                StoredToken(token: Self.token(7), deviceID: "device-1", bundleID: "com.example.a", unregisteredAt: nil),
+                StoredToken(token: "abcd", deviceID: "device-1", bundleID: "com.example.b", unregisteredAt: nil),
+            ])
+        #expect(registry.slot(of: inline) == 0 && registry.slot(of: text) == 0)
+        #expect(registry.status(of: text) == .active(bundleID: "com.example.b"))
+
+        #expect(MemoryLayout<DeviceRegistry.Device>.stride <= 96, "docs/store.md, Memory")
+    }
 }

@@ -17,19 +17,34 @@ public final class DeviceRegistry: DeviceDirectory {
     /// names by number.
     struct Device {
         var id: DeviceKey
-        /// SHA-256 of the secret; nil when the stored hash is not 32 bytes (it can never match).
-        var secretHash: SecretHash?
+        /// The node that runs its policy (its number in `State.nodes`), when several share the database.
+        var owner: UInt32?
+        /// Removed devices keep their slot and id; they cannot connect again.
+        var removed = false
+        /// Whether `hash` is the secret's (the stored one was 32 bytes): `secretHash` without an
+        /// optional's tag byte, which would round the record up by another eight.
+        private var hasHash: Bool
+        private var hash: SecretHash
         var apps: [AppToken] = []
         /// Live Activity tokens, by app and which one (`StoredToken.activity`).
         var activities: [ActivityKey: DeviceToken] = [:]
-        /// The node that runs its policy (its number in `State.nodes`), when several share the database,
-        /// and the number of the claim that made it the owner (0: registration, or as read at start).
-        var owner: UInt32?
+        /// The number of the claim that made `owner` the owner (0: registration, or as read at start).
         var claim: Int64 = 0
         /// When it last said hello (its registration, before that): pruning removes devices not seen for long.
         var lastSeen: UnixTime
-        /// Removed devices keep their slot and id; they cannot connect again.
-        var removed = false
+
+        init(id: DeviceKey, secretHash: [UInt8], owner: UInt32?, lastSeen: UnixTime, removed: Bool = false) {
+            self.id = id
+            self.owner = owner
+            self.removed = removed
+            let hash = SecretHash(secretHash)
+            hasHash = hash != nil
+            self.hash = hash ?? SecretHash()
+            self.lastSeen = lastSeen
+        }
+
+        /// SHA-256 of the secret; nil when the stored hash is not 32 bytes (it can never match).
+        var secretHash: SecretHash? { hasHash ? hash : nil }
 
         func token(of bundle: UInt32?) -> DeviceToken? { apps.first { $0.bundle == bundle }?.token }
 
@@ -82,6 +97,9 @@ public final class DeviceRegistry: DeviceDirectory {
             words = (word(0), word(8), word(16), word(24))
         }
 
+        /// Zeros: what a device without a hash keeps in its place (`Device.hasHash` false).
+        fileprivate init() { words = (0, 0, 0, 0) }
+
         /// Every word compared, whatever differs first.
         func matches(_ other: SecretHash) -> Bool {
             ((words.0 ^ other.words.0) | (words.1 ^ other.words.1) | (words.2 ^ other.words.2)
@@ -114,8 +132,9 @@ public final class DeviceRegistry: DeviceDirectory {
     private struct State {
         /// By slot, in registration order.
         var devices: [Device] = []
-        var slots: [DeviceKey: DeviceSlot] = [:]
-        var tokens: [DeviceToken: TokenRecord] = [:]
+        /// Slots by device id (a slot fits in 32 bits, as in `TokenRecord`).
+        var slots = CompactMap<DeviceKey, UInt32>()
+        var tokens = CompactMap<DeviceToken, TokenRecord>()
         var nodes = Interned()
         var bundles = Interned()
         /// Store changes decided under the lock, in decision order, for `handOver` (docs/store.md: the
@@ -135,7 +154,7 @@ public final class DeviceRegistry: DeviceDirectory {
 
         func device(_ slot: DeviceSlot) -> Device? { Int(slot) < devices.count ? devices[Int(slot)] : nil }
         func device(_ id: String) -> Device? { slot(id).map { devices[Int($0)] } }
-        func slot(_ id: String) -> DeviceSlot? { slots[DeviceKey(id)] }
+        func slot(_ id: String) -> DeviceSlot? { slots[DeviceKey(id)].map(DeviceSlot.init) }
         func owner(_ device: Device) -> String? { device.owner.map { nodes[$0] } }
     }
 
@@ -176,11 +195,10 @@ public final class DeviceRegistry: DeviceDirectory {
     private static func apply(_ stored: StoredDevice, to state: inout State) {
         let key = DeviceKey(stored.id)
         guard state.slots[key] == nil else { return }
-        let slot = DeviceSlot(state.devices.count)
-        state.slots[key] = slot
+        state.slots[key] = UInt32(state.devices.count)
         state.devices.append(
             Device(
-                id: key, secretHash: SecretHash(stored.secretHash), owner: stored.owner.map { state.nodes.number($0) },
+                id: key, secretHash: stored.secretHash, owner: stored.owner.map { state.nodes.number($0) },
                 lastSeen: stored.lastSeenAt ?? stored.createdAt, removed: stored.removedAt != nil))
     }
 
@@ -274,10 +292,9 @@ public final class DeviceRegistry: DeviceDirectory {
         let slot = state.withLock { state -> DeviceSlot in
             let slot = DeviceSlot(state.devices.count)
             let key = DeviceKey(id)
-            state.slots[key] = slot
+            state.slots[key] = UInt32(slot)
             state.devices.append(
-                Device(
-                    id: key, secretHash: SecretHash(hash), owner: nodeID.map { state.nodes.number($0) }, lastSeen: now))
+                Device(id: key, secretHash: hash, owner: nodeID.map { state.nodes.number($0) }, lastSeen: now))
             post(in: &state) { [nodeID] in
                 $0.devices.append(stored)
                 if nodeID != nil { $0.notices.append(.device(stored)) }

@@ -367,6 +367,18 @@ public struct DeviceToken: Hashable, Sendable, Codable, CustomStringConvertible 
         }
     }
 
+    /// An APNs token's 32 bytes as four words, for a map of very many tokens to key by: 32 bytes a key,
+    /// where a `DeviceToken` takes 40 with its form's tag. Nil for a token of any other length.
+    public var words: Words? {
+        guard case .bytes32(let a, let b, let c, let d) = storage else { return nil }
+        return Words(a: a, b: b, c: c, d: d)
+    }
+
+    /// A 32-byte token's words, most significant first.
+    public struct Words: Hashable, Sendable {
+        public var a, b, c, d: UInt64
+    }
+
     /// Whether the token is held inline (an APNs token's 32 bytes) rather than as text.
     public var isInline: Bool {
         if case .bytes32 = storage { return true }
