@@ -146,6 +146,34 @@ import Testing
         #expect(delivered == queued.map(\.id) + [away[1].id], "the queued three in order, then the newest kept")
     }
 
+    /// What a decision posts for the store: a wake's budget, with no app's budget lost; a day later the
+    /// app's state is idle and dropped, and the change says so, for its row to go.
+    @Test mutating func aDecisionSaysWhenADeviceLostAnAppsBudget() {
+        var core = core()
+        core.policy.tracksChanges = true
+        let directory = HubDirectory(slot: { _ in 1 }, deviceID: { _ in "dev-1" })
+        func decide(_ actions: [PolicyAction], at now: UnixTime) -> StoreChange<Never>? {
+            _ = core.decided(
+                actions, writes: [], now: now, device: 1, inserting: nil, answer: nil, stores: true,
+                directory: directory)
+            return core.takePosted().last
+        }
+        let wake = push(.silent)
+        let woken = decide(core.policy.received(wake, device: 1, now: Self.t0), at: Self.t0)
+        #expect(woken?.budgets["dev-1"]?.map(\.bundleID) == ["com.example.app"])
+        #expect(woken?.budgetsPruned == [])
+        _ = decide(
+            core.policy.completed(device: 1, bundleID: "com.example.app", id: wake.id, result: .newData, now: Self.t0),
+            at: Self.t0)
+        let later = Self.t0.adding(seconds: 24 * 3600)
+        let idle = decide(core.policy.received(push(.alerting), device: 1, now: later), at: later)
+        #expect(idle?.budgets["dev-1"] == [])
+        #expect(idle?.budgetsPruned == ["dev-1"])
+        var batch = StoreBatch()
+        idle?.apply(to: &batch)
+        #expect(batch.budgetsPruned == ["dev-1"])
+    }
+
     @Test mutating func adoptingPutsDeliveriesBackInTheQueueAndHoldsTheRest() {
         var core = core(window: 8)
         let alert = push(.alerting)

@@ -38,19 +38,19 @@ import Testing
         var engine = ThrottleEngine()
         engine.tracksChanges = true
         _ = engine.received(pushes.make(.alerting), device: 1, now: t0)
-        #expect(engine.takeChangedDevices() == [])
+        #expect(engine.takeChangedDevices() == ChangedBudgets())
         let wake = pushes.make(.silent)
         #expect(engine.received(wake, device: 1, now: t0).deliveredIDs == [wake.id])
-        #expect(engine.takeChangedDevices() == [1])
+        #expect(engine.takeChangedDevices() == ChangedBudgets(devices: [1]), "a changed budget, no app lost")
         #expect(engine.budgets(of: 1).count == 1)
         _ = engine.completed(device: 1, bundleID: "com.example.app", id: wake.id, result: .newData, now: t0)
         _ = engine.takeChangedDevices()
         // Hours later the bucket is full again: the next event drops the idle state, and the store its row.
         _ = engine.received(pushes.make(.alerting), device: 1, now: t0.plus(minutes: 24 * 60))
         #expect(engine.budgets(of: 1).isEmpty)
-        #expect(engine.takeChangedDevices() == [1])
+        #expect(engine.takeChangedDevices() == ChangedBudgets(devices: [1], pruned: [1]))
         _ = engine.received(pushes.make(.alerting), device: 1, now: t0.plus(minutes: 24 * 60 + 1))
-        #expect(engine.takeChangedDevices() == [])
+        #expect(engine.takeChangedDevices() == ChangedBudgets())
     }
 
     /// A push the store could not write is forgotten: a held one is never released, a wake paid for

@@ -67,6 +67,7 @@ import Testing
             try await a.commit(late)
             // Nor does a late change that lists no app delete B's rows.
             late.budgets = ["dev-a": []]
+            late.budgetsPruned = ["dev-a"]
             try await a.commit(late)
             #expect(try await a.claim(deviceID: "dev-a").budgets == spent, "A's late write was fenced off")
             try await a.close()

@@ -277,7 +277,8 @@ import Testing
             #expect(try await store.counts() == [.pending: 3, .delivered: 1])
             #expect(try await store.notification(Samples.id(1)) == nil)
             // Budgets: a device's list replaces what it had (an app changed, an app gone, an app added),
-            // and an empty list removes it all. (A device's budgets are stored once the device is.)
+            // and an empty list removes it all, when the device is said to have lost an app's budget
+            // (`budgetsPruned`). (A device's budgets are stored once the device is.)
             var budgets = StoreBatch()
             budgets.devices = [StoredDevice(id: "d", secretHash: [1], createdAt: Self.t0)]
             budgets.budgets = [
@@ -293,6 +294,7 @@ import Testing
             ]
             budgets.devices = []
             budgets.budgets = ["d": replaced]
+            budgets.budgetsPruned = ["d"]
             try await store.commit(budgets)
             let kept = try await store.open(now: Self.t0).budgets
             #expect(kept.map(\.deviceID) == ["d"])

@@ -40,9 +40,12 @@ extension HubState {
         noteResends(writes, now: now)
         guard stores else { return HubOutcome(writes: writes, posted: nil) }
         var budgets: [String: [AppBudget]] = [:]
-        for changed in policy.takeChangedDevices() {
-            guard let id = directory.deviceID(changed) else { continue }
-            budgets[id] = policy.budgets(of: changed).map { AppBudget(bundleID: $0.bundleID, budget: $0.budget) }
+        var pruned: Set<String> = []
+        let changed = policy.takeChangedDevices()
+        for device in changed.devices {
+            guard let id = directory.deviceID(device) else { continue }
+            budgets[id] = policy.budgets(of: device).map { AppBudget(bundleID: $0.bundleID, budget: $0.budget) }
+            if changed.pruned.contains(device) { pruned.insert(id) }
         }
         let stored = inserting.map {
             Self.stored($0.push, deviceID: directory.deviceID($0.device), actions, settings: policy.settings)
@@ -51,7 +54,8 @@ extension HubState {
         guard insert != nil || !outcomes.isEmpty || !budgets.isEmpty || answer != nil else {
             return HubOutcome(writes: writes, posted: nil)
         }
-        let sequence = post(StoreChange(inserting: insert, outcomes: outcomes, budgets: budgets, answer: answer))
+        let sequence = post(
+            StoreChange(inserting: insert, outcomes: outcomes, budgets: budgets, budgetsPruned: pruned, answer: answer))
         return HubOutcome(writes: writes, posted: sequence)
     }
 

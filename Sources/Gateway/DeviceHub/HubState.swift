@@ -181,6 +181,8 @@ struct StoreChange<Answer: Sendable>: Sendable {
     var inserting: StoredNotification?
     var outcomes: [NotificationOutcome] = []
     var budgets: [String: [AppBudget]] = [:]
+    /// Those of `budgets`' devices that lost an app's budget (`StoreBatch.budgetsPruned`).
+    var budgetsPruned: Set<String> = []
     /// A channel subscription made or ended (the subscription's row before any cursor of it).
     var subscribing: StoredSubscription?
     var unsubscribing: SubscriptionKey?
@@ -192,6 +194,7 @@ struct StoreChange<Answer: Sendable>: Sendable {
         if let inserting { batch.notifications.append(inserting) }
         batch.outcomes.append(contentsOf: outcomes)
         for (device, apps) in budgets { batch.budgets[device] = apps }
+        batch.budgetsPruned.formUnion(budgetsPruned)
         if let subscribing { batch.subscribe(subscribing) }
         if let unsubscribing { batch.unsubscribe(unsubscribing) }
     }

@@ -116,8 +116,9 @@ public struct ThrottleEngine: Sendable {
     /// The due timers' keys, reused between `advance` calls.
     private var dueScratch: [AppKey] = []
     /// Devices whose stored state (an app's `ThrottleBudget`, or whether it has one) changed since
-    /// `takeChangedDevices()`, when `tracksChanges` (for a store).
+    /// `takeChangedDevices()`, when `tracksChanges` (for a store), and those of them that lost an app's.
     private var changed: [DeviceSlot] = []
+    private var pruned: Set<DeviceSlot> = []
     public var tracksChanges = false
 
     public init(settings: PolicySettings = PolicySettings(), decisionLogCapacity: Int = 100_000) {
@@ -409,12 +410,15 @@ public struct ThrottleEngine: Sendable {
 
     /// The devices whose state changed since the last call (each once, in no particular order), when
     /// `tracksChanges` is on: the store writes their budgets.
-    public mutating func takeChangedDevices() -> [DeviceSlot] {
-        guard !changed.isEmpty else { return [] }
-        defer { changed.removeAll(keepingCapacity: true) }
-        if changed.count == 1 { return changed }
+    public mutating func takeChangedDevices() -> ChangedBudgets {
+        guard !changed.isEmpty else { return ChangedBudgets() }
+        defer {
+            changed.removeAll(keepingCapacity: true)
+            pruned.removeAll(keepingCapacity: true)
+        }
+        if changed.count == 1 { return ChangedBudgets(devices: changed, pruned: pruned) }
         var seen = Set<DeviceSlot>()
-        return changed.filter { seen.insert($0).inserted }
+        return ChangedBudgets(devices: changed.filter { seen.insert($0).inserted }, pruned: pruned)
     }
 
     /// The device's per-app budgets, for the store (apps without state have a full bucket and are absent).
@@ -581,7 +585,10 @@ public struct ThrottleEngine: Sendable {
             body(&app, settings, &actions)
             return (before, app.nextDeadline, app.isIdle(settings: settings, now: now), app.budget)
         }
-        if tracksChanges, stored != (idle ? nil : budget) { changed.append(key.device) }
+        if tracksChanges, stored != (idle ? nil : budget) {
+            changed.append(key.device)
+            if idle { pruned.insert(key.device) }
+        }
         if let next = after, rescheduleAlways || before.map({ next < $0 }) ?? true {
             timers.schedule(next.milliseconds, key)
         }
@@ -663,4 +670,12 @@ extension PolicyAction {
         if case .deliver(let push, .alerting, _) = self { return push.id == id }
         return false
     }
+}
+
+/// What the store must write of the policy's state since it last asked: the devices whose budgets
+/// changed, and of those the ones that lost an app's state (it became idle and was dropped, so its row
+/// goes). Only for those does the store look for rows of apps a device no longer lists.
+public struct ChangedBudgets: Equatable, Sendable {
+    public var devices: [DeviceSlot] = []
+    public var pruned: Set<DeviceSlot> = []
 }

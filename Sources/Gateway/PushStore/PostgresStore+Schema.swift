@@ -90,6 +90,13 @@ extension PostgresStore {
             // 0.16 ms with the room). Pages written from now on get it.
             "ALTER TABLE devices SET (fillfactor = 70)"
         ],
+        [
+            // The same room for budgets: a silent push updates its app's row twice (the wake, the
+            // completion), and on a full page each update is a new version elsewhere with a new key entry.
+            // 400,000 upserts of 100,000 rows, 250 a commit: 14 % in place and 4.65 s without the room,
+            // 72 % and 3.12 s with it.
+            "ALTER TABLE app_budgets SET (fillfactor = 70)"
+        ],
     ]
 
     /// The database's clock in milliseconds: leases are compared on one clock, whatever the nodes' say.

@@ -252,20 +252,14 @@ public final class PostgresStore: ClusterStore {
                     """, logger: logger)
             }
             if !batch.budgets.isEmpty {
-                // Only the owner's: a node that just lost a device must not overwrite what its new owner writes.
-                let devices = Array(batch.budgets.keys)
-                let node = self.nodeID
-                let owned = try await connection.query(
-                    """
-                    SELECT id FROM devices WHERE id = ANY(\(devices)::text[]) AND (owner = \(node) OR owner IS NULL)
-                    """, logger: logger
-                ).decode(String.self).all()
+                // Only the owner's: a node that just lost a device must not overwrite what its new owner
+                // writes (each row's device checked in the statement that writes it: one round trip).
                 // In key order, as one device's rows are written by one node at a time anyway. Each row is
-                // updated in place where it exists (no index changes: PostgreSQL updates it on its page),
-                // rather than deleted and inserted again with its index entries — a silent push changes its
-                // app's budget twice (the wake, the completion). Then the owned devices' rows for apps the
-                // batch no longer lists (uninstalled) go.
-                let rows = owned.sorted().flatMap { device in
+                // updated in place where it exists (no index changes: PostgreSQL updates it on its page,
+                // where migration 13 leaves room), rather than deleted and inserted again with its index
+                // entries — a silent push changes its app's budget twice (the wake, the completion).
+                let node = self.nodeID
+                let rows = batch.budgets.keys.sorted().flatMap { device in
                     (batch.budgets[device] ?? []).sorted { $0.bundleID < $1.bundleID }.map { (device, $0) }
                 }
                 if !rows.isEmpty {
@@ -279,21 +273,31 @@ public final class PostgresStore: ClusterStore {
                             \(rows.map { Double($0.1.budget.strikes) })::float8[],
                             \(rows.map(\.1.budget.settledAt))::bigint[], \(rows.map(\.1.budget.coolingUntil))::bigint[],
                             \(rows.map(\.1.budget.appState.rawValue))::text[]) AS x(d, b, t, s, se, c, a)
+                        WHERE EXISTS (SELECT 1 FROM devices v WHERE v.id = x.d AND (v.owner = \(node) OR v.owner IS NULL))
                         ON CONFLICT (device_id, bundle_id) DO UPDATE SET tokens = excluded.tokens,
                             strikes = excluded.strikes, settled_at = excluded.settled_at,
                             cooling_until = excluded.cooling_until, app_state = excluded.app_state
                         """, logger: logger)
                 }
-                // Each (device, app) kept as one text, the device's length first (so no two pairs make the
-                // same text): `<> ALL` of an array looks it up in a hash, where an anti-join against the
-                // UNNEST would be a nested loop (merge and hash joins are off: `preferIndexes`), 20 ms a
-                // batch of 450.
-                let kept = rows.map { "\($0.0.utf8.count):\($0.0)\($0.1.bundleID)" }
-                try await connection.query(
-                    """
-                    DELETE FROM app_budgets a WHERE a.device_id = ANY(\(owned)::text[])
-                        AND octet_length(a.device_id) || ':' || a.device_id || a.bundle_id <> ALL(\(kept)::text[])
-                    """, logger: logger)
+                // Of the owned devices that lost an app's budget (its state became idle), the rows of apps
+                // the batch no longer lists go: a statement and a probe a device that a wake and a
+                // completion never need. Each (device, app) kept as one text, the device's length first (so
+                // no two pairs make the same text): `<> ALL` of an array looks it up in a hash, where an
+                // anti-join against the UNNEST would be a nested loop (merge and hash joins are off:
+                // `preferIndexes`), 20 ms a batch of 450.
+                let pruned = batch.budgetsPruned.filter { batch.budgets[$0] != nil }.sorted()
+                if !pruned.isEmpty {
+                    let kept = rows.filter { batch.budgetsPruned.contains($0.0) }.map {
+                        "\($0.0.utf8.count):\($0.0)\($0.1.bundleID)"
+                    }
+                    try await connection.query(
+                        """
+                        DELETE FROM app_budgets a WHERE a.device_id = ANY(\(pruned)::text[])
+                            AND EXISTS (SELECT 1 FROM devices v WHERE v.id = a.device_id
+                                AND (v.owner = \(node) OR v.owner IS NULL))
+                            AND octet_length(a.device_id) || ':' || a.device_id || a.bundle_id <> ALL(\(kept)::text[])
+                        """, logger: logger)
+                }
             }
             try await notify(batch.notices, on: connection)
         }

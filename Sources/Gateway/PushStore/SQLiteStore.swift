@@ -139,7 +139,8 @@ public final class SQLiteStore: StoreBackend {
         finishedIndex,
         // Version 11 gives PostgreSQL's nodes their route addresses and the fleet its secret; nothing here.
         [],
-        // Version 12 leaves room on PostgreSQL's device pages; nothing here.
+        // Versions 12 and 13 leave room on PostgreSQL's device and budget pages; nothing here.
+        [],
         [],
     ]
 

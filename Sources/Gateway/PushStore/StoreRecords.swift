@@ -156,6 +156,10 @@ public struct StoreBatch: Sendable {
     /// By device id: the latest change for a device replaces an earlier one in the same batch. A node
     /// sharing the database writes only the budgets of devices it owns.
     public var budgets: [String: [AppBudget]] = [:]
+    /// Those of `budgets`' devices that lost an app's budget since the store last had it (the app's state
+    /// became idle and was dropped): only their rows of apps no longer listed need deleting. A backend
+    /// that replaces a device's rows whole may ignore it.
+    public var budgetsPruned: Set<String> = []
     /// Told to the other nodes sharing the database when, and only if, the batch commits (ignored by
     /// the single-node backends).
     public var notices: [ClusterNotice] = []
