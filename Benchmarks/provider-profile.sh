@@ -55,7 +55,7 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$PG_PID/stat"; }
 TICKS=$(getconf CLK_TCK)
 
 # cpu_window TICKS LOAD_PID OUT: returns once the gateway has used TICKS more of CPU, or LOAD_PID has
-# ended; writes "<CPU ms> <wall ms> <1 if LOAD_PID ended first>" to OUT. perf's workload.
+# ended; writes "<CPU ms> <wall ms> <1 if LOAD_PID ended first>" to OUT. The warm-up, and perf's workload.
 cpu_window() {
   local start wall_start ended=0
   start=$(cpu_ticks)
@@ -70,21 +70,19 @@ export -f cpu_ticks cpu_window
 export PG_PID TICKS
 
 # profile NAME: h2load on core 1 for its 2-s warm-up and 2 × SECONDS + 1 s; once the gateway has used
-# half a second of CPU (requests are flowing), perf samples it until it has used SECONDS more of CPU. The window
-# is the gateway's CPU, not the wall clock: a gateway kept off its core (the disk, a busy machine) would
-# leave a wall-clock window with too few samples to profile. Leaves $WORK/NAME.perf, $WORK/NAME.h2load
+# half a second of CPU (requests are flowing), perf samples it until it has used SECONDS more of CPU. The
+# window is the gateway's CPU, not the wall clock: a gateway kept off its core (the disk, a busy machine)
+# would leave a wall-clock window with too few samples to profile. Leaves $WORK/NAME.perf, $WORK/NAME.h2load
 # and, in WINDOW, what the window took.
 profile() {
-  local name=$1 warmup=2 start load cpu wall ended
-  start=$(cpu_ticks)
+  local name=$1 warmup=2 load cpu wall ended
   # shellcheck disable=SC2086
   taskset -c 1 h2load $SHAPE -D $((2 * SECONDS_ + 1)) --warm-up-time $warmup -d "$WORK/body.json" "${HEADERS[@]}" \
     -i "$WORK/$name-uris.txt" > "$WORK/$name.h2load" 2>&1 &
   load=$!
-  until [ $(( $(cpu_ticks) - start )) -ge $((TICKS / 2)) ]; do
-    kill -0 $load 2>/dev/null || { cat "$WORK/$name.h2load" >&2; fail "h2load ended before the gateway had used half a second of CPU ($name)"; }
-    sleep 0.05
-  done
+  cpu_window $((TICKS / 2)) $load "$WORK/$name.warm-up"
+  read -r _ _ ended < "$WORK/$name.warm-up"
+  [ "$ended" = 0 ] || { cat "$WORK/$name.h2load" >&2; fail "h2load ended before the gateway had used half a second of CPU ($name)"; }
   perf record -g -F 999 -p $PG_PID -o "$WORK/$name.perf" -- \
     bash -c "cpu_window $((SECONDS_ * TICKS)) $load $WORK/$name.window" > "$WORK/$name.perf-record.log" 2>&1 \
     || { cat "$WORK/$name.perf-record.log" >&2; fail "perf record failed ($name; perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid))"; }
