@@ -90,14 +90,14 @@ struct FleetStatusCommand: AsyncParsableCommand {
     var sampleSeconds = 1.0
 
     func run() async throws {
-        let (base, recorded) = try NodeRecord.recorded(options)
+        let (base, recorded, token) = try NodeRecord.recorded(options)
         guard let state = recorded else {
             throw NodesFailure(
                 "no fleet is recorded in \(NodeRecord.path(dataDirectory: base)): pushgate fleet up starts one")
         }
-        let first = await NodesReport.sample(state)
+        let first = await NodesReport.sample(state, token: token)
         try? await Task.sleep(for: .milliseconds(Int(max(0.1, sampleSeconds) * 1000)))  // clock-ok: the rates' span
-        let second = await NodesReport.sample(state)
+        let second = await NodesReport.sample(state, token: token)
         let leases = await NodesReport.leases(url: state.postgresURL)
         print(
             NodesReport.status(
@@ -119,7 +119,7 @@ struct FleetDownCommand: AsyncParsableCommand {
     var graceSeconds = 30
 
     func run() async throws {
-        let (base, recorded) = try NodeRecord.recorded(options)
+        let (base, recorded, _) = try NodeRecord.recorded(options)
         guard let state = recorded else {
             print("No fleet is recorded in \(NodeRecord.path(dataDirectory: base)): nothing to stop.")
             return
@@ -140,10 +140,13 @@ struct FleetDownCommand: AsyncParsableCommand {
 }
 
 extension NodeRecord {
-    /// The data directory the options name (absolute) and the fleet recorded there, if any.
-    static func recorded(_ options: ConfigOptions) throws -> (dataDirectory: String, state: NodeRecord?) {
+    /// The data directory the options name (absolute), the fleet recorded there, if any, and the nodes'
+    /// `admin.token` (their admin requests, `/ready` too, carry it).
+    static func recorded(_ options: ConfigOptions) throws -> (
+        dataDirectory: String, state: NodeRecord?, adminToken: String?
+    ) {
         let configuration = try failing { try options.load() }
         let base = NodePlan.absolute(configuration.dataDirectory)
-        return (base, try read(dataDirectory: base))
+        return (base, try read(dataDirectory: base), configuration.adminToken)
     }
 }

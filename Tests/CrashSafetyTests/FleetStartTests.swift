@@ -96,4 +96,31 @@ import TestSupport
         _ = try? await Self.fleet(["down"] + settings, log: directory + "/down.log")
         await TestPostgres.dropDatabase(url)
     }
+
+    @Test(
+        .enabled(if: GatewayProcess.binary != nil, "needs the pushgate binary that swift test builds"),
+        .enabled(if: TestPostgres.url != nil, "needs TEST_POSTGRES_URL (see docs/store.md)"))
+    func aFleetWithAnAdminTokenGetsReadyAndShowsItsNodes() async throws {
+        let directory = try Self.privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let data = directory + "/data"
+        let base = 21_000 + Int.random(in: 800..<1200) * 10
+        let url = try await TestPostgres.makeDatabase(prefix: "pushgate_fleet_token")
+        // Every admin request of the nodes, `/ready` among them, must carry the token.
+        let settings = GatewayProcess.fleetSettings(data: data, base: base, ["admin.token=fleet-admin-secret"])
+        let upLog = directory + "/up.log"
+        let up = try await Self.fleet(["up", "--nodes", "1", "--postgres-url", url] + settings, log: upLog)
+        let unauthorized = try? await AdminClient.get(host: "127.0.0.1", port: base + 2, path: "/ready", token: nil)
+        let statusLog = directory + "/status.log"
+        let status = try await Self.fleet(["status", "--sample-seconds", "0.1"] + settings, log: statusLog)
+        let shown = (try? String(contentsOfFile: statusLog, encoding: .utf8)) ?? ""
+        let down = try await Self.fleet(["down"] + settings, log: directory + "/down.log")
+        await TestPostgres.dropDatabase(url)
+        #expect(up == 0, "fleet up: \((try? String(contentsOfFile: upLog, encoding: .utf8)) ?? "")")
+        #expect(unauthorized?.status == 401, "the node's /ready without the token")
+        #expect(status == 0 && down == 0)
+        #expect(
+            shown.contains("| node-1 | ") && shown.contains(" | running | yes | "),
+            "fleet status reads the node's /ready and counters with the token: \(shown)")
+    }
 }

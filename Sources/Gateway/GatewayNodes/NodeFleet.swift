@@ -116,7 +116,8 @@ public enum NodeFleet {
         }
         // Each node ready (listeners bound, store answering, the nodes' listening connection up).
         for (node, process) in zip(started, processes) {
-            let ready = await waitReady(node, process: process, seconds: request.readySeconds)
+            let ready = await waitReady(
+                node, process: process, seconds: request.readySeconds, token: configuration.adminToken)
             guard ready else {
                 let tail = tail(of: node.log)
                 stopStarted()
@@ -163,13 +164,16 @@ public enum NodeFleet {
         }
     }
 
-    /// Polls the node's /ready until it answers 200, the process exits, or the time is up.
-    static func waitReady(_ node: NodeRecord.Node, process: ChildProcess, seconds: Int) async -> Bool {
+    /// Polls the node's /ready until it answers 200, the process exits, or the time is up. `token`: the
+    /// nodes' `admin.token`, which every admin request of theirs, `/ready` too, must then carry.
+    static func waitReady(
+        _ node: NodeRecord.Node, process: ChildProcess, seconds: Int, token: String?
+    ) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
         while ContinuousClock.now < deadline {
             guard process.isRunning else { return false }
             // Ready only when the node itself answers: another process on its admin port is not the node.
-            if await AdminClient.isReady(port: node.adminPort, pid: process.pid) { return true }
+            if await AdminClient.isReady(port: node.adminPort, pid: process.pid, token: token) { return true }
             try? await Task.sleep(for: .milliseconds(100))  // clock-ok: waiting for a real process, bounded
         }
         return false

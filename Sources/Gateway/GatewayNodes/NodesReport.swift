@@ -100,15 +100,16 @@ public enum NodesReport {
             "capacity: \(total) device connections on \(limits.count) nodes, \(survivors) without the largest; \(devices) connected — \(verdict)"
     }
 
-    /// Each node's counters now, read from its admin API (nil for a node that does not answer).
-    public static func sample(_ state: NodeRecord) async -> [Sample?] {
+    /// Each node's counters now, read from its admin API (nil for a node that does not answer). `token`:
+    /// the nodes' `admin.token`, when they have one.
+    public static func sample(_ state: NodeRecord, token: String?) async -> [Sample?] {
         var samples: [Sample?] = []
         for node in state.nodes {
-            guard node.isRunning, let figures = await AdminClient.counters(port: node.adminPort) else {
+            guard node.isRunning, let figures = await AdminClient.counters(port: node.adminPort, token: token) else {
                 samples.append(nil)
                 continue
             }
-            let ready = await AdminClient.isReady(port: node.adminPort, pid: node.pid)
+            let ready = await AdminClient.isReady(port: node.adminPort, pid: node.pid, token: token)
             samples.append(
                 Sample(
                     ready: ready, connectedDevices: figures.connectedDevices, accepted: figures.accepted,
