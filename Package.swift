@@ -320,7 +320,12 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue"]),
         .testTarget(name: "DeviceProtocolTests", dependencies: ["DeviceProtocol", "PushModel"]),
         .testTarget(
-            name: "DeviceAgentTests", dependencies: ["DeviceAgent", "DeviceRuntime", "DescriptorLimit"]),
+            name: "DeviceAgentTests",
+            dependencies: [
+                "DeviceAgent", "DeviceRuntime", "DescriptorLimit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]),
         .testTarget(
             name: "ContentOriginTests",
             dependencies: [

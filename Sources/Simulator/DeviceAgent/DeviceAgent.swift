@@ -559,7 +559,8 @@ public final class DeviceAgent: Sendable {
             }
         case .complete(let result, let milliseconds):
             let agent = self
-            channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
+            let due = NIODeadline.now() + .milliseconds(milliseconds)
+            LoopTimers.schedule(on: channel.eventLoop, at: due) {
                 agent.send(.complete(apnsID: delivery.apnsID, bundleID: delivery.bundleID, result: result.rawValue))
                 agent.onEvent(.completed(apnsID: delivery.apnsID, result: result))
             }
@@ -661,7 +662,7 @@ public final class DeviceAgent: Sendable {
         }
         let delay = max(1, next.milliseconds - now.milliseconds)
         let agent = self
-        channel.eventLoop.scheduleTask(deadline: TimerSlack.deadline(in: .milliseconds(delay))) {
+        LoopTimers.schedule(on: channel.eventLoop, at: TimerSlack.deadline(in: .milliseconds(delay))) {
             guard channel.isActive, agent.state.withLock({ $0.channel === channel }) else { return }
             let sequence = agent.state.withLock { state -> Int in
                 state.sequence += 1

@@ -54,7 +54,7 @@ public final class RuntimeShell: @unchecked Sendable {
     /// When the device first connected (ms; 0: not yet): its runtime started then. A forecast of the
     /// same run starts the device at the same instant.
     private let firstConnected = Atomic<Int64>(0)
-    private var timer: Scheduled<Void>?
+    private var timer: LoopTimers.Timer?
     private var transfers: [Int: Running] = [:]
     private var stopped = false
     /// The apps' bundle ids, by slot (the device protocol names apps by bundle id, the runtime by slot).
@@ -189,7 +189,7 @@ public final class RuntimeShell: @unchecked Sendable {
         guard !stopped, let deadline = iphone.nextDeadline else { return }
         // At most an hour ahead (a foreground wake has no deadline): an early tick changes nothing.
         let wait = min(3_600_000, max(0, deadline.milliseconds &- clock().milliseconds))
-        timer = loop.scheduleTask(deadline: TimerSlack.deadline(in: .milliseconds(wait))) { [self] in
+        timer = LoopTimers.schedule(on: loop, at: TimerSlack.deadline(in: .milliseconds(wait))) { [self] in
             self.timer = nil
             guard !self.stopped else { return }
             let now = self.clock()
