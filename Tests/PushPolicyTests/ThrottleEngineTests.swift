@@ -53,6 +53,35 @@ import Testing
         #expect(engine.takeChangedDevices() == ChangedBudgets())
     }
 
+    /// A silent push's budget is written once, at its wake: a timely completion that leaves no strikes
+    /// changes only the refill since (what a reader of the wake's budget computes the same), so the
+    /// device is not marked again; a failed one adds a strike, and is.
+    @Test mutating func aCompletionThatLeavesNoStrikesWritesNothing() {
+        let bundle = "com.example.app"
+        for (result, written) in [(CompletionResult.newData, false), (.noData, false), (.failed, true)] {
+            var engine = ThrottleEngine()
+            engine.tracksChanges = true
+            let wake = pushes.make(.silent)
+            #expect(engine.received(wake, device: 1, now: t0).deliveredIDs == [wake.id])
+            #expect(engine.takeChangedDevices() == ChangedBudgets(devices: [1]))
+            let atWake = engine.budgets(of: 1).first!.budget
+            engine.acknowledged(
+                wake.id, device: 1, bundleID: bundle, wake: true, now: UnixTime(milliseconds: t0.milliseconds + 50))
+            let done = t0.adding(seconds: 2)
+            _ = engine.completed(device: 1, bundleID: bundle, id: wake.id, result: result, now: done)
+            #expect(
+                engine.takeChangedDevices() == (written ? ChangedBudgets(devices: [1]) : ChangedBudgets()), "\(result)")
+            let now = engine.budgets(of: 1).first!.budget
+            if !written {
+                #expect(now.settledAt == done.milliseconds, "the completion settled the bucket")
+                #expect(AppThrottle.settled(atWake, to: done, settings: PolicySettings()) == now)
+            }
+            // Its deadline's timer, later, changes nothing the store holds either.
+            _ = engine.advance(to: t0.adding(seconds: 40))
+            #expect(engine.takeChangedDevices() == ChangedBudgets(), "\(result)")
+        }
+    }
+
     /// A push the store could not write is forgotten: a held one is never released, a wake paid for
     /// gives its token back, and the decision log says why.
     @Test mutating func aWithdrawnPushIsNeverReleasedAndAWakeGivesItsTokenBack() {

@@ -679,6 +679,19 @@ extension AppThrottle {
             appState: appState)
     }
 
+    /// `budget` brought up to `now` as the policy brings a state up before each change: refilled, its
+    /// strikes decayed. A budget and what it settles to are the same state read at two times: a reader
+    /// of either at a later time settles it to the same (up to `Float` rounding).
+    static func settled(_ budget: ThrottleBudget, to now: UnixTime, settings: PolicySettings) -> ThrottleBudget {
+        var app = AppThrottle()
+        app.bucket = TokenBucket(tokens: budget.tokens, settledAt: budget.settledAt)
+        app.strikes = budget.strikes
+        app.coolingUntil = budget.coolingUntil
+        app.appState = budget.appState
+        app.settle(settings: settings, now: now)
+        return app.budget
+    }
+
     /// A state brought back from the store: its budget and its held pushes (oldest first; beyond
     /// `maximumHeld`, the oldest are returned as overflow to discard), and the wakes it paid for that the
     /// device has not acknowledged (they are sent again; their deadlines start with the acknowledgement).

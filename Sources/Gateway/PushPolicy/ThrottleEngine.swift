@@ -585,7 +585,7 @@ public struct ThrottleEngine: Sendable {
             body(&app, settings, &actions)
             return (before, app.nextDeadline, app.isIdle(settings: settings, now: now), app.budget)
         }
-        if tracksChanges, stored != (idle ? nil : budget) {
+        if tracksChanges, !Self.holdsTheSame(stored, idle ? nil : budget, settings: settings) {
             changed.append(key.device)
             if idle { pruned.insert(key.device) }
         }
@@ -596,6 +596,16 @@ public struct ThrottleEngine: Sendable {
             slots[device].apps.remove(at: index!)
             stateCount -= 1
         }
+    }
+
+    /// Whether the store may keep `stored` for `now`: the same, or `now` is `stored` settled to a later
+    /// time and nothing else changed (a completion that leaves no strikes: what it changes is the refill
+    /// and decay since the last change, which whoever reads the store next computes from `stored`). A
+    /// silent push's completion then writes nothing; its wake already did.
+    static func holdsTheSame(_ stored: ThrottleBudget?, _ now: ThrottleBudget?, settings: PolicySettings) -> Bool {
+        guard stored != now else { return true }
+        guard let stored, let now, now.settledAt > stored.settledAt else { return false }
+        return AppThrottle.settled(stored, to: UnixTime(milliseconds: now.settledAt), settings: settings) == now
     }
 
     private mutating func releaseAll(

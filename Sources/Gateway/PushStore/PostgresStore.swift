@@ -257,7 +257,7 @@ public final class PostgresStore: ClusterStore {
                 // In key order, as one device's rows are written by one node at a time anyway. Each row is
                 // updated in place where it exists (no index changes: PostgreSQL updates it on its page,
                 // where migration 13 leaves room), rather than deleted and inserted again with its index
-                // entries — a silent push changes its app's budget twice (the wake, the completion).
+                // entries — each wake changes its app's budget.
                 let node = self.nodeID
                 let rows = batch.budgets.keys.sorted().flatMap { device in
                     (batch.budgets[device] ?? []).sorted { $0.bundleID < $1.bundleID }.map { (device, $0) }
