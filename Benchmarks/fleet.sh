@@ -80,23 +80,35 @@ mapfile -t PIDS < <(python3 -c 'import json,sys; print("\n".join(str(n["pid"]) f
 admin() { echo $((BASE + 3 * $1 + 2)); }   # node index from 0
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# cpu_now → "nodes simulators postgres" clock ticks so far (PostgreSQL: every process named postgres).
+# The fleet's database: its connections' share of PostgreSQL's CPU is told apart from the server's own
+# processes' (autovacuum, the checkpointer, the WAL writer) and other databases' connections, so that a
+# jump in PostgreSQL's share says whose it is.
+FLEET_DB=$(python3 -c 'import json, sys, urllib.parse; print(urllib.parse.urlparse(json.load(open(sys.argv[1]))["postgresURL"]).path.lstrip("/"))' "$DATA/fleet/fleet.json")
+[ -n "$FLEET_DB" ] || fail "fleet.json names no database"
+# cpu_now → "nodes simulators postgres connections" clock ticks so far (PostgreSQL: every process named
+# postgres; connections: those of its processes serving the fleet's database).
 cpu_now() {
-  local n=0 s=0 q=0 p
+  local n=0 s=0 q=0 c=0 p t
   for p in "${PIDS[@]}"; do n=$((n + $(ticks "$p"))); done
   for p in "${SIM_PIDS[@]}"; do s=$((s + $(ticks "$p"))); done
-  if [ "${COUNT_POSTGRES:-1}" = 1 ]; then for p in $(pgrep -x postgres); do q=$((q + $(ticks "$p"))); done; fi
-  echo "$n $s $q"
+  if [ "${COUNT_POSTGRES:-1}" = 1 ]; then
+    for p in $(pgrep -x postgres); do
+      t=$(ticks "$p"); q=$((q + t))
+      grep -qa -- " $FLEET_DB " "/proc/$p/cmdline" 2>/dev/null && c=$((c + t))
+    done
+  fi
+  echo "$n $s $q $c"
 }
 # stalls → devices the nodes closed so far for not acknowledging within devices.not_reading_timeout_seconds
 # (their logs, at notice level for the device hub).
 stalls() { cat "$DATA"/fleet/node-*.log "$WORK"/sqlite-node.log 2>/dev/null | awk '/devices closed for not acknowledging/ { for (i = 1; i <= NF; i++) if ($i ~ /^count=/) s += substr($i, 7) } END { print s + 0 }'; }
-# cpu_between "n s q" "n s q" [pushes] → where the cores went between two readings, in CPU seconds; with
+# cpu_between "n s q c" "n s q c" [pushes] → where the cores went between two readings, in CPU seconds; with
 # a count of pushes, also per push, in microseconds (issue 49: the push's path on PostgreSQL-backed nodes).
 cpu_between() {
   awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v pushes="${3:-0}" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    n = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz; q = (y[3] - x[3]) / hz
+    n = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz; q = (y[3] - x[3]) / hz; c = (y[4] - x[4]) / hz
     printf "CPU: nodes %.1f s, simulators %.1f s, PostgreSQL %.1f s", n, s, q
+    if (q > 0) printf " (the fleet'"'"'s connections %.1f s)", c
     if (pushes > 0) printf " (per push: nodes %.0f µs, PostgreSQL %.0f µs, simulators %.0f µs)", 1e6 * n / pushes, 1e6 * q / pushes, 1e6 * s / pushes }'
 }
 cpu_since() { cpu_between "$1" "$(cpu_now)" "${2:-0}"; }
