@@ -104,7 +104,7 @@ import TestSupport
         let directory = try Self.privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let data = directory + "/data"
-        let base = 21_000 + Int.random(in: 800..<1200) * 10
+        let base = 21_000 + Int.random(in: 800..<1150) * 10  // below the ephemeral ports (32768 on)
         let url = try await TestPostgres.makeDatabase(prefix: "pushgate_fleet_token")
         // Every admin request of the nodes, `/ready` among them, must carry the token.
         let settings = GatewayProcess.fleetSettings(data: data, base: base, ["admin.token=fleet-admin-secret"])
