@@ -683,11 +683,8 @@ extension AppThrottle {
     /// strikes decayed. A budget and what it settles to are the same state read at two times: a reader
     /// of either at a later time settles it to the same (up to `Float` rounding).
     static func settled(_ budget: ThrottleBudget, to now: UnixTime, settings: PolicySettings) -> ThrottleBudget {
-        var app = AppThrottle()
-        app.bucket = TokenBucket(tokens: budget.tokens, settledAt: budget.settledAt)
-        app.strikes = budget.strikes
-        app.coolingUntil = budget.coolingUntil
-        app.appState = budget.appState
+        var none: [APNsID] = []
+        var app = AppThrottle(restoring: budget, held: [], overflow: &none)
         app.settle(settings: settings, now: now)
         return app.budget
     }
