@@ -117,18 +117,13 @@ gateway_per_push() {
   awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v pushes="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
     printf "%.0f", 1e6 * ((y[1] - x[1]) + (y[3] - x[3])) / hz / pushes }'
 }
-counters() { # node-index → "connected acknowledged wokenOnBudget held accepted deviceLimit routedOut routedThroughStore"
-  curl -sf "http://127.0.0.1:$(admin "$1")/v1/counters" | python3 -c '
-import json, sys
-c = json.load(sys.stdin); h = c["hub"]; p = c["policy"]
-print(c["connectedDevices"], h.get("acknowledged", 0), p.get("wokenOnBudget", 0), p.get("held", 0),
-      p.get("alertingAccepted", 0) + p.get("silentAccepted", 0) + p.get("otherAccepted", 0),
-      c["connections"]["devices"]["limit"], h.get("routedOut", 0), h.get("routedThroughStore", 0))'
-}
+# The nodes' counters (Benchmarks/fleet-counters.py: one process reads every node, and a wait polls in it).
+COUNTERS=(python3 Benchmarks/fleet-counters.py)
+ports() { local i; for i in "$@"; do admin "$i"; done; }   # node indexes → their admin ports
+counters() { "${COUNTERS[@]}" sum "$(admin "$1")"; }   # node index → "connected acknowledged wokenOnBudget held accepted deviceLimit routedOut routedThroughStore"
 sum_field() { # field (1-8), node indexes… → the sum over those nodes
-  local field=$1 total=0 v; shift
-  for i in "$@"; do v=$(counters "$i" | cut -d' ' -f"$field") || v=0; total=$((total + ${v:-0})); done
-  echo $total
+  local field=$1; shift
+  "${COUNTERS[@]}" sum $(ports "$@") | cut -d' ' -f"$field"
 }
 ALL=$(seq 0 $((NODES - 1)))
 declare -a RSS_READY
@@ -230,22 +225,15 @@ fan_out() {
   if [ "$kind" = alert ]; then
     # Every alert answered 200, acknowledged (as the surviving nodes counted since `before`).
     target=$((before + ok))
-    after=$before
-    while [ "$after" -lt "$target" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-      sleep 0.25
-      after=$(sum_field 2 "${nodes[@]}")
-    done
-    [ "$after" -ge "$target" ] || { unacknowledged "$started" >&2; fail "$kind to every device: $((after - before)) of $ok acknowledged in 300 s"; }
+    "${COUNTERS[@]}" wait-acknowledged "$target" "$deadline" $(ports "${nodes[@]}") > "$WORK/waited.txt" \
+      || { unacknowledged "$started" >&2; fail "$kind to every device: $(( $(cut -d' ' -f2 "$WORK/waited.txt") - before )) of $ok acknowledged in 300 s"; }
   else
     # Every silent push decided (woken or held, by its device's owner), and each woken one acknowledged.
-    local woken held
-    while :; do
-      woken=$(( $(sum_field 3 "${nodes[@]}") - W0 )); held=$(( $(sum_field 4 "${nodes[@]}") - H0 ))
-      after=$(sum_field 2 "${nodes[@]}")
-      [ $((woken + held)) -ge "$ok" ] && [ $((after - before)) -ge "$woken" ] && break
-      [ "$(date +%s)" -lt "$deadline" ] || fail "silent to every device: $((woken + held)) of $ok decided, $((after - before)) of $woken woken acknowledged in 300 s"
-      sleep 0.25
-    done
+    if ! "${COUNTERS[@]}" wait-decided "$ok" "$W0" "$H0" "$before" "$deadline" $(ports "${nodes[@]}") > "$WORK/waited.txt"; then
+      local woken held after
+      read -r _ after woken held _ < "$WORK/waited.txt"
+      fail "silent to every device: $((woken - W0 + held - H0)) of $ok decided, $((after - before)) of $((woken - W0)) woken acknowledged in 300 s"
+    fi
   fi
   echo "$ok $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
 }
@@ -328,21 +316,11 @@ else
   read -r ON_NODE_1 _ <<< "$(counters 0)"; need "node 1's devices" "$ON_NODE_1"
   kill -9 "${PIDS[0]}"
   KILLED_AT=$(date +%s.%N)
-  # Beside the alert: when every device is connected to a survivor again (their gauges, read every 0.2 s).
-  connected_survivors() {
-    local i total=0 v
-    for i in $(seq 1 $((NODES - 1))); do
-      v=$(curl -sf "http://127.0.0.1:$(admin "$i")/metrics" | awk '/^pushgate_connected_devices[ {]/ { print $NF }')
-      v=${v:-0}; total=$((total + ${v%.*}))
-    done
-    echo $total
-  }
+  # Beside the alert: when every device is connected to a survivor again (their counters, read every 0.2 s).
   (
-    until [ "$(connected_survivors)" -ge "$DEVICES" ]; do
-      awk -v a="$KILLED_AT" -v b="$(date +%s.%N)" 'BEGIN { exit !(b - a > 300) }' && exit 0
-      sleep 0.2
-    done
-    awk -v a="$KILLED_AT" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}' > "$WORK/back.txt"
+    "${COUNTERS[@]}" wait-connected "$DEVICES" "$(awk -v a="$KILLED_AT" 'BEGIN {printf "%.0f", a + 300}')" \
+      $(ports $(seq 1 $((NODES - 1)))) >/dev/null \
+      && awk -v a="$KILLED_AT" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}' > "$WORK/back.txt"
   ) &
   BACK_PID=$!
   read -r OK SECONDS_ <<< "$(fan_out alert 1)"
