@@ -8,12 +8,13 @@
 #   - an alert to every device (one POST each, spread over the nodes' provider ports by h2load): POSTs
 #     answered 200, time to the last device's acknowledgement;
 #   - a silent push to every device: answered 200, woken on budget, held;
-#   - a routed push against a local one: alerts POSTed to each device's node, and to the node after it
-#     (every push crosses a link), alternated; the gateway's CPU a push of each and their ratio;
 #   - node 1 killed with SIGKILL, then an alert to every device through the others: answered 200, time
 #     until every device (node 1's spread over the others by themselves) acknowledged its alert — when
 #     the other nodes' device limits leave room for node 1's devices (else it fails at once, saying how
 #     many nodes would);
+#   - a routed push against a local one, on the nodes left: alerts POSTed to each device's node, and to
+#     the next node after it (every push crosses a link), alternated; the gateway's CPU a push of each
+#     and their ratio;
 #   - the same alert and silent waves on one SQLite node (`pushgate serve`) with the same devices (at most
 #     FLEET_PER_SIMULATOR), and the gateway's CPU per push (nodes + database) of each, with their ratio
 #     (FLEET_SQLITE=0 skips it).
@@ -194,18 +195,19 @@ echo "idle: the fleet's CPU over ${IDLE} s: $(awk -v t=$((T1 - T0)) -v hz="$HZ" 
 # A push to every device: h2load per node with its share of the tokens; waits for the acknowledgements.
 # fan_out KIND FIRST_NODE [PLACEMENT] → "answered200 seconds". PLACEMENT: spread (the tokens dealt out over
 # the nodes from FIRST_NODE in turn, the default), owner (each POSTed to the node that runs its device) or
-# other (to the node after it: every push crosses a link); owner and other read $WORK/owners.txt (owners).
+# other (to the next node from FIRST_NODE after it: every push crosses a link); owner and other read
+# $WORK/owners.txt (owners).
 fan_out() {
   local kind=$1 first=$2 placement=${3:-spread} nodes=() before after target deadline started ok=0
   for i in $ALL; do [ "$i" -ge "$first" ] && nodes+=("$i"); done
   rm -f "$WORK"/uris-*.txt
-  awk -v nodes="${nodes[*]}" -v base="$BASE" -v dir="$WORK" -v placement="$placement" -v fleet="$NODES" '
-    BEGIN { count = split(nodes, n, " ") }
+  awk -v nodes="${nodes[*]}" -v base="$BASE" -v dir="$WORK" -v placement="$placement" '
+    BEGIN { count = split(nodes, n, " "); for (k = 1; k <= count; k++) at[n[k]] = k }
     FILENAME != ARGV[ARGC - 1] { owner[$1] = $2; next }
     {
       if (placement == "spread") i = n[(NR - 1) % count + 1]
-      else if (!($1 in owner)) { print "fan_out: no owner for token " $1 > "/dev/stderr"; exit 1 }
-      else i = placement == "owner" ? owner[$1] : (owner[$1] + 1) % fleet
+      else if (!(($1 in owner) && (owner[$1] in at))) { print "fan_out: no running owner for token " $1 > "/dev/stderr"; exit 1 }
+      else i = placement == "owner" ? owner[$1] : n[at[owner[$1]] % count + 1]
       print "http://127.0.0.1:" base + 3 * i "/3/device/" $1 > (dir "/uris-" i ".txt")
     }
   ' $([ "$placement" = spread ] || echo "$WORK/owners.txt") "$WORK/tokens.txt" || fail "fan_out $kind: tokens without an owner"
@@ -317,44 +319,6 @@ waves() {
 waves "PostgreSQL, $NODES node$([ "$NODES" -gt 1 ] && echo s)" "$DEVICES"
 PG_ALERT=$ALERT_COST; PG_SILENT=$SILENT_COST
 
-# A routed push against a local one, in the same fleet (issue 49's goal: ≤ 1.25 ×): an alert to every device
-# POSTed to the node that runs it (local), and one POSTed to the node after it (routed: each push crosses a
-# link to its owner), twice each in the order local, routed, routed, local, so that a drift of the machine's
-# speed falls on both; the gateway's CPU a push (nodes + database) of each, and the ratio of the sums. Each
-# device's node is read from the database before (owners). FLEET_ROUTED=0 skips it; one node has no link.
-owners() {
-  local url; url=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["postgresURL"])' "$DATA/fleet/fleet.json")
-  psql -X -qAt -F ' ' "$url" -c "SELECT t.token, substr(d.owner, 6)::int - 1 FROM tokens t JOIN devices d ON d.id = t.device_id WHERE d.owner ~ '^node-[0-9]+$'" \
-    > "$WORK/owners.txt" || fail "cannot read the devices' nodes from the database (psql)"
-  [ "$(wc -l < "$WORK/owners.txt")" -ge "$DEVICES" ] || fail "the database names a node for $(wc -l < "$WORK/owners.txt") of $DEVICES devices"
-}
-if [ "$NODES" -lt 2 ] || [ "${FLEET_ROUTED:-1}" = 0 ]; then
-  echo "routed against local: skipped ($([ "$NODES" -lt 2 ] && echo "one node: no link" || echo "FLEET_ROUTED=0"))"
-elif ! command -v psql >/dev/null; then
-  echo "routed against local: skipped (no psql to read each device's node: apt-get install postgresql-client)"
-else
-  owners
-  # Clock ticks of the gateway (nodes + PostgreSQL) and pushes, local and routed.
-  declare -A TICKS=([owner]=0 [other]=0) PUSHES=([owner]=0 [other]=0)
-  for placement in owner other other owner; do
-    r0=$(sum_field 7 $ALL)
-    cpu0=$(cpu_now)
-    read -r ok seconds <<< "$(fan_out alert 0 "$placement")"
-    cpu1=$(cpu_now)
-    need "the answers ($placement)" "$ok"; need "the fan-out ($placement)" "$seconds"
-    cost=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
-    TICKS[$placement]=$(( TICKS[$placement] + $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1] + y[3] - x[3] }') ))
-    PUSHES[$placement]=$(( PUSHES[$placement] + ok ))
-    echo "routed against local: an alert to every device POSTed to $([ "$placement" = owner ] && echo "its device's node (local)" || echo "the node after its device's (routed)"): $ok answered 200, the last acknowledged $seconds s after the first POST; $(cpu_between "$cpu0" "$cpu1" "$ok"); the gateway $cost µs a push; routed to another node: $(( $(sum_field 7 $ALL) - r0 ))"
-  done
-  # Under 50 clock ticks (0.5 s) a side, a tick's rounding is 2 % or more of it: too few pushes for a ratio.
-  if [ "${TICKS[owner]}" -lt 50 ] || [ "${TICKS[other]}" -lt 50 ]; then
-    echo "routed against local: no ratio (the gateway's CPU: ${TICKS[owner]} clock ticks local, ${TICKS[other]} routed; 50 each are needed: more devices)"
-  else
-    echo "routed against local: $(awk -v r="${TICKS[other]}" -v rn="${PUSHES[other]}" -v l="${TICKS[owner]}" -v ln="${PUSHES[owner]}" 'BEGIN {printf "%.2f", (r / rn) / (l / ln)}') × the gateway's CPU a push (goal ≤ 1.25)"
-  fi
-fi
-
 # Node 1 killed with SIGKILL; its devices move on to node 2 by themselves; an alert to every device
 # through the other nodes: every one answered 200 is acknowledged, node 1's devices' too. A fleet of one
 # node has no other node to move to: the step is skipped, and says so.
@@ -381,6 +345,46 @@ else
   need "node 1's devices back on the others" "$BACK"
   echo "node 1 killed (SIGKILL, $ON_NODE_1 devices): every device connected to the others again $BACK s after the kill; an alert to every device through the others, $OK of $DEVICES answered 200, every one acknowledged $CAUGHT_UP s after the kill (goal: every push delivered, within 30 s)"
 fi
+# A routed push against a local one, in the same fleet (issue 49's goal: ≤ 1.25 ×), on the nodes left after
+# the kill (so the kill's figures stay those of a fleet after two waves): an alert to every device POSTed to
+# the node that runs it (local), and one POSTed to the next running node after it (routed: each push crosses
+# a link to its owner), twice each in the order local, routed, routed, local, so that a drift of the
+# machine's speed falls on both; the gateway's CPU a push (nodes + database) of each, and the ratio. Each
+# device's node is read from the database first (owners). Needs two nodes left (three in the fleet);
+# FLEET_ROUTED=0 skips it.
+owners() {
+  local url; url=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["postgresURL"])' "$DATA/fleet/fleet.json")
+  psql -X -qAt -F ' ' "$url" -c "SELECT t.token, substr(d.owner, 6)::int - 1 FROM tokens t JOIN devices d ON d.id = t.device_id WHERE d.owner ~ '^node-[0-9]+$'" \
+    > "$WORK/owners.txt" || fail "cannot read the devices' nodes from the database (psql)"
+  [ "$(wc -l < "$WORK/owners.txt")" -ge "$DEVICES" ] || fail "the database names a node for $(wc -l < "$WORK/owners.txt") of $DEVICES devices"
+}
+if [ "$NODES" -lt 3 ] || [ "${FLEET_ROUTED:-1}" = 0 ]; then
+  echo "routed against local: skipped ($([ "$NODES" -lt 3 ] && echo "$NODES node$([ "$NODES" -gt 1 ] && echo s): no link between the nodes left after the kill" || echo "FLEET_ROUTED=0"))"
+elif ! command -v psql >/dev/null; then
+  echo "routed against local: skipped (no psql to read each device's node: apt-get install postgresql-client)"
+else
+  owners
+  # Clock ticks of the gateway (nodes + PostgreSQL) and pushes, local and routed.
+  declare -A TICKS=([owner]=0 [other]=0) PUSHES=([owner]=0 [other]=0)
+  for placement in owner other other owner; do
+    r0=$(sum_field 7 $ALL)
+    cpu0=$(cpu_now)
+    read -r ok seconds <<< "$(fan_out alert 1 "$placement")"
+    cpu1=$(cpu_now)
+    need "the answers ($placement)" "$ok"; need "the fan-out ($placement)" "$seconds"
+    cost=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
+    TICKS[$placement]=$(( TICKS[$placement] + $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1] + y[3] - x[3] }') ))
+    PUSHES[$placement]=$(( PUSHES[$placement] + ok ))
+    echo "routed against local: an alert to every device POSTed to $([ "$placement" = owner ] && echo "its device's node (local)" || echo "the next node after its device's (routed)"): $ok answered 200, the last acknowledged $seconds s after the first POST; $(cpu_between "$cpu0" "$cpu1" "$ok"); the gateway $cost µs a push; routed to another node: $(( $(sum_field 7 $ALL) - r0 ))"
+  done
+  # Under 50 clock ticks (0.5 s) a side, a tick's rounding is 2 % or more of it: too few pushes for a ratio.
+  if [ "${TICKS[owner]}" -lt 50 ] || [ "${TICKS[other]}" -lt 50 ]; then
+    echo "routed against local: no ratio (the gateway's CPU: ${TICKS[owner]} clock ticks local, ${TICKS[other]} routed; 50 each are needed: more devices)"
+  else
+    echo "routed against local: $(awk -v r="${TICKS[other]}" -v rn="${PUSHES[other]}" -v l="${TICKS[owner]}" -v ln="${PUSHES[owner]}" 'BEGIN {printf "%.2f", (r / rn) / (l / ln)}') × the gateway's CPU a push (goal ≤ 1.25)"
+  fi
+fi
+
 for s in $(seq 0 $((SIMULATORS - 1))); do
   kill -0 "${SIM_PIDS[$s]}" 2>/dev/null || { show_log "$WORK/simulate-$s.log"; fail "simulator $s exited during the run"; }
 done
