@@ -9,7 +9,7 @@ it timed, on this 2-core machine.)
 Usage:
   fleet-counters.py sum PORT...
       the sums over the nodes (admin ports) of: connected acknowledged wokenOnBudget held accepted
-      deviceLimit routedOut routedThroughStore
+      deviceLimit routedOut routedThroughStore storeCommits storeChanges
   fleet-counters.py wait-acknowledged TARGET DEADLINE PORT...
       until the nodes' acknowledgements reach TARGET (an alert's every push acknowledged)
   fleet-counters.py wait-decided ANSWERED WOKEN0 HELD0 ACKNOWLEDGED0 DEADLINE PORT...
@@ -26,7 +26,7 @@ import sys
 import time
 import urllib.request
 
-FIELDS = 8
+FIELDS = 10
 
 
 def node(port):
@@ -45,6 +45,8 @@ def node(port):
         c["connections"]["devices"]["limit"],
         h.get("routedOut", 0),
         h.get("routedThroughStore", 0),
+        (c.get("store") or {}).get("commits", 0),
+        (c.get("store") or {}).get("changes", 0),
     ]
 
 

@@ -84,20 +84,25 @@ mapfile -t PIDS < <(python3 -c 'import json,sys; print("\n".join(str(n["pid"]) f
 admin() { echo $((BASE + 3 * $1 + 2)); }   # node index from 0
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# ticks_with_children PID → its clock ticks and those of its children that have exited (a PostgreSQL
+# server's backends and autovacuum workers that ended: their ticks move to it, so a sum over the server's
+# processes does not drop when one exits during a wave).
+ticks_with_children() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # The fleet's database: its connections' share of PostgreSQL's CPU is told apart from the server's own
 # processes' (autovacuum, the checkpointer, the WAL writer) and other databases' connections, so that a
 # jump in PostgreSQL's share says whose it is.
 FLEET_DB=$(python3 -c 'import json, sys, urllib.parse; print(urllib.parse.urlparse(json.load(open(sys.argv[1]))["postgresURL"]).path.lstrip("/"))' "$DATA/fleet/fleet.json")
 [ -n "$FLEET_DB" ] || fail "fleet.json names no database"
 # cpu_now → "nodes simulators postgres connections" clock ticks so far (PostgreSQL: every process named
-# postgres; connections: those of its processes serving the fleet's database).
+# postgres, with its children that have exited; connections: those of its processes serving the fleet's
+# database, now — one that exits takes its ticks out of this share).
 cpu_now() {
   local n=0 s=0 q=0 c=0 p t
   for p in "${PIDS[@]}"; do n=$((n + $(ticks "$p"))); done
   for p in "${SIM_PIDS[@]}"; do s=$((s + $(ticks "$p"))); done
   if [ "${COUNT_POSTGRES:-1}" = 1 ]; then
     for p in $(pgrep -x postgres); do
-      t=$(ticks "$p"); q=$((q + t))
+      t=$(ticks_with_children "$p"); q=$((q + t))
       grep -qa -- " $FLEET_DB " "/proc/$p/cmdline" 2>/dev/null && c=$((c + t))
     done
   fi
@@ -124,8 +129,8 @@ gateway_per_push() {
 # The nodes' counters (Benchmarks/fleet-counters.py: one process reads every node, and a wait polls in it).
 COUNTERS=(python3 Benchmarks/fleet-counters.py)
 ports() { local i; for i in "$@"; do admin "$i"; done; }   # node indexes → their admin ports
-counters() { "${COUNTERS[@]}" sum "$(admin "$1")"; }   # node index → "connected acknowledged wokenOnBudget held accepted deviceLimit routedOut routedThroughStore"
-sum_field() { # field (1-8), node indexes… → the sum over those nodes
+counters() { "${COUNTERS[@]}" sum "$(admin "$1")"; }   # node index → "connected acknowledged wokenOnBudget held accepted deviceLimit routedOut routedThroughStore storeCommits storeChanges"
+sum_field() { # field (1-10), node indexes… → the sum over those nodes
   local field=$1; shift
   "${COUNTERS[@]}" sum $(ports "$@") | cut -d' ' -f"$field"
 }
@@ -367,7 +372,7 @@ else
   # Clock ticks of the gateway (nodes + PostgreSQL) and pushes, local and routed.
   declare -A TICKS=([owner]=0 [other]=0) PUSHES=([owner]=0 [other]=0)
   for placement in owner other other owner; do
-    r0=$(sum_field 7 $ALL)
+    read -r _ _ _ _ _ _ r0 _ k0 c0 <<< "$("${COUNTERS[@]}" sum $(ports $ALL))"
     cpu0=$(cpu_now)
     read -r ok seconds <<< "$(fan_out alert 1 "$placement")"
     cpu1=$(cpu_now)
@@ -375,7 +380,8 @@ else
     cost=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
     TICKS[$placement]=$(( TICKS[$placement] + $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1] + y[3] - x[3] }') ))
     PUSHES[$placement]=$(( PUSHES[$placement] + ok ))
-    echo "routed against local: an alert to every device POSTed to $([ "$placement" = owner ] && echo "its device's node (local)" || echo "the next node after its device's (routed)"): $ok answered 200, the last acknowledged $seconds s after the first POST; $(cpu_between "$cpu0" "$cpu1" "$ok"); the gateway $cost µs a push; routed to another node: $(( $(sum_field 7 $ALL) - r0 ))"
+    read -r _ _ _ _ _ _ r1 _ k1 c1 <<< "$("${COUNTERS[@]}" sum $(ports $ALL))"
+    echo "routed against local: an alert to every device POSTed to $([ "$placement" = owner ] && echo "its device's node (local)" || echo "the next node after its device's (routed)"): $ok answered 200, the last acknowledged $seconds s after the first POST; $(cpu_between "$cpu0" "$cpu1" "$ok"); the gateway $cost µs a push; routed to another node: $((r1 - r0)); the nodes' commits: $((k1 - k0)), $(( (c1 - c0) / ((k1 - k0) > 0 ? (k1 - k0) : 1) )) changes each"
   done
   # Under 50 clock ticks (0.5 s) a side, a tick's rounding is 2 % or more of it: too few pushes for a ratio.
   if [ "${TICKS[owner]}" -lt 50 ] || [ "${TICKS[other]}" -lt 50 ]; then
