@@ -85,7 +85,8 @@ for f in json.load(sys.stdin)["broadcasts"][-count:]:
         ("firstMilliseconds", "medianMilliseconds", "p99Milliseconds", "lastMilliseconds", "fanoutMilliseconds")))' "$1"
 }
 # until_acknowledged COUNT: waits (60 s at most) until each of the last COUNT broadcasts reached every subscriber.
-# One python3 polls every 0.1 s: a python3 a poll took 0.1 s of CPU each, from the fan-out it waited for.
+# One python3 polls every 0.1 s (a python3 started for each poll, as before, took about 0.1 s of CPU a
+# poll from the fan-out it waited for).
 until_acknowledged() {
   python3 - "$1" "$SUBSCRIBERS" "$ADMIN" <<'PY' && return 0
 import json, sys, time, urllib.request
