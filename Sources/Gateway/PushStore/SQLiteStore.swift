@@ -142,6 +142,8 @@ public final class SQLiteStore: StoreBackend {
         // Versions 12 and 13 leave room on PostgreSQL's device and budget pages; nothing here.
         [],
         [],
+        // Version 14 indexes PostgreSQL's undecided pushes (the fleet's sweep); nothing here.
+        [],
     ]
 
     private func migrate() async throws {

@@ -65,5 +65,5 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
 /// The schema's numbered migrations: each backend has its statements for every version, and
 /// `schema_version` records the highest applied.
 public enum Schema {
-    public static let latestVersion = 13
+    public static let latestVersion = 14
 }
