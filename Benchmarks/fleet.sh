@@ -121,10 +121,13 @@ cpu_between() {
     if (pushes > 0) printf " (per push: nodes %.0f µs, PostgreSQL %.0f µs, simulators %.0f µs)", 1e6 * n / pushes, 1e6 * q / pushes, 1e6 * s / pushes }'
 }
 cpu_since() { cpu_between "$1" "$(cpu_now)" "${2:-0}"; }
+# gateway_ticks "n s q" "n s q" → the gateway's clock ticks (nodes and database) between two readings.
+gateway_ticks() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); print (y[1] - x[1]) + (y[3] - x[3]) }'
+}
 # gateway_per_push "n s q" "n s q" pushes → the gateway's CPU per push (nodes and database), in µs.
 gateway_per_push() {
-  awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v pushes="$3" 'BEGIN { split(a, x, " "); split(b, y, " ");
-    printf "%.0f", 1e6 * ((y[1] - x[1]) + (y[3] - x[3])) / hz / pushes }'
+  awk -v t="$(gateway_ticks "$1" "$2")" -v hz="$(getconf CLK_TCK)" -v pushes="$3" 'BEGIN { printf "%.0f", 1e6 * t / hz / pushes }'
 }
 # The nodes' counters (Benchmarks/fleet-counters.py: one process reads every node, and a wait polls in it).
 COUNTERS=(python3 Benchmarks/fleet-counters.py)
@@ -378,7 +381,7 @@ else
     cpu1=$(cpu_now)
     need "the answers ($placement)" "$ok"; need "the fan-out ($placement)" "$seconds"
     cost=$(gateway_per_push "$cpu0" "$cpu1" "$ok")
-    TICKS[$placement]=$(( TICKS[$placement] + $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1] + y[3] - x[3] }') ))
+    TICKS[$placement]=$(( TICKS[$placement] + $(gateway_ticks "$cpu0" "$cpu1") ))
     PUSHES[$placement]=$(( PUSHES[$placement] + ok ))
     read -r _ _ _ _ _ _ r1 _ k1 c1 <<< "$("${COUNTERS[@]}" sum $(ports $ALL))"
     echo "routed against local: an alert to every device POSTed to $([ "$placement" = owner ] && echo "its device's node (local)" || echo "the next node after its device's (routed)"): $ok answered 200, the last acknowledged $seconds s after the first POST; $(cpu_between "$cpu0" "$cpu1" "$ok"); the gateway $cost µs a push; routed to another node: $((r1 - r0)); the nodes' commits: $((k1 - k0)), $(( (c1 - c0) / ((k1 - k0) > 0 ? (k1 - k0) : 1) )) changes each"
